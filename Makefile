@@ -1,0 +1,62 @@
+# mpidict — user-facing entry points. Two commands set everything up:
+#   make demo   install missing dependencies, build, run a 4-rank demo
+#   make test   install missing dependencies, build, run the whole test suite
+# Other targets: deps, build, sanitize, clean. Variables: BUILD_DIR, BUILD_TYPE,
+# JOBS, CTEST_ARGS (passed to ctest), CMAKE_ARGS (passed to cmake configure).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+BUILD_DIR   ?= build
+ASAN_DIR    ?= build-asan
+BUILD_TYPE  ?= Release
+JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
+CTEST_ARGS  ?=
+CMAKE_ARGS  ?=
+SANITIZE_LABELS ?= unit|mpi|conformance
+
+# A literal comma for use inside $(call ...) arguments.
+, := ,
+
+# Chosen when the recipe runs (after `deps` may have installed ninja). An
+# existing build directory keeps the generator it was configured with.
+define cmake_configure
+	if [ -f "$(1)/CMakeCache.txt" ]; then gen=(); \
+	elif command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); \
+	else gen=(-G "Unix Makefiles"); fi; \
+	cmake -S . -B "$(1)" "$${gen[@]}" $(2) $(CMAKE_ARGS)
+endef
+
+CTEST := ctest --no-tests=error --output-on-failure -j1
+
+.PHONY: all deps build demo test sanitize clean help
+
+all: build
+
+help:
+	@sed -n '1,6p' Makefile
+
+deps:
+	@scripts/install_deps.sh
+
+build: deps
+	@$(call cmake_configure,$(BUILD_DIR),-DCMAKE_BUILD_TYPE=$(BUILD_TYPE))
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+
+demo: build
+	scripts/mpirun.sh -n 4 $(BUILD_DIR)/tools/mpidict hash --keys 200000 --pattern nn
+
+# Serial (-j1): a 4-rank test already oversubscribes a 2-core machine.
+test: build
+	cd $(BUILD_DIR) && $(CTEST) $(CTEST_ARGS)
+
+sanitize: deps
+	@$(call cmake_configure,$(ASAN_DIR),-DCMAKE_BUILD_TYPE=Debug -DMPIDICT_SANITIZE=address$(,)undefined -DMPIDICT_BUILD_BENCH=OFF)
+	cmake --build $(ASAN_DIR) -j$(JOBS)
+	cd $(ASAN_DIR) && \
+	  ASAN_OPTIONS=detect_leaks=0 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(CTEST) -L "$(SANITIZE_LABELS)" $(CTEST_ARGS)
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -1,0 +1,904 @@
+#pragma once
+// hash_map<K, V>: a distributed multi-valued hash map (CSE_Hash semantics).
+//
+// Data layout.  Each rank owns a shard: a local::multi_table mapping a key to a
+// sequence of values in insertion order.  The owner of a key is chosen by its
+// hash (default), by key % p (cyclic, integer keys), or by an explicit
+// target_rank given with the call; finds must then name the same target.
+//
+// When operations complete.  Every operation becomes one record in the engine's
+// outbox for the owner (see runtime/engine.hpp).  The request form returns a
+// request<T> that completes when the owner's reply arrives; the async_ form
+// returns nothing and is applied by the next flush().  Operations on keys this
+// rank owns travel the same path through a loopback queue, so ordering and
+// flush semantics do not depend on placement.
+//
+// Costs in messages (amortised by aggregation): async_insert, async_erase,
+// async_insert_if_absent, async_visit: one record, no reply.  insert, find,
+// take, erase, insert_if_absent, visit: one record and one reply record.
+// find_many: one record and one reply record per key, streamed.
+//
+// Capacity.  A per-rank limit on stored values and/or payload bytes.  An insert
+// that reaches it stores a prefix of its values and reports how many; the rest
+// are not stored and nothing already stored changes.  Rejections of async
+// inserts are counted back at the origin (async_rejected()).
+//
+// Threads.  One thread calls the map at a time; an optional progress thread
+// (config.runtime.progress_thread) only makes progress.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <mpi.h>
+
+#include "mpidict/error.hpp"
+#include "mpidict/local/codec.hpp"
+#include "mpidict/local/hash.hpp"
+#include "mpidict/local/multi_table.hpp"
+#include "mpidict/runtime/engine.hpp"
+#include "mpidict/runtime/request.hpp"
+
+namespace mpidict {
+
+enum class placement { hash, cyclic };
+
+// Pass as the first argument to send an operation to a chosen rank.
+struct target_rank {
+    int rank;
+};
+
+struct hash_map_config {
+    runtime::config runtime{};
+    placement place = placement::hash;
+    std::size_t expected_keys_per_rank = 0;  // capacity hint for the local table
+    double max_load = 0.8;                   // of the local open-addressing table
+    std::size_t capacity_values = 0;         // per-rank limit on stored values; 0: none
+    std::size_t capacity_bytes = 0;          // per-rank limit on key+value payload bytes; 0: none
+    std::size_t fixed_value_bytes = 0;       // byte-string values must have this length; 0: any
+};
+
+struct insert_result {
+    std::uint32_t requested = 0;
+    std::uint32_t stored = 0;
+    // Values [stored, requested) of the call were not stored (capacity).
+    bool complete() const { return stored == requested; }
+    std::uint32_t not_stored() const { return requested - stored; }
+};
+
+struct nothing {};
+
+template <class K, class V, class Hash = hasher<K>>
+class hash_map {
+    static_assert(encodable<K>, "hash_map keys must be trivially copyable or byte strings.");
+    static_assert(encodable<V>, "hash_map values must be trivially copyable or byte strings.");
+
+public:
+    using key_type = K;
+    using value_type = V;
+    using table_type = local::multi_table<K, V, Hash>;
+    using values_view = typename table_type::values_view;
+
+    // What a visitor sees besides the key and values.
+    struct visit_context {
+        hash_map& map;       // start further operations from here (never wait)
+        int source;          // rank that sent the visit
+        void* user_context;  // the pointer given at registration on this rank
+    };
+
+    template <class Arg, class Result>
+    struct visitor {
+        std::uint32_t id;
+    };
+
+    // Collective.  Creates the map over a duplicate of `communicator`.
+    explicit hash_map(MPI_Comm communicator, hash_map_config settings = {})
+        : hash_map(std::make_unique<runtime::engine>(communicator, settings.runtime), settings) {}
+
+    // Collective.  Creates the map over an engine it takes over (e.g. a simulated one).
+    hash_map(std::unique_ptr<runtime::engine> engine, hash_map_config settings)
+        : m_engine(std::move(engine)), m_config(settings),
+          m_table(settings.expected_keys_per_rank, settings.max_load) {
+        if (settings.place == placement::cyclic && !std::is_integral_v<K>)
+            throw invalid_argument_error("mpidict: cyclic placement needs integer keys");
+        if (settings.fixed_value_bytes != 0 && codec<V>::fixed_size && settings.fixed_value_bytes != sizeof(V))
+            throw invalid_argument_error("mpidict: fixed_value_bytes = " + std::to_string(settings.fixed_value_bytes) +
+                                         " disagrees with the value type's size " + std::to_string(sizeof(V)));
+        register_handlers();
+        m_engine->verify_handlers();
+        m_engine->check_same(static_cast<std::int64_t>(settings.place), "hash_map placement");
+        m_engine->check_same(static_cast<std::int64_t>(sizeof(K) * 1000 + sizeof(V)),
+                             "hash_map key/value type sizes");
+    }
+
+    hash_map(const hash_map&) = delete;
+    hash_map& operator=(const hash_map&) = delete;
+
+    // Collective when the map is still alive and no exception is unwinding (the
+    // scoped form of destroy()); otherwise it abandons without waiting.
+    ~hash_map() {
+        if (m_engine && !m_engine->destroyed() && std::uncaught_exceptions() == 0) {
+            try {
+                destroy();
+            } catch (const std::exception& problem) {
+                std::fprintf(stderr, "mpidict: hash_map teardown on rank %d failed: %s\n", rank(), problem.what());
+            }
+        }
+    }
+
+    // Collective.  Applies everything pending and releases the communicator.
+    void destroy() {
+        if (m_engine->destroyed())
+            return;
+        runtime::engine_lock lock(*m_engine);
+        m_engine->destroy();
+        m_table.clear();
+    }
+
+    int rank() const { return m_engine->rank(); }
+    int size() const { return m_engine->size(); }
+    const hash_map_config& settings() const { return m_config; }
+    runtime::engine& engine() { return *m_engine; }
+    const runtime::statistics& stats() const { return m_engine->stats(); }
+    void reset_statistics() { m_engine->reset_statistics(); }
+
+    // The rank that owns `key` under this map's placement.
+    int owner(const K& key) const {
+        if (m_config.place == placement::cyclic) {
+            if constexpr (std::is_integral_v<K>) {
+                using unsigned_key = std::make_unsigned_t<K>;
+                return static_cast<int>(static_cast<unsigned_key>(key) % static_cast<unsigned_key>(size()));
+            }
+        }
+        return static_cast<int>(reduce_range(mix64(m_hash(key) ^ 0x5851f42d4c957f2dULL), static_cast<std::size_t>(size())));
+    }
+
+    // ---- insert ------------------------------------------------------------
+
+    void async_insert(const K& key, const V& value) { async_insert(target_rank{owner(key)}, key, value); }
+    void async_insert(target_rank target, const K& key, const V& value) {
+        check_value(value);
+        initiation_timer timer(*this, runtime::op_kind::insert);
+        if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
+            std::byte* out = reserve(target, m_insert_one, sizeof(K) + sizeof(V));
+            out = codec<K>::encode(out, key);
+            codec<V>::encode(out, value);
+        } else {
+            encode_insert(target, no_slot, key, std::span<const V>(&value, 1));
+        }
+    }
+    void async_insert(const K& key, std::span<const V> values) { async_insert(target_rank{owner(key)}, key, values); }
+    void async_insert(target_rank target, const K& key, std::span<const V> values) {
+        for (const V& value : values)
+            check_value(value);
+        initiation_timer timer(*this, runtime::op_kind::insert);
+        encode_insert(target, no_slot, key, values);
+    }
+
+    request<insert_result> insert(const K& key, const V& value) { return insert(key, std::span<const V>(&value, 1)); }
+    request<insert_result> insert(const K& key, std::span<const V> values) {
+        return insert(target_rank{owner(key)}, key, values);
+    }
+    request<insert_result> insert(target_rank target, const K& key, std::span<const V> values) {
+        for (const V& value : values)
+            check_value(value);
+        initiation_timer timer(*this, runtime::op_kind::insert, true);
+        const std::uint32_t slot = m_engine->open_request(runtime::op_kind::insert);
+        encode_insert(target, slot, key, values);
+        return request<insert_result>(*m_engine, slot, &decode_insert);
+    }
+
+    // ---- find / take / erase -------------------------------------------------
+
+    // Up to `limit` values of `key`, in insertion order.
+    request<std::vector<V>> find(const K& key, std::size_t limit = unlimited) {
+        return find(target_rank{owner(key)}, key, limit);
+    }
+    request<std::vector<V>> find(target_rank target, const K& key, std::size_t limit = unlimited) {
+        return keyed_request(target, m_find, runtime::op_kind::find, key, limit);
+    }
+
+    // Removes and returns up to `limit` values of `key` (oldest first), atomically.
+    request<std::vector<V>> take(const K& key, std::size_t limit = unlimited) {
+        return take(target_rank{owner(key)}, key, limit);
+    }
+    request<std::vector<V>> take(target_rank target, const K& key, std::size_t limit = unlimited) {
+        return keyed_request(target, m_take, runtime::op_kind::take, key, limit);
+    }
+
+    // Removes `key` and all its values; the request yields how many values it had.
+    request<std::size_t> erase(const K& key) { return erase(target_rank{owner(key)}, key); }
+    request<std::size_t> erase(target_rank target, const K& key) {
+        initiation_timer timer(*this, runtime::op_kind::erase, true);
+        const std::uint32_t slot = m_engine->open_request(runtime::op_kind::erase);
+        encode_keyed(target, m_erase, slot, key, 0);
+        return request<std::size_t>(*m_engine, slot, &decode_count);
+    }
+    void async_erase(const K& key) { async_erase(target_rank{owner(key)}, key); }
+    void async_erase(target_rank target, const K& key) {
+        initiation_timer timer(*this, runtime::op_kind::erase);
+        encode_keyed(target, m_erase, no_slot, key, 0);
+    }
+
+    // ---- visited sets ---------------------------------------------------------
+
+    // Stores (key, value) if key has no values; the request yields whether it did.
+    request<bool> insert_if_absent(const K& key, const V& value) {
+        return insert_if_absent(target_rank{owner(key)}, key, value);
+    }
+    request<bool> insert_if_absent(target_rank target, const K& key, const V& value) {
+        check_value(value);
+        initiation_timer timer(*this, runtime::op_kind::insert_if_absent, true);
+        const std::uint32_t slot = m_engine->open_request(runtime::op_kind::insert_if_absent);
+        encode_keyed_value(target, m_insert_if_absent, slot, key, value);
+        return request<bool>(*m_engine, slot, &decode_flag);
+    }
+    void async_insert_if_absent(const K& key, const V& value) {
+        async_insert_if_absent(target_rank{owner(key)}, key, value);
+    }
+    void async_insert_if_absent(target_rank target, const K& key, const V& value) {
+        check_value(value);
+        initiation_timer timer(*this, runtime::op_kind::insert_if_absent);
+        encode_keyed_value(target, m_insert_if_absent, no_slot, key, value);
+    }
+
+    // ---- visit ---------------------------------------------------------------
+
+    // Collective.  Registers `function` to run at a key's owner.  Every rank
+    // registers the same visitors in the same order; `user_context` is this
+    // rank's own pointer, handed to the function in visit_context.  The function
+    // gets the key's values as a vector it may change (emptying it removes the
+    // key); its result returns to the caller of visit().
+    template <class Arg, class Result>
+    visitor<Arg, Result> register_visitor(std::string_view name,
+                                          Result (*function)(visit_context&, const K&, std::vector<V>&, const Arg&),
+                                          void* user_context = nullptr) {
+        static_assert(encodable<Arg>, "visitor arguments must be trivially copyable or byte strings.");
+        static_assert(std::is_void_v<Result> || encodable<Result>,
+                      "visitor results must be void, trivially copyable or byte strings.");
+        m_engine->check_alive("register_visitor");
+        m_engine->check_same(static_cast<std::int64_t>(hash_bytes(name.data(), name.size()) >> 1),
+                             "visitor registration (name '" + std::string(name) + "')");
+        visitor_entry entry;
+        entry.name = std::string(name);
+        entry.function = reinterpret_cast<void (*)()>(function);
+        entry.user_context = user_context;
+        entry.invoke = &invoke_visitor<Arg, Result>;
+        m_visitors.push_back(std::move(entry));
+        return visitor<Arg, Result>{static_cast<std::uint32_t>(m_visitors.size() - 1)};
+    }
+
+    template <class Arg, class Result>
+    auto visit(const K& key, visitor<Arg, Result> which, const Arg& arg) {
+        return visit(target_rank{owner(key)}, key, which, arg);
+    }
+    template <class Arg, class Result>
+    auto visit(target_rank target, const K& key, visitor<Arg, Result> which, const Arg& arg) {
+        using returned = std::conditional_t<std::is_void_v<Result>, nothing, Result>;
+        initiation_timer timer(*this, runtime::op_kind::visit, true);
+        const std::uint32_t slot = m_engine->open_request(runtime::op_kind::visit);
+        encode_visit(target, slot, key, which.id, arg);
+        return request<returned>(*m_engine, slot, &decode_visit<returned>);
+    }
+    template <class Arg, class Result>
+    void async_visit(const K& key, visitor<Arg, Result> which, const Arg& arg) {
+        async_visit(target_rank{owner(key)}, key, which, arg);
+    }
+    template <class Arg, class Result>
+    void async_visit(target_rank target, const K& key, visitor<Arg, Result> which, const Arg& arg) {
+        initiation_timer timer(*this, runtime::op_kind::visit);
+        encode_visit(target, no_slot, key, which.id, arg);
+    }
+
+    // ---- bulk lookup ---------------------------------------------------------
+
+    // Looks up every key (up to `limit` values each) and calls
+    // on_result(index, values) on this rank as answers arrive, in any order.
+    // Returns when all have answered.  Local: other ranks need not take part.
+    template <class Function>
+    void find_many(std::span<const K> keys, std::size_t limit, Function&& on_result) {
+        runtime::engine_lock lock(*m_engine);
+        m_engine->check_alive("find_many");
+        if (m_engine->in_handler())
+            throw error("mpidict: find_many cannot be called from inside a visitor");
+        if (keys.size() > std::numeric_limits<std::uint32_t>::max())
+            throw invalid_argument_error("mpidict: find_many takes at most 4294967295 keys per call");
+        const double start = runtime::now_seconds();
+        m_batch_callback = [&](std::size_t index, std::span<const V> values) { on_result(index, values); };
+        ++m_batch_id;
+        m_batch_pending = keys.size();
+        const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, std::numeric_limits<std::uint32_t>::max()));
+        struct reset {
+            hash_map& self;
+            ~reset() {
+                self.m_batch_callback = nullptr;
+                self.m_batch_pending = 0;
+            }
+        } guard{*this};
+        for (std::size_t index = 0; index < keys.size(); ++index) {
+            const K& key = keys[index];
+            std::byte* out = m_engine->reserve(owner(key), m_find_many, 12 + codec<K>::encoded_size(key));
+            store_u32(out, m_batch_id);
+            store_u32(out + 4, static_cast<std::uint32_t>(index));
+            store_u32(out + 8, clamped);
+            codec<K>::encode(out + 12, key);
+        }
+        auto& kind = m_engine->stats()[runtime::op_kind::find];
+        kind.operations += keys.size();
+        kind.initiation_seconds += runtime::now_seconds() - start;
+        const double wait_start = runtime::now_seconds();
+        unsigned idle_rounds = 0;
+        m_engine->ship_all();
+        while (m_batch_pending > 0) {
+            bool active = m_engine->progress();
+            if (m_engine->in_handler() == false) {
+                m_engine->ship_all();
+            }
+            if (active)
+                idle_rounds = 0;
+            else if (++idle_rounds > 64)
+                sched_idle();
+        }
+        kind.completion_seconds += runtime::now_seconds() - wait_start;
+    }
+
+    // ---- collective ----------------------------------------------------------
+
+    // Collective.  Returns when every operation started anywhere before it has
+    // been applied (and answered).
+    void flush() {
+        runtime::engine_lock lock(*m_engine);
+        m_engine->flush();
+    }
+
+    // Values rejected by capacity limits from this rank's async inserts, as
+    // reported back by the owners so far (complete after flush()).
+    std::uint64_t async_rejected() const { return m_async_rejected; }
+    // Values this rank refused as an owner because of its capacity limit.
+    std::uint64_t local_rejected() const { return m_local_rejected; }
+
+    // Collective.  Total keys and values over all ranks.
+    std::size_t global_size() { return global_sum(m_table.size()); }
+    std::size_t global_value_count() { return global_sum(m_table.value_count()); }
+
+    // ---- this rank's shard -----------------------------------------------------
+
+    std::size_t local_size() const { return m_table.size(); }
+    std::size_t local_value_count() const { return m_table.value_count(); }
+    std::size_t local_payload_bytes() const { return m_stored_bytes; }
+    std::size_t local_memory_bytes() const { return m_table.memory_bytes(); }
+    std::vector<V> local_find(const K& key, std::size_t limit = unlimited) const {
+        std::vector<V> out;
+        m_table.find(key).copy_to(std::back_inserter(out), limit);
+        return out;
+    }
+    bool local_contains(const K& key) const { return m_table.contains(key); }
+    template <class Function>
+    void local_for_each(Function&& function) const {
+        m_table.for_each(function);
+    }
+    const table_type& local_table() const { return m_table; }
+
+    static constexpr std::size_t unlimited = std::numeric_limits<std::uint32_t>::max();
+
+private:
+    static constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
+
+    struct visitor_entry {
+        std::string name;
+        void (*function)() = nullptr;
+        void* user_context = nullptr;
+        // Decodes the argument, runs the visitor, returns result bytes via `reply`.
+        void (*invoke)(hash_map& self, int source, std::uint32_t slot, const visitor_entry& entry, const K& key,
+                       byte_reader& reader) = nullptr;
+    };
+
+    // Times request-form starts always and one async start in 16 (scaled).
+    class initiation_timer {
+    public:
+        initiation_timer(hash_map& self, runtime::op_kind kind, bool always = false)
+            : m_lock(*self.m_engine), m_self(self), m_kind(kind) {
+            self.m_engine->check_alive(runtime::op_kind_name(kind).data());
+            ++self.m_engine->stats()[kind].operations;
+            if (always) {
+                m_weight = 1;
+            } else if (++self.m_sample_counter == runtime::initiation_sample_period) {
+                self.m_sample_counter = 0;
+                m_weight = runtime::initiation_sample_period;
+            }
+            if (m_weight != 0)
+                m_start = runtime::now_seconds();
+        }
+        ~initiation_timer() {
+            if (m_weight != 0)
+                m_self.m_engine->stats()[m_kind].initiation_seconds += (runtime::now_seconds() - m_start) * m_weight;
+        }
+
+    private:
+        runtime::engine_lock m_lock;
+        hash_map& m_self;
+        runtime::op_kind m_kind;
+        std::uint32_t m_weight = 0;
+        double m_start = 0;
+    };
+
+    static void store_u32(std::byte* out, std::uint32_t value) { std::memcpy(out, &value, 4); }
+    static void sched_idle();
+
+    void check_value(const V& value) const {
+        if constexpr (!codec<V>::fixed_size) {
+            if (m_config.fixed_value_bytes != 0 && value.size() != m_config.fixed_value_bytes)
+                throw invalid_argument_error("mpidict: value length " + std::to_string(value.size()) +
+                                             " does not match this map's fixed value length " +
+                                             std::to_string(m_config.fixed_value_bytes));
+        }
+        (void)value;
+    }
+
+    void check_target(target_rank target) const {
+        if (target.rank < 0 || target.rank >= size())
+            throw invalid_argument_error("mpidict: target rank " + std::to_string(target.rank) +
+                                         " is outside the communicator of " + std::to_string(size()) + " ranks");
+    }
+
+    std::byte* reserve(target_rank target, runtime::handler_id handler, std::size_t bytes) {
+        check_target(target);
+        return m_engine->reserve(target.rank, handler, bytes);
+    }
+
+    void encode_insert(target_rank target, std::uint32_t slot, const K& key, std::span<const V> values) {
+        if (values.size() > std::numeric_limits<std::uint32_t>::max() - 1)
+            throw invalid_argument_error("mpidict: at most 4294967294 values per insert");
+        std::size_t bytes = 8 + codec<K>::encoded_size(key);
+        for (const V& value : values)
+            bytes += codec<V>::encoded_size(value);
+        std::byte* out = reserve(target, m_insert, bytes);
+        store_u32(out, slot);
+        store_u32(out + 4, static_cast<std::uint32_t>(values.size()));
+        out = codec<K>::encode(out + 8, key);
+        for (const V& value : values)
+            out = codec<V>::encode(out, value);
+    }
+
+    void encode_keyed(target_rank target, runtime::handler_id handler, std::uint32_t slot, const K& key,
+                      std::uint32_t limit) {
+        std::byte* out = reserve(target, handler, 8 + codec<K>::encoded_size(key));
+        store_u32(out, slot);
+        store_u32(out + 4, limit);
+        codec<K>::encode(out + 8, key);
+    }
+
+    void encode_keyed_value(target_rank target, runtime::handler_id handler, std::uint32_t slot, const K& key,
+                            const V& value) {
+        std::byte* out = reserve(target, handler, 4 + codec<K>::encoded_size(key) + codec<V>::encoded_size(value));
+        store_u32(out, slot);
+        out = codec<K>::encode(out + 4, key);
+        codec<V>::encode(out, value);
+    }
+
+    template <class Arg>
+    void encode_visit(target_rank target, std::uint32_t slot, const K& key, std::uint32_t which, const Arg& arg) {
+        if (which >= m_visitors.size())
+            throw invalid_argument_error("mpidict: unknown visitor " + std::to_string(which));
+        std::byte* out = reserve(target, m_visit, 8 + codec<K>::encoded_size(key) + codec<Arg>::encoded_size(arg));
+        store_u32(out, slot);
+        store_u32(out + 4, which);
+        out = codec<K>::encode(out + 8, key);
+        codec<Arg>::encode(out, arg);
+    }
+
+    request<std::vector<V>> keyed_request(target_rank target, runtime::handler_id handler, runtime::op_kind kind,
+                                          const K& key, std::size_t limit) {
+        initiation_timer timer(*this, kind, true);
+        const std::uint32_t slot = m_engine->open_request(kind);
+        const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, unlimited));
+        encode_keyed(target, handler, slot, key, clamped);
+        return request<std::vector<V>>(*m_engine, slot, &decode_values);
+    }
+
+    // ---- decoders (caller side) ----
+
+    static insert_result decode_insert(std::uint32_t count, byte_reader& reader, const void*) {
+        insert_result result;
+        result.stored = count;
+        result.requested = reader.read<std::uint32_t>();
+        return result;
+    }
+    static std::vector<V> decode_values(std::uint32_t count, byte_reader& reader, const void*) {
+        std::vector<V> values;
+        values.reserve(count);
+        for (std::uint32_t index = 0; index < count; ++index)
+            values.push_back(codec<V>::decode(reader));
+        return values;
+    }
+    static std::size_t decode_count(std::uint32_t count, byte_reader&, const void*) { return count; }
+    static bool decode_flag(std::uint32_t count, byte_reader&, const void*) { return count != 0; }
+    template <class R>
+    static R decode_visit(std::uint32_t, byte_reader& reader, const void*) {
+        if constexpr (std::is_same_v<R, nothing>)
+            return nothing{};
+        else
+            return codec<R>::decode(reader);
+    }
+
+    // ---- owner side ----
+
+    bool room_for(const K& key, const V& value, bool new_key) const {
+        if (m_config.capacity_values != 0 && m_table.value_count() + 1 > m_config.capacity_values)
+            return false;
+        if (m_config.capacity_bytes != 0) {
+            const std::size_t extra = codec<V>::payload_bytes(value) + (new_key ? codec<K>::payload_bytes(key) : 0);
+            if (m_stored_bytes + extra > m_config.capacity_bytes)
+                return false;
+        }
+        return true;
+    }
+
+    // Appends one value under the capacity limit; false if it did not fit.
+    bool store_value(const K& key, const V& value) {
+        if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0) [[likely]] {
+            if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
+                m_table.append(key, value);
+                m_stored_bytes += sizeof(V);  // key bytes counted on first value below
+                return true;
+            }
+        }
+        const bool new_key = !m_table.contains(key);
+        if (!room_for(key, value, new_key)) {
+            ++m_local_rejected;
+            return false;
+        }
+        m_table.append(key, value);
+        m_stored_bytes += codec<V>::payload_bytes(value) + (new_key ? codec<K>::payload_bytes(key) : 0);
+        return true;
+    }
+
+    void account_removed(const K& key, std::size_t value_bytes, bool key_removed) {
+        m_stored_bytes -= std::min(m_stored_bytes, value_bytes + (key_removed ? codec<K>::payload_bytes(key) : 0));
+    }
+
+    void notify_rejected(int source, std::uint32_t rejected) {
+        if (rejected == 0)
+            return;
+        std::byte* out = m_engine->reserve(source, m_rejected, 4);
+        store_u32(out, rejected);
+    }
+
+    static std::uint32_t read_u32(const std::byte* in) {
+        std::uint32_t value;
+        std::memcpy(&value, in, 4);
+        return value;
+    }
+
+    void register_handlers() {
+        m_insert_one = m_engine->register_handler("hash_map.insert_one", &handle_insert_one, this);
+        m_insert = m_engine->register_handler("hash_map.insert", &handle_insert, this);
+        m_find = m_engine->register_handler("hash_map.find", &handle_find, this);
+        m_take = m_engine->register_handler("hash_map.take", &handle_take, this);
+        m_erase = m_engine->register_handler("hash_map.erase", &handle_erase, this);
+        m_insert_if_absent = m_engine->register_handler("hash_map.insert_if_absent", &handle_insert_if_absent, this);
+        m_visit = m_engine->register_handler("hash_map.visit", &handle_visit, this);
+        m_find_many = m_engine->register_handler("hash_map.find_many", &handle_find_many, this);
+        m_find_many_reply = m_engine->register_handler("hash_map.find_many_reply", &handle_find_many_reply, this);
+        m_rejected = m_engine->register_handler("hash_map.rejected", &handle_rejected, this);
+    }
+
+    static void handle_insert_one(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                                  std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
+            if (record_bytes != sizeof(K) + sizeof(V))
+                throw decode_error("mpidict: hash_map insert record of " + std::to_string(record_bytes) +
+                                   " bytes, expected " + std::to_string(sizeof(K) + sizeof(V)));
+            std::uint32_t rejected = 0;
+            constexpr std::uint32_t lookahead = 8;
+            for (std::uint32_t index = 0; index < count; ++index) {
+                K key;
+                V value;
+                std::memcpy(&key, records + std::size_t{index} * record_bytes, sizeof(K));
+                std::memcpy(&value, records + std::size_t{index} * record_bytes + sizeof(K), sizeof(V));
+                if (index + lookahead < count) {
+                    K ahead;
+                    std::memcpy(&ahead, records + std::size_t{index + lookahead} * record_bytes, sizeof(K));
+                    self.m_table.prefetch(ahead);
+                }
+                if (!self.store_value(key, value))
+                    ++rejected;
+            }
+            self.notify_rejected(source, rejected);
+        } else {
+            (void)source, (void)records, (void)record_bytes, (void)count;
+            throw decode_error("mpidict: fixed-size insert record sent to a map with variable-size keys or values");
+        }
+    }
+
+    static void handle_insert(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                              std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto slot = reader.read<std::uint32_t>();
+            const auto n = reader.read<std::uint32_t>();
+            const K key = codec<K>::decode(reader);
+            std::uint32_t stored = 0;
+            bool full = false;
+            for (std::uint32_t value_index = 0; value_index < n; ++value_index) {
+                const V value = codec<V>::decode(reader);
+                if (!full && self.store_value(key, value))
+                    ++stored;
+                else
+                    full = true;
+            }
+            if (full)  // store_value counted the first refusal; count the values skipped after it
+                self.m_local_rejected += (n - stored) - 1;
+            if (slot != no_slot) {
+                std::byte* out = self.m_engine->reserve_reply(source, slot, stored, 4);
+                store_u32(out, n);
+            } else {
+                self.notify_rejected(source, n - stored);
+            }
+        }
+    }
+
+    static void handle_find(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                            std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto slot = reader.read<std::uint32_t>();
+            const auto limit = reader.read<std::uint32_t>();
+            const K key = codec<K>::decode(reader);
+            const values_view found = self.m_table.find(key);
+            const std::size_t n = std::min<std::size_t>(limit, found.size());
+            std::size_t bytes = 0;
+            for (std::size_t i = 0; i < n; ++i)
+                bytes += codec<V>::encoded_size(found[i]);
+            const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
+            if (bytes > room)
+                self.reply_too_large(source, slot, bytes, room);
+            std::byte* out = self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
+            // reserve_reply never runs handlers inside a handler, so `found` is intact.
+            for (std::size_t i = 0; i < n; ++i)
+                out = codec<V>::encode(out, found[i]);
+        }
+    }
+
+    [[noreturn]] void reply_too_large(int source, std::uint32_t, std::size_t bytes, std::size_t room) {
+        throw invalid_argument_error("mpidict: a reply to rank " + std::to_string(source) + " needs " +
+                                     std::to_string(bytes) + " bytes but one message holds " + std::to_string(room) +
+                                     "; ask for fewer values per find/take or raise buffer_bytes");
+    }
+
+    static void handle_take(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                            std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto slot = reader.read<std::uint32_t>();
+            const auto limit = reader.read<std::uint32_t>();
+            const K key = codec<K>::decode(reader);
+            // Check the reply fits before removing anything: nothing stored is lost.
+            const values_view found = self.m_table.find(key);
+            const std::size_t n = std::min<std::size_t>(limit, found.size());
+            std::size_t bytes = 0;
+            for (std::size_t i = 0; i < n; ++i)
+                bytes += codec<V>::encoded_size(found[i]);
+            const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
+            if (bytes > room)
+                self.reply_too_large(source, slot, bytes, room);
+            const bool removes_key = n == found.size();
+            std::byte* out = self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
+            std::size_t payload = 0;
+            self.m_table.take(key, n, [&](V&& value) {
+                payload += codec<V>::payload_bytes(value);
+                out = codec<V>::encode(out, value);
+            });
+            self.account_removed(key, payload, removes_key && n > 0);
+        }
+    }
+
+    static void handle_erase(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                             std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto slot = reader.read<std::uint32_t>();
+            reader.read<std::uint32_t>();
+            const K key = codec<K>::decode(reader);
+            std::size_t payload = 0;
+            const std::size_t removed = self.m_table.take(key, unlimited_take, [&](V&& value) {
+                payload += codec<V>::payload_bytes(value);
+            });
+            self.account_removed(key, payload, removed > 0);
+            if (slot != no_slot)
+                self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(std::min<std::size_t>(removed, no_slot)), 0);
+        }
+    }
+
+    static void handle_insert_if_absent(void* context, int source, const std::byte* records,
+                                        std::uint32_t record_bytes, std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        std::uint32_t rejected = 0;
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto slot = reader.read<std::uint32_t>();
+            const K key = codec<K>::decode(reader);
+            const V value = codec<V>::decode(reader);
+            bool inserted = false;
+            if (!self.m_table.contains(key)) {
+                if (self.store_value(key, value))
+                    inserted = true;
+                else if (slot == no_slot)
+                    ++rejected;
+            }
+            if (slot != no_slot)
+                self.m_engine->reserve_reply(source, slot, inserted ? 1 : 0, 0);
+        }
+        self.notify_rejected(source, rejected);
+    }
+
+    static void handle_visit(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                             std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto slot = reader.read<std::uint32_t>();
+            const auto which = reader.read<std::uint32_t>();
+            const K key = codec<K>::decode(reader);
+            if (which >= self.m_visitors.size())
+                throw decode_error("mpidict: visit names visitor " + std::to_string(which) + " but this rank has " +
+                                   std::to_string(self.m_visitors.size()));
+            const visitor_entry& entry = self.m_visitors[which];
+            entry.invoke(self, source, slot, entry, key, reader);
+        }
+    }
+
+    template <class Arg, class Result>
+    static void invoke_visitor(hash_map& self, int source, std::uint32_t slot, const visitor_entry& entry,
+                               const K& key, byte_reader& reader) {
+        const Arg arg = codec<Arg>::decode(reader);
+        std::vector<V> values;
+        const values_view current = self.m_table.find(key);
+        values.reserve(current.size());
+        current.copy_to(std::back_inserter(values), current.size());
+        const std::size_t before = values.size();
+        std::size_t before_bytes = 0;
+        for (const V& value : values)
+            before_bytes += codec<V>::payload_bytes(value);
+        auto function = reinterpret_cast<Result (*)(visit_context&, const K&, std::vector<V>&, const Arg&)>(entry.function);
+        visit_context ctx{self, source, entry.user_context};
+        auto write_back = [&] {
+            // Replace the values, honouring the capacity for what the visitor added.
+            std::size_t payload = 0;
+            self.m_table.take(key, unlimited_take, [&](V&& value) { payload += codec<V>::payload_bytes(value); });
+            self.account_removed(key, payload, before > 0);
+            std::uint32_t rejected = 0;
+            for (const V& value : values)
+                if (!self.store_value(key, value))
+                    ++rejected;
+            if (slot == no_slot)
+                self.notify_rejected(source, rejected);
+        };
+        (void)before_bytes;
+        if constexpr (std::is_void_v<Result>) {
+            function(ctx, key, values, arg);
+            write_back();
+            if (slot != no_slot)
+                self.m_engine->reserve_reply(source, slot, 1, 0);
+        } else {
+            const Result result = function(ctx, key, values, arg);
+            write_back();
+            if (slot != no_slot) {
+                std::byte* out = self.m_engine->reserve_reply(source, slot, 1, codec<Result>::encoded_size(result));
+                codec<Result>::encode(out, result);
+            }
+        }
+    }
+
+    static void handle_find_many(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                                 std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto batch = reader.read<std::uint32_t>();
+            const auto key_index = reader.read<std::uint32_t>();
+            const auto limit = reader.read<std::uint32_t>();
+            const K key = codec<K>::decode(reader);
+            const values_view found = self.m_table.find(key);
+            const std::size_t n = std::min<std::size_t>(limit, found.size());
+            std::size_t bytes = 12;
+            for (std::size_t i = 0; i < n; ++i)
+                bytes += codec<V>::encoded_size(found[i]);
+            const std::size_t room = self.m_engine->max_record_bytes();
+            if (bytes > room)
+                self.reply_too_large(source, 0, bytes, room);
+            std::byte* out = self.m_engine->reserve(source, self.m_find_many_reply, bytes);
+            store_u32(out, batch);
+            store_u32(out + 4, key_index);
+            store_u32(out + 8, static_cast<std::uint32_t>(n));
+            out += 12;
+            for (std::size_t i = 0; i < n; ++i)
+                out = codec<V>::encode(out, found[i]);
+        }
+    }
+
+    static void handle_find_many_reply(void* context, int source, const std::byte* records,
+                                       std::uint32_t record_bytes, std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        std::vector<V>& scratch = self.m_scratch;
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto batch = reader.read<std::uint32_t>();
+            const auto key_index = reader.read<std::uint32_t>();
+            const auto n = reader.read<std::uint32_t>();
+            if (batch != self.m_batch_id || self.m_batch_pending == 0 || !self.m_batch_callback)
+                throw decode_error("mpidict: find_many answer from rank " + std::to_string(source) +
+                                   " for a batch that is not running");
+            scratch.clear();
+            for (std::uint32_t i = 0; i < n; ++i)
+                scratch.push_back(codec<V>::decode(reader));
+            self.m_batch_callback(key_index, std::span<const V>(scratch));
+            --self.m_batch_pending;
+        }
+    }
+
+    static void handle_rejected(void* context, int, const std::byte* records, std::uint32_t record_bytes,
+                                std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        if (record_bytes != 4)
+            throw decode_error("mpidict: malformed rejection notice");
+        for (std::uint32_t index = 0; index < count; ++index)
+            self.m_async_rejected += read_u32(records + std::size_t{index} * 4);
+    }
+
+    std::size_t global_sum(std::size_t local) {
+        runtime::engine_lock lock(*m_engine);
+        m_engine->check_alive("global_size");
+        const std::int64_t value = static_cast<std::int64_t>(local);
+        // min/max is the engine's only blocking collective; sum via p-way max is
+        // wasteful, so reuse flush's reduction path through min_max of prefix.
+        std::vector<std::int64_t> input(static_cast<std::size_t>(size()), 0);
+        input[static_cast<std::size_t>(rank())] = value;
+        std::vector<std::int64_t> minimum(input.size()), maximum(input.size());
+        m_engine->min_max(input, minimum, maximum);
+        std::int64_t total = 0;
+        for (std::int64_t each : maximum)
+            total += each;
+        return static_cast<std::size_t>(total);
+    }
+
+    static constexpr std::size_t unlimited_take = std::numeric_limits<std::size_t>::max();
+
+    std::unique_ptr<runtime::engine> m_engine;
+    hash_map_config m_config;
+    table_type m_table;
+    [[no_unique_address]] Hash m_hash;
+    std::vector<visitor_entry> m_visitors;
+    std::size_t m_stored_bytes = 0;
+    std::uint64_t m_async_rejected = 0;
+    std::uint64_t m_local_rejected = 0;
+    std::uint32_t m_sample_counter = 0;
+    runtime::handler_id m_insert_one = 0, m_insert = 0, m_find = 0, m_take = 0, m_erase = 0, m_insert_if_absent = 0,
+                        m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0;
+    std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
+    std::uint32_t m_batch_id = 0;
+    std::size_t m_batch_pending = 0;
+    std::vector<V> m_scratch;
+};
+
+template <class K, class V, class Hash>
+void hash_map<K, V, Hash>::sched_idle() {
+    std::this_thread::yield();
+}
+
+}  // namespace mpidict

@@ -1,0 +1,76 @@
+#pragma once
+// Hashing for keys.  A hash here must be good in every bit: the owner rank is
+// taken from one mix of it and the slot in the local table from another, so a
+// weak hash would pile every key of a rank into one region of its table.
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace mpidict {
+
+// A 64-bit finaliser (MurmurHash3's fmix64 constants): bijective, every input bit
+// flips each output bit with probability about 1/2.
+constexpr std::uint64_t mix64(std::uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+inline std::uint64_t hash_bytes(const void* data, std::size_t size, std::uint64_t seed = 0) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    std::uint64_t h = seed ^ (0x9e3779b97f4a7c15ULL * (size + 1));
+    while (size >= 8) {
+        std::uint64_t word;
+        std::memcpy(&word, bytes, 8);
+        h = mix64(h ^ word) + 0x9e3779b97f4a7c15ULL;
+        bytes += 8;
+        size -= 8;
+    }
+    if (size > 0) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, bytes, size);
+        h = mix64(h ^ word ^ (static_cast<std::uint64_t>(size) << 59));
+    }
+    return mix64(h);
+}
+
+// hasher<K>: the default key hash.  Integers take a single mix; other trivially
+// copyable types hash their object representation (so they must not have padding
+// with indeterminate content); byte strings hash their contents.
+template <class K, class Enable = void>
+struct hasher {
+    static_assert(std::is_trivially_copyable_v<K>, "hasher<K> needs a trivially copyable key or a byte string.");
+    std::uint64_t operator()(const K& key) const {
+        if constexpr (std::is_integral_v<K> && sizeof(K) <= 8)
+            return mix64(static_cast<std::uint64_t>(key) + 0x2545f4914f6cdd1dULL);
+        else
+            return hash_bytes(&key, sizeof(K));
+    }
+};
+
+template <>
+struct hasher<std::string> {
+    std::uint64_t operator()(const std::string& key) const { return hash_bytes(key.data(), key.size()); }
+};
+
+template <>
+struct hasher<std::vector<std::byte>> {
+    std::uint64_t operator()(const std::vector<std::byte>& key) const {
+        return hash_bytes(key.data(), key.size());
+    }
+};
+
+// Maps a 64-bit hash uniformly onto [0, range) without a division (Lemire).
+inline std::size_t reduce_range(std::uint64_t hash, std::size_t range) {
+    return static_cast<std::size_t>((static_cast<unsigned __int128>(hash) * range) >> 64);
+}
+
+}  // namespace mpidict

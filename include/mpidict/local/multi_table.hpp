@@ -1,0 +1,349 @@
+#pragma once
+// multi_table<K, V>: the serial table behind every hash_map shard.
+//
+// Data layout.  One array of slots, open addressing with linear probing, any
+// capacity (slot index = (hash * capacity) >> 64, so the table need not be a
+// power of two and a size hint is honoured closely).  A slot is
+// {key, u32 count, u32 spill, first value}: a key with one value, the common
+// case, lives entirely in its slot (24 bytes for 8-byte keys and values); values
+// 2..count live in a side vector indexed by `spill`.  count == 0 marks an empty
+// slot.  Deletion shifts later slots back (no tombstones), so probe sequences
+// never degrade with churn.
+//
+// Invariants.  Every stored key sits in the run of occupied slots that starts at
+// its home slot; load stays at most max_load (default 0.8), so unsuccessful
+// probes stay short; values of a key keep insertion order.
+//
+// Costs.  find/insert/take: one hash and a short probe; growth doubles and
+// rehashes (O(size)), so pass the expected key count when known.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "mpidict/error.hpp"
+#include "mpidict/local/hash.hpp"
+
+namespace mpidict::local {
+
+template <class K, class V, class Hash = hasher<K>, class Equal = std::equal_to<K>>
+class multi_table {
+    struct slot {
+        K key{};
+        std::uint32_t count = 0;
+        std::uint32_t spill = no_spill;
+        V first{};
+    };
+    static constexpr std::uint32_t no_spill = std::numeric_limits<std::uint32_t>::max();
+
+public:
+    using key_type = K;
+    using value_type = V;
+
+    // A read-only view of one key's values, valid until the table changes.
+    class values_view {
+    public:
+        values_view() = default;
+        std::size_t size() const { return m_slot ? m_slot->count : 0; }
+        bool empty() const { return size() == 0; }
+        const V& operator[](std::size_t index) const {
+            return index == 0 ? m_slot->first : (*m_rest)[index - 1];
+        }
+        template <class Out>
+        void copy_to(Out out, std::size_t limit) const {
+            const std::size_t n = std::min(limit, size());
+            for (std::size_t index = 0; index < n; ++index)
+                *out++ = (*this)[index];
+        }
+
+    private:
+        friend class multi_table;
+        values_view(const slot* s, const std::vector<V>* rest) : m_slot(s), m_rest(rest) {}
+        const slot* m_slot = nullptr;
+        const std::vector<V>* m_rest = nullptr;
+    };
+
+    explicit multi_table(std::size_t expected_keys = 0, double max_load = 0.8) : m_max_load(max_load) {
+        if (!(max_load > 0.05 && max_load < 0.99))
+            throw invalid_argument_error("mpidict: max_load must lie in (0.05, 0.99)");
+        reserve(expected_keys);
+    }
+
+    std::size_t size() const { return m_size; }                // keys
+    std::size_t value_count() const { return m_value_count; }  // values over all keys
+    std::size_t capacity() const { return m_slots.size(); }
+    bool empty() const { return m_size == 0; }
+
+    // Bytes this table holds on the heap (slots plus spilled values), approximately.
+    std::size_t memory_bytes() const {
+        std::size_t bytes = m_slots.capacity() * sizeof(slot) + m_spill.capacity() * sizeof(std::vector<V>);
+        bytes += m_spilled_values * sizeof(V);
+        return bytes;
+    }
+
+    // Makes room for `keys` keys without rehashing.
+    void reserve(std::size_t keys) {
+        const auto wanted = static_cast<std::size_t>(static_cast<double>(keys) / m_max_load) + 1;
+        if (wanted > m_slots.size())
+            rehash(std::max<std::size_t>(wanted, 8));
+    }
+
+    values_view find(const K& key) const {
+        if (m_size == 0)
+            return {};
+        const std::size_t index = locate(key, m_hash(key));
+        if (index == npos)
+            return {};
+        const slot& s = m_slots[index];
+        return values_view(&s, s.spill == no_spill ? nullptr : &m_spill[s.spill]);
+    }
+
+    bool contains(const K& key) const { return !find(key).empty(); }
+
+    // Hints the cache that `key` will be looked up soon (bulk inserts).
+    void prefetch(const K& key) const {
+        if (!m_slots.empty())
+            __builtin_prefetch(&m_slots[home(m_hash(key))], 1);
+    }
+
+    // Appends values in order; returns how many it stored (all of them).
+    template <class Iterator>
+    std::size_t append(const K& key, Iterator first, Iterator last) {
+        if (first == last)
+            return 0;
+        slot& s = find_or_add(key);
+        std::size_t stored = 0;
+        for (; first != last; ++first, ++stored)
+            push(s, *first);
+        return stored;
+    }
+
+    void append(const K& key, const V& value) { push(find_or_add(key), value); }
+
+    // Stores (key, value) only if the key has no values; true if it did.
+    bool insert_if_absent(const K& key, const V& value) {
+        grow_if_needed();
+        const std::uint64_t h = m_hash(key);
+        std::size_t index = home(h);
+        for (;;) {
+            slot& s = m_slots[index];
+            if (s.count == 0) {
+                s.key = key;
+                s.count = 1;
+                s.spill = no_spill;
+                s.first = value;
+                ++m_size;
+                ++m_value_count;
+                return true;
+            }
+            if (m_equal(s.key, key))
+                return false;
+            index = next(index);
+        }
+    }
+
+    // Removes up to `limit` values from the front of key's sequence, passing each
+    // to `out` in order; drops the key when none remain.  Returns how many.
+    template <class Out>
+    std::size_t take(const K& key, std::size_t limit, Out&& out) {
+        if (m_size == 0 || limit == 0)
+            return 0;
+        const std::size_t index = locate(key, m_hash(key));
+        if (index == npos)
+            return 0;
+        slot& s = m_slots[index];
+        const std::size_t n = std::min<std::size_t>(limit, s.count);
+        if (n == s.count) {
+            out(std::move(s.first));
+            if (s.spill != no_spill) {
+                for (std::size_t i = 0; i + 1 < n; ++i)
+                    out(std::move(m_spill[s.spill][i]));
+            }
+            remove_slot(index);
+            return n;
+        }
+        // Partial: n < count, so spill exists.
+        std::vector<V>& rest = m_spill[s.spill];
+        out(std::move(s.first));
+        for (std::size_t i = 0; i + 1 < n; ++i)
+            out(std::move(rest[i]));
+        // New first value is rest[n-1]; the tail moves to the front of rest.
+        s.first = std::move(rest[n - 1]);
+        rest.erase(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n));
+        s.count -= static_cast<std::uint32_t>(n);
+        m_value_count -= n;
+        m_spilled_values -= n;
+        if (rest.empty())
+            release_spill(s);
+        return n;
+    }
+
+    // Removes the key and all its values; returns how many values it had.
+    std::size_t erase(const K& key) {
+        return take(key, std::numeric_limits<std::size_t>::max(), [](auto&&) {});
+    }
+
+    // Replaces key's values with `values` (empty: removes the key).
+    void assign(const K& key, std::span<const V> values) {
+        erase(key);
+        if (!values.empty())
+            append(key, values.begin(), values.end());
+    }
+
+    template <class Function>
+    void for_each(Function&& function) const {
+        for (const slot& s : m_slots) {
+            if (s.count != 0)
+                function(s.key, values_view(&s, s.spill == no_spill ? nullptr : &m_spill[s.spill]));
+        }
+    }
+
+    void clear() {
+        std::vector<slot>(m_slots.size()).swap(m_slots);
+        m_spill.clear();
+        m_free_spill.clear();
+        m_size = m_value_count = m_spilled_values = 0;
+    }
+
+    // Longest probe run (a diagnostic for hash quality).
+    std::size_t longest_probe() const {
+        std::size_t longest = 0;
+        for (std::size_t index = 0; index < m_slots.size(); ++index) {
+            if (m_slots[index].count == 0)
+                continue;
+            const std::size_t h = home(m_hash(m_slots[index].key));
+            const std::size_t distance = index >= h ? index - h : index + m_slots.size() - h;
+            longest = std::max(longest, distance + 1);
+        }
+        return longest;
+    }
+
+private:
+    static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
+
+    std::size_t home(std::uint64_t h) const { return reduce_range(h, m_slots.size()); }
+    std::size_t next(std::size_t index) const { return index + 1 == m_slots.size() ? 0 : index + 1; }
+
+    std::size_t locate(const K& key, std::uint64_t h) const {
+        std::size_t index = home(h);
+        for (;;) {
+            const slot& s = m_slots[index];
+            if (s.count == 0)
+                return npos;
+            if (m_equal(s.key, key))
+                return index;
+            index = next(index);
+        }
+    }
+
+    void grow_if_needed() {
+        if (static_cast<double>(m_size + 1) > static_cast<double>(m_slots.size()) * m_max_load)
+            rehash(std::max<std::size_t>(m_slots.size() * 2, 8));
+    }
+
+    slot& find_or_add(const K& key) {
+        grow_if_needed();
+        std::size_t index = home(m_hash(key));
+        for (;;) {
+            slot& s = m_slots[index];
+            if (s.count == 0) {
+                s.key = key;
+                s.spill = no_spill;
+                ++m_size;
+                return s;  // count stays 0 until push
+            }
+            if (m_equal(s.key, key))
+                return s;
+            index = next(index);
+        }
+    }
+
+    void push(slot& s, const V& value) {
+        if (s.count == 0) {
+            s.first = value;
+        } else {
+            if (s.spill == no_spill)
+                s.spill = acquire_spill();
+            m_spill[s.spill].push_back(value);
+            ++m_spilled_values;
+        }
+        if (s.count == std::numeric_limits<std::uint32_t>::max())
+            throw invalid_argument_error("mpidict: a key cannot hold more than 4294967295 values");
+        ++s.count;
+        ++m_value_count;
+    }
+
+    std::uint32_t acquire_spill() {
+        if (!m_free_spill.empty()) {
+            const std::uint32_t index = m_free_spill.back();
+            m_free_spill.pop_back();
+            return index;
+        }
+        m_spill.emplace_back();
+        return static_cast<std::uint32_t>(m_spill.size() - 1);
+    }
+
+    void release_spill(slot& s) {
+        std::vector<V>().swap(m_spill[s.spill]);
+        m_free_spill.push_back(s.spill);
+        s.spill = no_spill;
+    }
+
+    void remove_slot(std::size_t hole) {
+        slot& s = m_slots[hole];
+        m_value_count -= s.count;
+        if (s.spill != no_spill) {
+            m_spilled_values -= m_spill[s.spill].size();
+            release_spill(s);
+        }
+        s.count = 0;
+        --m_size;
+        // Backward shift: pull later members of the run into the hole while doing
+        // so keeps each between its home and its position.
+        std::size_t index = hole;
+        for (;;) {
+            index = next(index);
+            slot& candidate = m_slots[index];
+            if (candidate.count == 0)
+                break;
+            const std::size_t h = home(m_hash(candidate.key));
+            const bool movable = hole <= index ? (h <= hole || h > index) : (h <= hole && h > index);
+            if (movable) {
+                m_slots[hole] = std::move(candidate);
+                candidate.count = 0;
+                candidate.spill = no_spill;
+                hole = index;
+            }
+        }
+        m_slots[hole].key = K{};
+    }
+
+    void rehash(std::size_t new_capacity) {
+        std::vector<slot> old(new_capacity);
+        old.swap(m_slots);
+        for (slot& s : old) {
+            if (s.count == 0)
+                continue;
+            std::size_t index = home(m_hash(s.key));
+            while (m_slots[index].count != 0)
+                index = next(index);
+            m_slots[index] = std::move(s);
+        }
+    }
+
+    std::vector<slot> m_slots;
+    std::vector<std::vector<V>> m_spill;
+    std::vector<std::uint32_t> m_free_spill;
+    std::size_t m_size = 0;
+    std::size_t m_value_count = 0;
+    std::size_t m_spilled_values = 0;
+    double m_max_load;
+    [[no_unique_address]] Hash m_hash;
+    [[no_unique_address]] Equal m_equal;
+};
+
+}  // namespace mpidict::local

@@ -1,0 +1,251 @@
+#pragma once
+// The active-message engine: every container sends its operations through one.
+//
+// Data layout.  Each destination has an outbox buffer of at most `buffer_bytes`
+// (B).  A buffer is a sequence of groups; a group is a 12-byte header
+// {u16 handler, u16 zero, u32 record_bytes, u32 count} followed by `count`
+// records of `record_bytes` each.  Consecutive records for the same handler and
+// of the same size share one group, so a stream of 16-byte inserts costs 16 bytes
+// a record on the wire and one handler call per group at the receiver.
+//
+// When operations complete.  A buffer leaves when it is full, when a caller
+// waits on a request whose record it holds (latency mode: wait ships at once),
+// or at flush.  A request completes when its reply record is handled.  flush()
+// returns on every rank once every record sent anywhere before it, including
+// records that handlers sent while it ran, has been handled: it counts messages
+// sent and received and ends after two consecutive non-blocking sums agree
+// (Mattern's four-counter method).
+//
+// Flow control.  At most L (blocking_factor) requests are outstanding per rank;
+// starting one more first makes progress.  At most q (release_queue) sent buffers
+// wait for MPI to release them; sends are synchronous, so a buffer is released
+// only when the destination has matched it, and a rank that every other rank
+// floods (the N-1 pattern) holds at most p*q*B unmatched bytes.  Handlers never
+// block: a reply sent from inside a handler may exceed q by the replies that one
+// incoming buffer generates.
+//
+// Threads.  With progress_thread set, a background thread makes progress every
+// progress_interval; all entry points then serialise on one mutex (MPI needs at
+// least MPI_THREAD_SERIALIZED).  Without it, nothing locks.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+#include <atomic>
+
+#include <mpi.h>
+
+#include "mpidict/error.hpp"
+#include "mpidict/runtime/statistics.hpp"
+#include "mpidict/runtime/transport.hpp"
+
+namespace mpidict::runtime {
+
+struct config {
+    std::size_t buffer_bytes = 64 * 1024;  // B: largest message; also bounds one record
+    std::size_t blocking_factor = 4096;    // L: outstanding requests per rank
+    std::size_t release_queue = 8;         // q: sent buffers awaiting release (0: wait for each send)
+    std::size_t receive_buffers = 8;       // pre-posted receives
+    bool progress_thread = false;
+    std::chrono::microseconds progress_interval{100};
+};
+
+using handler_id = std::uint16_t;
+
+// A handler receives one group: `count` records of `record_bytes` each, sent by
+// `source`.  It may send records (replies or new operations) but must not wait.
+using handler_function = void (*)(void* context, int source, const std::byte* records,
+                                  std::uint32_t record_bytes, std::uint32_t count);
+
+inline constexpr std::size_t group_header_bytes = 12;
+inline constexpr std::size_t reply_header_bytes = 8;  // {u32 slot, u32 count}
+
+class engine;
+
+// Collective-scope guard: locks the engine when a progress thread runs.
+class engine_lock {
+public:
+    explicit engine_lock(engine& owner);
+    ~engine_lock();
+    engine_lock(const engine_lock&) = delete;
+    engine_lock& operator=(const engine_lock&) = delete;
+
+private:
+    std::mutex* m_mutex;
+};
+
+class engine {
+public:
+    // Collective.  Builds an engine over a duplicate of `communicator`.
+    explicit engine(MPI_Comm communicator, config settings = {});
+    // Collective.  Builds an engine over any transport (simulation, tests).
+    explicit engine(std::unique_ptr<transport> network, config settings = {});
+    // Not collective: destroy() first.  Destroying a live engine abandons its
+    // operations without waiting for other ranks (safe while unwinding).
+    ~engine();
+
+    engine(const engine&) = delete;
+    engine& operator=(const engine&) = delete;
+
+    int rank() const { return m_rank; }
+    int size() const { return m_size; }
+    const config& settings() const { return m_config; }
+    bool destroyed() const { return m_destroyed; }
+
+    // Largest record payload a single message can carry.
+    std::size_t max_record_bytes() const { return m_config.buffer_bytes - group_header_bytes; }
+
+    // Local.  Adds a handler; every rank must register the same names in the same
+    // order, which verify_handlers() checks.
+    handler_id register_handler(std::string_view name, handler_function function, void* context);
+    // Collective.  Throws collective_mismatch_error on every rank if the ranks'
+    // handler lists differ.
+    void verify_handlers();
+
+    // Appends a record of `bytes` for `handler` at `destination` and returns where
+    // to write it; the pointer is valid until the next engine call.  Throws
+    // invalid_argument_error if the record cannot fit in one message.
+    std::byte* reserve(int destination, handler_id handler, std::size_t bytes);
+
+    // Requests.  open_request waits while L requests are outstanding and returns
+    // a slot to carry in the operation's record; the owner answers with
+    // reserve_reply, and the caller reads the result once request_done.
+    std::uint32_t open_request(op_kind kind);
+    std::uint32_t request_generation(std::uint32_t slot) const { return m_requests[slot].generation; }
+    std::byte* reserve_reply(int destination, std::uint32_t slot, std::uint32_t count,
+                             std::size_t result_bytes);
+    bool test_request(std::uint32_t slot);
+    void wait_request(std::uint32_t slot);
+    std::uint32_t request_count(std::uint32_t slot) const { return m_requests[slot].count; }
+    std::span<const std::byte> request_result(std::uint32_t slot) const { return m_requests[slot].result; }
+    // Frees a completed slot, or marks a pending one so its reply frees it.
+    void close_request(std::uint32_t slot);
+    std::size_t outstanding_requests() const { return m_outstanding; }
+
+    // Local.  Ships outboxes that hold records, handles arrived messages, releases
+    // finished sends.  Returns true if anything happened.
+    bool progress();
+    // Local.  Ships every non-empty outbox now.
+    void ship_all();
+    // Collective.  Returns when every operation started anywhere before it has
+    // been applied and answered.
+    void flush();
+    // Collective.  flush(), then stop; later calls throw use_after_destroy_error.
+    void destroy();
+
+    // Collective.  Element-wise min/max across ranks (for consistency checks).
+    void min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
+                 std::span<std::int64_t> maximum);
+    // Collective.  Throws collective_mismatch_error naming `what` unless every rank
+    // passed the same value.
+    void check_same(std::int64_t value, std::string_view what);
+
+    statistics& stats() { return m_stats; }
+    const statistics& stats() const { return m_stats; }
+    void reset_statistics();
+
+    // True while a handler runs on this thread (sends then never block).
+    bool in_handler() const { return m_handler_depth > 0; }
+
+    std::mutex* mutex() { return m_config.progress_thread ? &m_mutex : nullptr; }
+    void check_alive(const char* operation) const {
+        if (m_destroyed) [[unlikely]]
+            throw_destroyed(operation);
+    }
+
+    // Test-only: lose the last message of every flush round (proves the
+    // termination detection notices).  Never set outside tests.
+    void set_fault_drop_flush_message(bool enabled) { m_fault_drop_flush_message = enabled; }
+
+private:
+    struct handler_entry {
+        std::string name;
+        handler_function function;
+        void* context;
+    };
+    struct outbox {
+        std::vector<std::byte> buffer;
+        std::size_t group_offset = 0;  // start of the open group, if any
+        bool has_group = false;
+        handler_id group_handler = 0;
+        std::uint32_t group_record_bytes = 0;
+        bool holds_request = false;   // latency mode: ship when someone waits
+    };
+    struct in_flight_send {
+        std::uint64_t ticket;
+        std::vector<std::byte> buffer;
+        int destination;
+    };
+    enum class slot_state : std::uint8_t { free, pending, done, abandoned };
+    struct request_slot {
+        std::uint32_t generation = 0;
+        slot_state state = slot_state::free;
+        op_kind kind = op_kind::other;
+        std::uint32_t count = 0;
+        std::vector<std::byte> result;
+    };
+    class sink;
+    friend class sink;
+    friend class engine_lock;
+
+    void initialise();
+    void ship(int destination);
+    void wait_for_queue_space();
+    bool release_finished_sends();
+    bool poll_once();
+    void handle_message(int source, std::span<const std::byte> message);
+    void update_high_water();
+    std::vector<std::byte> take_buffer();
+    [[noreturn]] void throw_destroyed(const char* operation) const;
+    static void handle_reply(void* context, int source, const std::byte* records,
+                             std::uint32_t record_bytes, std::uint32_t count);
+    void progress_thread_main();
+    void stop_progress_thread();
+
+    std::unique_ptr<transport> m_transport;
+    config m_config;
+    int m_rank = 0;
+    int m_size = 1;
+    bool m_destroyed = false;
+    std::vector<handler_entry> m_handlers;
+    std::vector<outbox> m_outboxes;
+    std::vector<int> m_dirty;               // destinations whose outbox holds records
+    std::deque<in_flight_send> m_in_flight;
+    std::vector<std::vector<std::byte>> m_free_buffers;
+    std::size_t m_outbox_bytes = 0;          // bytes held by outbox buffers
+    std::size_t m_in_flight_bytes = 0;
+    std::vector<request_slot> m_requests;
+    std::vector<std::uint32_t> m_free_slots;
+    std::size_t m_outstanding = 0;
+    int m_handler_depth = 0;
+    std::int64_t m_messages_sent = 0;       // for termination detection
+    std::int64_t m_messages_handled = 0;
+    bool m_in_flush = false;
+    bool m_fault_drop_flush_message = false;
+    statistics m_stats;
+    std::mutex m_mutex;
+    std::thread m_progress_thread;
+    std::atomic<bool> m_stop_thread{false};
+};
+
+inline engine_lock::engine_lock(engine& owner) : m_mutex(owner.mutex()) {
+    if (m_mutex)
+        m_mutex->lock();
+}
+inline engine_lock::~engine_lock() {
+    if (m_mutex)
+        m_mutex->unlock();
+}
+
+// Wall-clock seconds (monotonic).
+double now_seconds();
+
+}  // namespace mpidict::runtime

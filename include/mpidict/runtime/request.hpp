@@ -1,0 +1,110 @@
+#pragma once
+// request<T>: the handle an operation returns.  It names a slot in the engine's
+// request table; the owner's reply fills the slot, and get() decodes it into T.
+// A request is move-only; destroying an unfinished one abandons it (its reply
+// is discarded when it arrives).  count() says how many values the operation
+// processed (stored, found or taken), as in CSE_Hash's request size.
+
+#include <cstdint>
+#include <span>
+#include <utility>
+
+#include "mpidict/local/codec.hpp"
+#include "mpidict/runtime/engine.hpp"
+
+namespace mpidict {
+
+template <class T>
+class request {
+public:
+    using decoder = T (*)(std::uint32_t count, byte_reader& reader, const void* context);
+
+    request() = default;
+    request(runtime::engine& owner, std::uint32_t slot, decoder decode, const void* context = nullptr)
+        : m_engine(&owner), m_slot(slot), m_decode(decode), m_context(context) {}
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
+    request(request&& other) noexcept { steal(other); }
+    request& operator=(request&& other) noexcept {
+        if (this != &other) {
+            release();
+            steal(other);
+        }
+        return *this;
+    }
+    ~request() { release(); }
+
+    bool valid() const { return m_engine != nullptr; }
+
+    // Makes progress; true once the result has arrived.
+    bool test() {
+        check_valid();
+        runtime::engine_lock lock(*m_engine);
+        return m_engine->test_request(m_slot);
+    }
+
+    void wait() {
+        check_valid();
+        runtime::engine_lock lock(*m_engine);
+        m_engine->wait_request(m_slot);
+    }
+
+    // How many values the operation processed; waits if needed.
+    std::uint32_t count() {
+        wait();
+        return m_engine->request_count(m_slot);
+    }
+
+    // Waits, decodes the result and releases the request.
+    T get() {
+        wait();
+        T result = [&] {
+            runtime::engine_lock lock(*m_engine);
+            byte_reader reader(m_engine->request_result(m_slot));
+            return m_decode(m_engine->request_count(m_slot), reader, m_context);
+        }();
+        release();
+        return result;
+    }
+
+private:
+    void check_valid() const {
+        if (!m_engine)
+            throw error("mpidict: wait/test/get on an empty request (moved from, or already consumed by get())");
+    }
+    void steal(request& other) {
+        m_engine = std::exchange(other.m_engine, nullptr);
+        m_slot = other.m_slot;
+        m_decode = other.m_decode;
+        m_context = other.m_context;
+    }
+    void release() {
+        if (m_engine) {
+            if (!m_engine->destroyed()) {
+                runtime::engine_lock lock(*m_engine);
+                m_engine->close_request(m_slot);
+            }
+            m_engine = nullptr;
+        }
+    }
+
+    runtime::engine* m_engine = nullptr;
+    std::uint32_t m_slot = 0;
+    decoder m_decode = nullptr;
+    const void* m_context = nullptr;
+};
+
+// Waits for every request in `requests`.
+template <class T>
+void wait_all(std::span<request<T>> requests) {
+    for (auto& r : requests)
+        if (r.valid())
+            r.wait();
+}
+
+template <class... Requests>
+void wait_all(Requests&... requests) {
+    (requests.wait(), ...);
+}
+
+}  // namespace mpidict

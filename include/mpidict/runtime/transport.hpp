@@ -1,0 +1,72 @@
+#pragma once
+// The narrow waist between the active-message engine and the network.  The
+// engine needs only four things: send a buffer to a rank (and learn when the
+// buffer may be reused), hand over arrived buffers one at a time in MPI's
+// per-pair order, a non-blocking sum across ranks for termination detection,
+// and a blocking min/max for collective consistency checks.  MPI implements it
+// in src/runtime/mpi_transport.cpp; a deterministic in-process transport can
+// implement it for simulation without touching any container.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include <mpi.h>
+
+namespace mpidict::runtime {
+
+class message_sink {
+public:
+    virtual void deliver(int source, std::span<const std::byte> message) = 0;
+
+protected:
+    ~message_sink() = default;
+};
+
+class transport {
+public:
+    virtual ~transport() = default;
+
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+
+    // Prepares to receive messages of at most `max_message_bytes` (collective in
+    // spirit: every rank passes the same number).
+    virtual void open(std::size_t max_message_bytes, std::size_t receive_buffers) = 0;
+
+    // Starts sending; `message` must stay untouched until send_complete(ticket)
+    // returns true.  A synchronous send completes only once the destination has
+    // matched it, which is what bounds memory at a receiver that falls behind.
+    virtual std::uint64_t start_send(int destination, std::span<const std::byte> message,
+                                     bool synchronous) = 0;
+    virtual bool send_complete(std::uint64_t ticket) = 0;
+
+    // Delivers at most one arrived message; returns false if none was ready.
+    // Messages from one source arrive in the order they were sent.
+    virtual bool poll(message_sink& sink) = 0;
+
+    // Non-blocking element-wise sum over all ranks; one may be in progress at a time.
+    virtual void start_sum(std::span<const std::int64_t> input, std::span<std::int64_t> output) = 0;
+    virtual bool sum_complete() = 0;
+
+    // Blocking element-wise minimum and maximum over all ranks.
+    virtual void min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
+                         std::span<std::int64_t> maximum) = 0;
+
+    virtual void barrier() = 0;
+
+    // Cancels posted receives; called once when the engine is destroyed.
+    virtual void close() = 0;
+
+    // Lets other processes run while this one waits (oversubscribed nodes).
+    virtual void idle() = 0;
+};
+
+// Collective.  A transport over a duplicate of `communicator`.
+std::unique_ptr<transport> make_mpi_transport(MPI_Comm communicator);
+
+// Turns an MPI return code into an mpi_error naming the call.
+void check_mpi(int code, const char* call);
+
+}  // namespace mpidict::runtime

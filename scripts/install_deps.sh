@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Check for everything needed to build and test mpidict; install what is missing.
+#   - as root on Debian/Ubuntu: apt-get installs the missing packages;
+#   - otherwise: prints the command to run and exits 1.
+# Quiet when all is present. An installed Open MPI is accepted (MPICH is only
+# installed when there is no usable MPI at all).
+set -euo pipefail
+
+min_cmake=3.25
+missing=()     # Debian package names
+problems=()    # things apt-get cannot fix
+
+have() { command -v "$1" >/dev/null 2>&1; }
+pkg_installed() {
+  have dpkg-query && [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+# Does the C++ preprocessor find this header? (respects CPATH etc.)
+cxx_header() { have g++ && printf '#include <%s>\n' "$1" | g++ -std=c++20 -E -x c++ - >/dev/null 2>&1; }
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+
+check_all() {
+  missing=()
+  problems=()
+
+  # cmake >= 3.25
+  if ! have cmake; then
+    missing+=(cmake)
+  else
+    v="$(cmake --version | head -n1 | sed -E 's/[^0-9]*([0-9]+(\.[0-9]+)*).*/\1/')"
+    if ! version_ge "$v" "$min_cmake"; then
+      problems+=("cmake $v is older than $min_cmake (newer: 'pip install cmake' or Kitware's APT repository)")
+    fi
+  fi
+
+  have gcc || missing+=(gcc)
+  have g++ || missing+=(g++)
+  have ninja || missing+=(ninja-build)
+  have python3 || missing+=(python3)
+
+  # MPI: accept an existing Open MPI, else want MPICH.
+  local flavor=""
+  if have mpiexec; then
+    if mpiexec --version 2>&1 | grep -qE 'Open MPI|OpenRTE|Open RTE|PRRTE'; then flavor=openmpi; else flavor=mpich; fi
+  elif pkg_installed openmpi-bin || pkg_installed libopenmpi-dev; then
+    flavor=openmpi
+  else
+    flavor=mpich
+  fi
+  local mpi_ok=1
+  have mpicc && have mpiexec || mpi_ok=0
+  if [ $mpi_ok = 1 ] && ! printf '#include <mpi.h>\n' | mpicc -E -x c - >/dev/null 2>&1; then mpi_ok=0; fi
+  if [ $mpi_ok = 0 ]; then
+    if [ "$flavor" = openmpi ]; then missing+=(openmpi-bin libopenmpi-dev); else missing+=(mpich libmpich-dev); fi
+  fi
+
+  cxx_header gtest/gtest.h || missing+=(libgtest-dev)
+  cxx_header absl/container/flat_hash_map.h || missing+=(libabsl-dev)
+}
+
+check_all
+if [ ${#missing[@]} -eq 0 ] && [ ${#problems[@]} -eq 0 ]; then
+  echo "install_deps: all dependencies present"
+  exit 0
+fi
+
+for p in "${problems[@]}"; do echo "install_deps: $p" >&2; done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  # de-duplicate, keep order
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | awk '!seen[$0]++')
+  if ! have apt-get; then
+    echo "install_deps: missing (Debian package names): ${missing[*]}" >&2
+    echo "install_deps: no apt-get here; install the equivalents with your package manager" >&2
+    exit 1
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install_deps: missing packages: ${missing[*]}" >&2
+    echo "install_deps: run as root:" >&2
+    echo "  sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "install_deps: installing: ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+  hash -r
+  check_all
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "install_deps: still missing after apt-get: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+if [ ${#problems[@]} -gt 0 ]; then
+  exit 1
+fi
+echo "install_deps: all dependencies present"

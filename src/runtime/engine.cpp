@@ -1,0 +1,565 @@
+// The active-message engine.  See include/mpidict/runtime/engine.hpp for the
+// buffer format, flow control and the termination detection used by flush().
+
+#include "mpidict/runtime/engine.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "mpidict/local/codec.hpp"
+#include "mpidict/local/hash.hpp"
+
+namespace mpidict {
+namespace detail {
+void assertion_failed(const char* expression, const char* file, int line, const char* message) {
+    std::fprintf(stderr, "mpidict: internal error at %s:%d: %s (%s)\n", file, line, message, expression);
+    std::fflush(stderr);
+    int initialised = 0;
+    MPI_Initialized(&initialised);
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    if (initialised && !finalised)
+        MPI_Abort(MPI_COMM_WORLD, 70);
+    std::abort();
+}
+}  // namespace detail
+
+namespace runtime {
+
+namespace {
+constexpr handler_id reply_handler = 0;
+constexpr std::size_t minimum_buffer_bytes = 256;
+constexpr std::size_t maximum_buffer_bytes = std::size_t{1} << 30;
+
+template <class T>
+void store(std::byte* out, T value) {
+    std::memcpy(out, &value, sizeof(T));
+}
+template <class T>
+T load(const std::byte* in) {
+    T value;
+    std::memcpy(&value, in, sizeof(T));
+    return value;
+}
+}  // namespace
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class engine::sink final : public message_sink {
+public:
+    explicit sink(engine& owner) : m_owner(owner) {}
+    void deliver(int source, std::span<const std::byte> message) override {
+        m_owner.handle_message(source, message);
+    }
+
+private:
+    engine& m_owner;
+};
+
+engine::engine(MPI_Comm communicator, config settings)
+    : engine(make_mpi_transport(communicator), settings) {}
+
+engine::engine(std::unique_ptr<transport> network, config settings)
+    : m_transport(std::move(network)), m_config(settings) {
+    initialise();
+}
+
+void engine::initialise() {
+    m_rank = m_transport->rank();
+    m_size = m_transport->size();
+    if (m_config.buffer_bytes < minimum_buffer_bytes || m_config.buffer_bytes > maximum_buffer_bytes)
+        throw invalid_argument_error("mpidict: buffer_bytes = " + std::to_string(m_config.buffer_bytes) +
+                                     " is outside [" + std::to_string(minimum_buffer_bytes) + ", " +
+                                     std::to_string(maximum_buffer_bytes) + "]");
+    if (m_config.blocking_factor == 0)
+        throw invalid_argument_error("mpidict: blocking_factor must be at least 1");
+    if (m_config.receive_buffers == 0)
+        throw invalid_argument_error("mpidict: receive_buffers must be at least 1");
+    // Every rank must agree on the message size, or a receive could truncate.
+    check_same(static_cast<std::int64_t>(m_config.buffer_bytes), "buffer_bytes");
+    m_transport->open(m_config.buffer_bytes, m_config.receive_buffers);
+    m_outboxes.resize(static_cast<std::size_t>(m_size));
+    register_handler("mpidict.reply", &engine::handle_reply, this);
+    if (m_config.progress_thread) {
+        int level = MPI_THREAD_SINGLE;
+        MPI_Query_thread(&level);
+        if (level < MPI_THREAD_SERIALIZED)
+            throw invalid_argument_error(
+                "mpidict: progress_thread needs MPI initialised with at least MPI_THREAD_SERIALIZED "
+                "(use MPI_Init_thread)");
+        m_progress_thread = std::thread([this] { progress_thread_main(); });
+    }
+}
+
+engine::~engine() {
+    stop_progress_thread();
+    if (!m_destroyed && m_transport) {
+        // Not collective: abandon what is queued, but leave MPI in a usable state.
+        try {
+            m_transport->close();
+        } catch (...) {
+        }
+    }
+}
+
+void engine::stop_progress_thread() {
+    if (m_progress_thread.joinable()) {
+        m_stop_thread = true;
+        m_progress_thread.join();
+    }
+}
+
+void engine::progress_thread_main() {
+    while (!m_stop_thread.load(std::memory_order_relaxed)) {
+        {
+            std::lock_guard<std::mutex> guard(m_mutex);
+            if (!m_destroyed && !m_in_flush) {
+                try {
+                    progress();
+                } catch (const std::exception& problem) {
+                    std::fprintf(stderr, "mpidict: progress thread on rank %d: %s\n", m_rank, problem.what());
+                    MPI_Abort(MPI_COMM_WORLD, 71);
+                }
+            }
+        }
+        std::this_thread::sleep_for(m_config.progress_interval);
+    }
+}
+
+void engine::throw_destroyed(const char* operation) const {
+    throw use_after_destroy_error(std::string("mpidict: ") + operation +
+                                  " called on a container whose destroy() already ran");
+}
+
+handler_id engine::register_handler(std::string_view name, handler_function function, void* context) {
+    if (m_handlers.size() >= std::numeric_limits<handler_id>::max())
+        throw invalid_argument_error("mpidict: too many handlers registered (limit 65535)");
+    m_handlers.push_back(handler_entry{std::string(name), function, context});
+    return static_cast<handler_id>(m_handlers.size() - 1);
+}
+
+void engine::verify_handlers() {
+    std::uint64_t digest = 0x6d70696469637421ULL;
+    for (const auto& entry : m_handlers)
+        digest = mix64(digest ^ hash_bytes(entry.name.data(), entry.name.size()));
+    // Compare the count and two halves of the digest (int64 min/max is enough).
+    const std::int64_t values[3] = {static_cast<std::int64_t>(m_handlers.size()),
+                                    static_cast<std::int64_t>(digest >> 32),
+                                    static_cast<std::int64_t>(digest & 0xffffffffULL)};
+    std::int64_t minimum[3];
+    std::int64_t maximum[3];
+    min_max(values, minimum, maximum);
+    for (int index = 0; index < 3; ++index) {
+        if (minimum[index] != maximum[index]) {
+            std::string names;
+            for (const auto& entry : m_handlers)
+                names += (names.empty() ? "" : ", ") + entry.name;
+            throw collective_mismatch_error(
+                "mpidict: ranks registered different handlers (rank " + std::to_string(m_rank) + " has " +
+                std::to_string(m_handlers.size()) + ": " + names +
+                "); every rank must construct the same containers in the same order");
+        }
+    }
+}
+
+void engine::min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
+                     std::span<std::int64_t> maximum) {
+    m_transport->min_max(input, minimum, maximum);
+}
+
+void engine::check_same(std::int64_t value, std::string_view what) {
+    std::int64_t minimum = 0;
+    std::int64_t maximum = 0;
+    min_max(std::span<const std::int64_t>(&value, 1), std::span<std::int64_t>(&minimum, 1),
+            std::span<std::int64_t>(&maximum, 1));
+    if (minimum != maximum)
+        throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + ": rank " +
+                                        std::to_string(m_rank) + " has " + std::to_string(value) +
+                                        ", others range over [" + std::to_string(minimum) + ", " +
+                                        std::to_string(maximum) + "]");
+}
+
+std::vector<std::byte> engine::take_buffer() {
+    if (!m_free_buffers.empty()) {
+        std::vector<std::byte> buffer = std::move(m_free_buffers.back());
+        m_free_buffers.pop_back();
+        buffer.clear();
+        return buffer;
+    }
+    std::vector<std::byte> buffer;
+    buffer.reserve(m_config.buffer_bytes);
+    return buffer;
+}
+
+void engine::update_high_water() {
+    const std::size_t held = m_outbox_bytes + m_in_flight_bytes;
+    if (held > m_stats.buffer_bytes_high_water)
+        m_stats.buffer_bytes_high_water = held;
+    if (m_in_flight.size() > m_stats.in_flight_high_water)
+        m_stats.in_flight_high_water = m_in_flight.size();
+}
+
+std::byte* engine::reserve(int destination, handler_id handler, std::size_t bytes) {
+    MPIDICT_ASSERT(destination >= 0 && destination < m_size, "destination rank out of range");
+    MPIDICT_ASSERT(handler < m_handlers.size(), "unregistered handler");
+    if (bytes > max_record_bytes()) [[unlikely]]
+        throw invalid_argument_error("mpidict: a record of " + std::to_string(bytes) +
+                                     " bytes does not fit in one message (buffer_bytes = " +
+                                     std::to_string(m_config.buffer_bytes) + ", so at most " +
+                                     std::to_string(max_record_bytes()) +
+                                     " bytes of key and values per operation)");
+    for (;;) {
+        outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
+        if (box.buffer.capacity() == 0) {
+            box.buffer = take_buffer();
+            m_outbox_bytes += box.buffer.capacity();
+            update_high_water();
+        }
+        const std::size_t used = box.buffer.size();
+        const bool extend = box.has_group && box.group_handler == handler &&
+                            box.group_record_bytes == bytes;
+        const std::size_t needed = bytes + (extend ? 0 : group_header_bytes);
+        if (used + needed <= m_config.buffer_bytes) {
+            if (used == 0)
+                m_dirty.push_back(destination);
+            box.buffer.resize(used + needed);
+            std::byte* base = box.buffer.data();
+            if (extend) {
+                std::byte* count_field = base + box.group_offset + 8;
+                store<std::uint32_t>(count_field, load<std::uint32_t>(count_field) + 1);
+                return base + used;
+            }
+            store<std::uint16_t>(base + used, handler);
+            store<std::uint16_t>(base + used + 2, 0);
+            store<std::uint32_t>(base + used + 4, static_cast<std::uint32_t>(bytes));
+            store<std::uint32_t>(base + used + 8, 1);
+            box.has_group = true;
+            box.group_offset = used;
+            box.group_handler = handler;
+            box.group_record_bytes = static_cast<std::uint32_t>(bytes);
+            return base + used + group_header_bytes;
+        }
+        // Full: ship it (which may run handlers that append here), then retry.
+        ship(destination);
+    }
+}
+
+void engine::ship(int destination) {
+    outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
+    if (box.buffer.empty())
+        return;
+    if (!in_handler())
+        wait_for_queue_space();
+    // wait_for_queue_space may have run handlers that shipped this outbox already.
+    outbox& current = m_outboxes[static_cast<std::size_t>(destination)];
+    if (current.buffer.empty())
+        return;
+    std::vector<std::byte> buffer = std::move(current.buffer);
+    current.buffer = std::vector<std::byte>();
+    current.has_group = false;
+    current.holds_request = false;
+    m_outbox_bytes -= buffer.capacity();
+    m_dirty.erase(std::remove(m_dirty.begin(), m_dirty.end(), destination), m_dirty.end());
+    const std::size_t size = buffer.size();
+    if (m_in_flush && m_fault_drop_flush_message) {
+        // Injected fault (tests only): the message vanishes without being counted.
+        m_free_buffers.push_back(std::move(buffer));
+        return;
+    }
+    const std::uint64_t ticket = m_transport->start_send(destination, buffer, /*synchronous=*/true);
+    ++m_messages_sent;
+    ++m_stats.messages_sent;
+    m_stats.bytes_sent += size;
+    m_in_flight_bytes += buffer.capacity();
+    m_in_flight.push_back(in_flight_send{ticket, std::move(buffer), destination});
+    update_high_water();
+    if (m_config.release_queue == 0 && !in_handler()) {
+        // q = 0: no deferred release; the caller waits for this send to finish.
+        while (!m_in_flight.empty()) {
+            if (!progress())
+                m_transport->idle();
+        }
+    }
+}
+
+void engine::wait_for_queue_space() {
+    const std::size_t limit = std::max<std::size_t>(m_config.release_queue, 1);
+    if (m_in_flight.size() < limit)
+        return;
+    ++m_stats.queue_stalls;
+    release_finished_sends();
+    unsigned idle_rounds = 0;
+    while (m_in_flight.size() >= limit) {
+        // Keep receiving: the destination may be waiting on us to drain its sends.
+        bool active = poll_once();
+        active |= release_finished_sends();
+        if (active)
+            idle_rounds = 0;
+        else if (++idle_rounds > 16)
+            m_transport->idle();
+    }
+}
+
+bool engine::release_finished_sends() {
+    bool released = false;
+    for (auto it = m_in_flight.begin(); it != m_in_flight.end();) {
+        if (m_transport->send_complete(it->ticket)) {
+            m_in_flight_bytes -= it->buffer.capacity();
+            // Buffers return to the pool in release order and are reused from it.
+            if (m_free_buffers.size() < m_config.release_queue + 4)
+                m_free_buffers.push_back(std::move(it->buffer));
+            it = m_in_flight.erase(it);
+            released = true;
+        } else {
+            ++it;
+        }
+    }
+    return released;
+}
+
+bool engine::poll_once() {
+    sink receiver(*this);
+    return m_transport->poll(receiver);
+}
+
+void engine::handle_message(int source, std::span<const std::byte> message) {
+    ++m_stats.messages_received;
+    m_stats.bytes_received += message.size();
+    ++m_handler_depth;
+    struct depth_guard {
+        int& depth;
+        ~depth_guard() { --depth; }
+    } guard{m_handler_depth};
+    const std::byte* cursor = message.data();
+    const std::byte* const end = message.data() + message.size();
+    while (cursor != end) {
+        if (static_cast<std::size_t>(end - cursor) < group_header_bytes)
+            throw decode_error("mpidict: message from rank " + std::to_string(source) +
+                               " ends inside a group header");
+        const auto handler = load<std::uint16_t>(cursor);
+        const auto record_bytes = load<std::uint32_t>(cursor + 4);
+        const auto count = load<std::uint32_t>(cursor + 8);
+        cursor += group_header_bytes;
+        if (handler >= m_handlers.size())
+            throw decode_error("mpidict: message from rank " + std::to_string(source) + " names handler " +
+                               std::to_string(handler) + " but only " + std::to_string(m_handlers.size()) +
+                               " are registered");
+        const std::uint64_t group_bytes = std::uint64_t{record_bytes} * count;
+        if (group_bytes > static_cast<std::uint64_t>(end - cursor) || count == 0)
+            throw decode_error("mpidict: message from rank " + std::to_string(source) + " has a group of " +
+                               std::to_string(count) + " records of " + std::to_string(record_bytes) +
+                               " bytes but only " + std::to_string(end - cursor) + " bytes remain");
+        const handler_entry& entry = m_handlers[handler];
+        entry.function(entry.context, source, cursor, record_bytes, count);
+        m_stats.records_received += count;
+        cursor += group_bytes;
+    }
+    ++m_messages_handled;
+}
+
+bool engine::progress() {
+    bool active = false;
+    // Ship what waits in outboxes only when someone needs it or nothing else is
+    // going on; callers that stream keep filling buffers instead.
+    while (poll_once())
+        active = true;
+    active |= release_finished_sends();
+    return active;
+}
+
+void engine::ship_all() {
+    // Copy: shipping may run handlers that dirty other outboxes.
+    while (!m_dirty.empty()) {
+        const int destination = m_dirty.front();
+        ship(destination);
+    }
+}
+
+std::uint32_t engine::open_request(op_kind kind) {
+    if (m_outstanding >= m_config.blocking_factor) {
+        ++m_stats.window_stalls;
+        unsigned idle_rounds = 0;
+        while (m_outstanding >= m_config.blocking_factor) {
+            // The records of outstanding requests may still sit in outboxes.
+            ship_all();
+            if (progress())
+                idle_rounds = 0;
+            else if (++idle_rounds > 16)
+                m_transport->idle();
+        }
+    }
+    std::uint32_t slot;
+    if (!m_free_slots.empty()) {
+        slot = m_free_slots.back();
+        m_free_slots.pop_back();
+    } else {
+        slot = static_cast<std::uint32_t>(m_requests.size());
+        m_requests.emplace_back();
+    }
+    request_slot& entry = m_requests[slot];
+    entry.state = slot_state::pending;
+    entry.kind = kind;
+    entry.count = 0;
+    entry.result.clear();
+    ++m_outstanding;
+    if (m_outstanding > m_stats.outstanding_requests_high_water)
+        m_stats.outstanding_requests_high_water = m_outstanding;
+    ++m_stats[kind].requests;
+    return slot;
+}
+
+std::byte* engine::reserve_reply(int destination, std::uint32_t slot, std::uint32_t count,
+                                 std::size_t result_bytes) {
+    std::byte* out = reserve(destination, reply_handler, reply_header_bytes + result_bytes);
+    store<std::uint32_t>(out, slot);
+    store<std::uint32_t>(out + 4, count);
+    return out + reply_header_bytes;
+}
+
+void engine::handle_reply(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                          std::uint32_t count) {
+    auto& self = *static_cast<engine*>(context);
+    if (record_bytes < reply_header_bytes)
+        throw decode_error("mpidict: reply from rank " + std::to_string(source) + " is " +
+                           std::to_string(record_bytes) + " bytes, shorter than its header");
+    for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+        const auto slot = load<std::uint32_t>(records);
+        if (slot >= self.m_requests.size())
+            throw decode_error("mpidict: reply from rank " + std::to_string(source) + " names request " +
+                               std::to_string(slot) + " which was never opened");
+        request_slot& entry = self.m_requests[slot];
+        if (entry.state == slot_state::abandoned) {
+            entry.state = slot_state::free;
+            ++entry.generation;
+            entry.result.clear();
+            self.m_free_slots.push_back(slot);
+            --self.m_outstanding;
+            continue;
+        }
+        if (entry.state != slot_state::pending)
+            throw decode_error("mpidict: reply from rank " + std::to_string(source) + " for request " +
+                               std::to_string(slot) + " that is not pending");
+        entry.count = load<std::uint32_t>(records + 4);
+        entry.result.assign(records + reply_header_bytes, records + record_bytes);
+        entry.state = slot_state::done;
+        self.m_stats[entry.kind].values += entry.count;
+        --self.m_outstanding;
+    }
+}
+
+bool engine::test_request(std::uint32_t slot) {
+    request_slot& entry = m_requests[slot];
+    if (entry.state == slot_state::done)
+        return true;
+    const double start = now_seconds();
+    ship_all();
+    progress();
+    m_stats[entry.kind].completion_seconds += now_seconds() - start;
+    return m_requests[slot].state == slot_state::done;
+}
+
+void engine::wait_request(std::uint32_t slot) {
+    if (m_requests[slot].state == slot_state::done)
+        return;
+    ++m_stats.waits;
+    const double start = now_seconds();
+    // Latency mode: whatever holds this request's record leaves now.
+    ship_all();
+    unsigned idle_rounds = 0;
+    while (m_requests[slot].state != slot_state::done) {
+        bool active = progress();
+        if (!m_dirty.empty()) {
+            ship_all();  // handlers may have queued records others wait for
+            active = true;
+        }
+        if (active)
+            idle_rounds = 0;
+        else if (++idle_rounds > 64)
+            m_transport->idle();
+    }
+    m_stats[m_requests[slot].kind].completion_seconds += now_seconds() - start;
+}
+
+void engine::close_request(std::uint32_t slot) {
+    request_slot& entry = m_requests[slot];
+    if (entry.state == slot_state::pending) {
+        entry.state = slot_state::abandoned;
+        return;
+    }
+    if (entry.state == slot_state::done) {
+        entry.state = slot_state::free;
+        ++entry.generation;
+        if (entry.result.capacity() > 4096)
+            std::vector<std::byte>().swap(entry.result);  // keep idle slots small
+        m_free_slots.push_back(slot);
+    }
+}
+
+void engine::flush() {
+    check_alive("flush");
+    const double start = now_seconds();
+    ++m_stats.flushes;
+    m_in_flush = true;
+    struct flush_guard {
+        bool& flag;
+        ~flush_guard() { flag = false; }
+    } guard{m_in_flush};
+    std::int64_t previous[2] = {-1, -2};
+    for (;;) {
+        // Settle locally: ship everything, handle what arrives, repeat until quiet.
+        ship_all();
+        while (progress() || !m_dirty.empty())
+            ship_all();
+        const std::int64_t counts[2] = {m_messages_sent, m_messages_handled};
+        std::int64_t totals[2] = {0, 0};
+        m_transport->start_sum(counts, totals);
+        ++m_stats.flush_rounds;
+        unsigned idle_rounds = 0;
+        while (!m_transport->sum_complete()) {
+            // Keep serving others while the reduction runs; what handlers send
+            // now is counted in the next round.
+            bool active = progress();
+            if (!m_dirty.empty()) {
+                ship_all();
+                active = true;
+            }
+            if (active)
+                idle_rounds = 0;
+            else if (++idle_rounds > 16)
+                m_transport->idle();
+        }
+        if (totals[0] == totals[1] && totals[0] == previous[0] && totals[1] == previous[1])
+            break;
+        previous[0] = totals[0];
+        previous[1] = totals[1];
+    }
+    // Every send was matched and handled; let the last ones release their buffers.
+    while (!m_in_flight.empty()) {
+        if (!release_finished_sends())
+            m_transport->idle();
+    }
+    m_stats.barrier_seconds += now_seconds() - start;
+}
+
+void engine::destroy() {
+    if (m_destroyed)
+        return;
+    flush();
+    stop_progress_thread();
+    m_transport->barrier();
+    m_transport->close();
+    m_destroyed = true;
+}
+
+void engine::reset_statistics() {
+    m_stats = statistics{};
+    update_high_water();
+}
+
+}  // namespace runtime
+}  // namespace mpidict

@@ -1,0 +1,206 @@
+// The MPI transport: synchronous non-blocking sends, a ring of pre-posted
+// receives from any source, and MPI_Iallreduce for flush's termination detection.
+// All traffic runs on a private duplicate of the user's communicator with
+// MPI_ERRORS_RETURN, so every MPI failure becomes an mpi_error with MPI's text.
+
+#include <sched.h>
+
+#include <string>
+#include <vector>
+
+#include "mpidict/error.hpp"
+#include "mpidict/runtime/transport.hpp"
+
+namespace mpidict::runtime {
+
+void check_mpi(int code, const char* call) {
+    if (code == MPI_SUCCESS) [[likely]]
+        return;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+        length = 0;
+    throw mpi_error(std::string("mpidict: ") + call + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+namespace {
+
+constexpr int message_tag = 4701;
+
+class mpi_transport final : public transport {
+public:
+    explicit mpi_transport(MPI_Comm communicator) {
+        int initialised = 0;
+        MPI_Initialized(&initialised);
+        if (!initialised)
+            throw mpi_error("mpidict: MPI is not initialised; call MPI_Init before creating a container");
+        check_mpi(MPI_Comm_dup(communicator, &m_communicator), "MPI_Comm_dup");
+        check_mpi(MPI_Comm_set_errhandler(m_communicator, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+        check_mpi(MPI_Comm_rank(m_communicator, &m_rank), "MPI_Comm_rank");
+        check_mpi(MPI_Comm_size(m_communicator, &m_size), "MPI_Comm_size");
+    }
+
+    ~mpi_transport() override {
+        if (m_communicator != MPI_COMM_NULL) {
+            try {
+                close();
+            } catch (...) {
+            }
+        }
+    }
+
+    int rank() const override { return m_rank; }
+    int size() const override { return m_size; }
+
+    void open(std::size_t max_message_bytes, std::size_t receive_buffers) override {
+        m_max_message_bytes = max_message_bytes;
+        m_receives.resize(receive_buffers);
+        for (auto& receive : m_receives) {
+            receive.buffer.resize(max_message_bytes);
+            post(receive);
+        }
+        m_head = 0;
+    }
+
+    std::uint64_t start_send(int destination, std::span<const std::byte> message, bool synchronous) override {
+        std::uint64_t ticket;
+        if (!m_free_tickets.empty()) {
+            ticket = m_free_tickets.back();
+            m_free_tickets.pop_back();
+        } else {
+            ticket = m_sends.size();
+            m_sends.push_back(MPI_REQUEST_NULL);
+        }
+        MPI_Request& request = m_sends[ticket];
+        const int count = static_cast<int>(message.size());
+        if (synchronous)
+            check_mpi(MPI_Issend(message.data(), count, MPI_BYTE, destination, message_tag, m_communicator, &request),
+                      "MPI_Issend");
+        else
+            check_mpi(MPI_Isend(message.data(), count, MPI_BYTE, destination, message_tag, m_communicator, &request),
+                      "MPI_Isend");
+        return ticket;
+    }
+
+    bool send_complete(std::uint64_t ticket) override {
+        int done = 0;
+        check_mpi(MPI_Test(&m_sends[ticket], &done, MPI_STATUS_IGNORE), "MPI_Test (send)");
+        if (done)
+            m_free_tickets.push_back(ticket);
+        return done != 0;
+    }
+
+    bool poll(message_sink& sink) override {
+        if (m_receives.empty())
+            return false;
+        receive_slot& head = m_receives[m_head];
+        int done = 0;
+        MPI_Status status;
+        check_mpi(MPI_Test(&head.request, &done, &status), "MPI_Test (receive)");
+        if (!done)
+            return false;
+        int bytes = 0;
+        check_mpi(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+        const int source = status.MPI_SOURCE;
+        // Advance first: the handler may poll again (nested progress).
+        m_head = (m_head + 1) % m_receives.size();
+        // Copy out so the receive can be re-posted before handlers run; the
+        // buffer is swapped, not copied.
+        std::vector<std::byte> message;
+        message.swap(head.buffer);
+        head.buffer.swap(m_spare);
+        if (head.buffer.size() != m_max_message_bytes)
+            head.buffer.resize(m_max_message_bytes);
+        post(head);
+        struct restore {
+            std::vector<std::byte>& spare;
+            std::vector<std::byte>& message;
+            ~restore() {
+                if (spare.empty())
+                    spare.swap(message);
+            }
+        } keep{m_spare, message};
+        sink.deliver(source, std::span<const std::byte>(message.data(), static_cast<std::size_t>(bytes)));
+        return true;
+    }
+
+    void start_sum(std::span<const std::int64_t> input, std::span<std::int64_t> output) override {
+        m_sum_input.assign(input.begin(), input.end());
+        check_mpi(MPI_Iallreduce(m_sum_input.data(), output.data(), static_cast<int>(input.size()), MPI_INT64_T,
+                                 MPI_SUM, m_communicator, &m_sum_request),
+                  "MPI_Iallreduce");
+    }
+
+    bool sum_complete() override {
+        int done = 0;
+        check_mpi(MPI_Test(&m_sum_request, &done, MPI_STATUS_IGNORE), "MPI_Test (allreduce)");
+        return done != 0;
+    }
+
+    void min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
+                 std::span<std::int64_t> maximum) override {
+        const int count = static_cast<int>(input.size());
+        check_mpi(MPI_Allreduce(input.data(), minimum.data(), count, MPI_INT64_T, MPI_MIN, m_communicator),
+                  "MPI_Allreduce (min)");
+        check_mpi(MPI_Allreduce(input.data(), maximum.data(), count, MPI_INT64_T, MPI_MAX, m_communicator),
+                  "MPI_Allreduce (max)");
+    }
+
+    void barrier() override { check_mpi(MPI_Barrier(m_communicator), "MPI_Barrier"); }
+
+    void close() override {
+        if (m_communicator == MPI_COMM_NULL)
+            return;
+        int finalised = 0;
+        MPI_Finalized(&finalised);
+        if (!finalised) {
+            for (auto& receive : m_receives) {
+                if (receive.request != MPI_REQUEST_NULL) {
+                    MPI_Cancel(&receive.request);
+                    MPI_Wait(&receive.request, MPI_STATUS_IGNORE);
+                }
+            }
+            for (auto& send : m_sends) {
+                if (send != MPI_REQUEST_NULL)
+                    MPI_Request_free(&send);
+            }
+            MPI_Comm_free(&m_communicator);
+        }
+        m_communicator = MPI_COMM_NULL;
+        m_receives.clear();
+    }
+
+    void idle() override { sched_yield(); }
+
+private:
+    struct receive_slot {
+        std::vector<std::byte> buffer;
+        MPI_Request request = MPI_REQUEST_NULL;
+    };
+
+    void post(receive_slot& receive) {
+        check_mpi(MPI_Irecv(receive.buffer.data(), static_cast<int>(m_max_message_bytes), MPI_BYTE, MPI_ANY_SOURCE,
+                            message_tag, m_communicator, &receive.request),
+                  "MPI_Irecv");
+    }
+
+    MPI_Comm m_communicator = MPI_COMM_NULL;
+    int m_rank = 0;
+    int m_size = 1;
+    std::size_t m_max_message_bytes = 0;
+    std::vector<receive_slot> m_receives;
+    std::size_t m_head = 0;
+    std::vector<std::byte> m_spare;
+    std::vector<MPI_Request> m_sends;
+    std::vector<std::uint64_t> m_free_tickets;
+    std::vector<std::int64_t> m_sum_input;
+    MPI_Request m_sum_request = MPI_REQUEST_NULL;
+};
+
+}  // namespace
+
+std::unique_ptr<transport> make_mpi_transport(MPI_Comm communicator) {
+    return std::make_unique<mpi_transport>(communicator);
+}
+
+}  // namespace mpidict::runtime
