@@ -1,1 +1,879 @@
-// Placeholder replaced by the C API implementation.
+// The C API (include/mpidict/c/mpidict.h) over mpidict::hash_map.
+//
+// Representation.  A C item (values_per_key values of value_size bytes) is one
+// value of a hash_map<std::int64_t, V>.  For the common item sizes (4, 8, 12,
+// 16, 24 and 32 bytes) V is std::array<std::byte, N>: items travel as raw
+// bytes (no length prefix), a single-item fire-and-forget insert takes the
+// map's fixed-size fast path, and a key with one item lives entirely in its
+// table slot.  Other sizes use V = std::string with fixed_value_bytes set, so a
+// value of the wrong length can never be stored.  typed_backend<V> implements
+// the size-independent interface `backend` for each V; the C functions only
+// see `backend`.
+//
+// Requests.  A C request owns an `operation` (the hash_map request plus where
+// its items go) and a shared_ptr to the backend, so a request stays valid after
+// mpidict_map_free until it is waited on or freed.  Fire-and-forget finds and
+// deletes (req == NULL) are kept on the map and completed by mpidict_flush.
+//
+// Safety.  Every entry point validates its arguments before it touches the
+// hash_map (in particular before a request slot is opened: hash_map opens the
+// slot before it checks the target and the record size, so a throw there would
+// leak a slot of the blocking window), and converts every exception into an
+// error code and a thread-local message.  Nothing throws across extern "C".
+
+#include "mpidict/c/mpidict.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mpidict/error.hpp"
+#include "mpidict/hash_map.hpp"
+
+namespace {
+
+using key_type = std::int64_t;
+
+constexpr std::uint64_t map_magic = 0x31746369'6469706dULL;      // "mpidict1"
+constexpr std::uint64_t request_magic = 0x31716572'6469706dULL;  // "mpidreq1"
+
+// Bytes a message spends besides the items of one operation: the engine's group
+// header (12) and, for an insert, the hash_map record header (slot, count: 8)
+// and the key (8).  A reply needs 8 bytes less, so this bound serves both.
+constexpr std::size_t per_operation_overhead_bytes = mpidict::runtime::group_header_bytes + 8 + sizeof(key_type);
+constexpr std::size_t minimum_buffer_bytes = 256;               // as the engine requires
+constexpr std::size_t maximum_buffer_bytes = std::size_t{1} << 30;
+
+// ---- errors -------------------------------------------------------------------
+
+thread_local std::string t_last_error;
+thread_local const char* t_static_error = nullptr;  // used when the message could not be allocated
+
+int fail(int code, std::string_view function, std::string_view message) noexcept {
+    try {
+        std::string text;
+        text.reserve(function.size() + 2 + message.size());
+        text.append(function).append(": ").append(message);
+        t_last_error = std::move(text);
+        t_static_error = nullptr;
+    } catch (...) {
+        t_static_error = "mpidict: out of memory while recording an error message";
+    }
+    return code;
+}
+
+// The library's own messages start with "mpidict: "; the C message names the
+// C function instead.
+std::string_view strip_prefix(std::string_view message) {
+    constexpr std::string_view prefix = "mpidict: ";
+    if (message.substr(0, prefix.size()) == prefix)
+        message.remove_prefix(prefix.size());
+    return message;
+}
+
+// Runs `body` and turns any exception into an error code and message.
+template <class Body>
+int guarded(const char* function, Body&& body) noexcept {
+    try {
+        return body();
+    } catch (const mpidict::use_after_destroy_error& problem) {
+        return fail(MPIDICT_ERR_DESTROYED, function, strip_prefix(problem.what()));
+    } catch (const mpidict::invalid_argument_error& problem) {
+        return fail(MPIDICT_ERR_ARGUMENT, function, strip_prefix(problem.what()));
+    } catch (const mpidict::collective_mismatch_error& problem) {
+        return fail(MPIDICT_ERR_MISMATCH, function, strip_prefix(problem.what()));
+    } catch (const mpidict::mpi_error& problem) {
+        return fail(MPIDICT_ERR_MPI, function, strip_prefix(problem.what()));
+    } catch (const mpidict::decode_error& problem) {
+        return fail(MPIDICT_ERR_INTERNAL, function, strip_prefix(problem.what()));
+    } catch (const mpidict::error& problem) {
+        return fail(MPIDICT_ERR_ARGUMENT, function, strip_prefix(problem.what()));
+    } catch (const std::bad_alloc&) {
+        return fail(MPIDICT_ERR_NO_MEMORY, function, "out of memory");
+    } catch (const std::exception& problem) {
+        return fail(MPIDICT_ERR_INTERNAL, function, problem.what());
+    } catch (...) {
+        return fail(MPIDICT_ERR_INTERNAL, function, "unknown exception");
+    }
+}
+
+std::string str(std::size_t value) { return std::to_string(value); }
+
+// ---- operations in flight --------------------------------------------------------
+
+// One started operation whose result is still to be collected.
+class operation {
+public:
+    virtual ~operation() = default;
+    // Makes progress; true once the result has arrived.
+    virtual bool test() = 0;
+    // Waits, writes the items (if any) where the caller asked, returns the count.
+    // Called once.
+    virtual std::size_t finish() = 0;
+};
+
+class insert_operation final : public operation {
+public:
+    explicit insert_operation(mpidict::request<mpidict::insert_result> request) : m_request(std::move(request)) {}
+    bool test() override { return m_request.test(); }
+    std::size_t finish() override { return m_request.get().stored; }
+
+private:
+    mpidict::request<mpidict::insert_result> m_request;
+};
+
+class erase_operation final : public operation {
+public:
+    explicit erase_operation(mpidict::request<std::size_t> request) : m_request(std::move(request)) {}
+    bool test() override { return m_request.test(); }
+    std::size_t finish() override { return m_request.get(); }
+
+private:
+    mpidict::request<std::size_t> m_request;
+};
+
+// ---- item <-> value conversion ---------------------------------------------------
+
+template <class V>
+struct item_traits;
+
+template <std::size_t N>
+struct item_traits<std::array<std::byte, N>> {
+    using value = std::array<std::byte, N>;
+    static_assert(sizeof(value) == N, "std::array<std::byte, N> must have no padding for items to be copied in bulk.");
+    static constexpr std::size_t wire_bytes(std::size_t) { return N; }
+    static void read(const std::byte* in, std::size_t count, std::size_t, std::vector<value>& out) {
+        out.resize(count);
+        if (count != 0)
+            std::memcpy(out.data(), in, count * N);
+    }
+    static value read_one(const std::byte* in, std::size_t) {
+        value item;
+        std::memcpy(item.data(), in, N);
+        return item;
+    }
+    static void write(const value& item, std::byte* out, std::size_t) { std::memcpy(out, item.data(), N); }
+};
+
+template <>
+struct item_traits<std::string> {
+    using value = std::string;
+    static std::size_t wire_bytes(std::size_t item_bytes) { return item_bytes + sizeof(std::uint32_t); }
+    static void read(const std::byte* in, std::size_t count, std::size_t item_bytes, std::vector<value>& out) {
+        out.resize(count);
+        for (std::size_t index = 0; index < count; ++index)
+            out[index].assign(reinterpret_cast<const char*>(in + index * item_bytes), item_bytes);
+    }
+    static value read_one(const std::byte* in, std::size_t item_bytes) {
+        return value(reinterpret_cast<const char*>(in), item_bytes);
+    }
+    static void write(const value& item, std::byte* out, std::size_t item_bytes) {
+        if (item.size() != item_bytes)
+            throw mpidict::decode_error("mpidict: an item of " + str(item.size()) + " bytes arrived for a map of " +
+                                        str(item_bytes) + "-byte items");
+        std::memcpy(out, item.data(), item_bytes);
+    }
+};
+
+template <class V>
+class values_operation final : public operation {
+public:
+    values_operation(mpidict::request<std::vector<V>> request, std::byte* out, std::size_t max_items,
+                     std::size_t item_bytes)
+        : m_request(std::move(request)), m_out(out), m_max_items(max_items), m_item_bytes(item_bytes) {}
+    bool test() override { return m_request.test(); }
+    std::size_t finish() override {
+        const std::vector<V> values = m_request.get();
+        if (values.size() > m_max_items)
+            throw mpidict::decode_error("mpidict: " + str(values.size()) + " items arrived for a request of at most " +
+                                        str(m_max_items));
+        if (m_out != nullptr)
+            for (std::size_t index = 0; index < values.size(); ++index)
+                item_traits<V>::write(values[index], m_out + index * m_item_bytes, m_item_bytes);
+        return values.size();
+    }
+
+private:
+    mpidict::request<std::vector<V>> m_request;
+    std::byte* m_out;
+    std::size_t m_max_items;
+    std::size_t m_item_bytes;
+};
+
+// ---- the size-independent map interface ---------------------------------------------
+
+class backend {
+public:
+    virtual ~backend() = default;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+    virtual int owner(key_type key) const = 0;
+    virtual bool destroyed() = 0;
+    // Bytes one item occupies in a message.
+    virtual std::size_t wire_item_bytes() const = 0;
+
+    virtual void async_insert(int target, key_type key, const std::byte* items, std::size_t n) = 0;
+    virtual std::unique_ptr<operation> insert(int target, key_type key, const std::byte* items, std::size_t n) = 0;
+    virtual std::unique_ptr<operation> find(int target, key_type key, std::byte* out, std::size_t max_items) = 0;
+    virtual std::unique_ptr<operation> take(int target, key_type key, std::byte* out, std::size_t max_items) = 0;
+    virtual std::unique_ptr<operation> erase(int target, key_type key) = 0;
+    virtual void async_erase(int target, key_type key) = 0;
+
+    virtual void flush() = 0;
+    virtual void destroy() = 0;
+
+    virtual std::size_t local_keys() const = 0;
+    virtual std::size_t local_items() const = 0;
+    virtual std::size_t local_find(key_type key, std::byte* out, std::size_t max_items) const = 0;
+    virtual void global_size(std::size_t* keys, std::size_t* items) = 0;
+    virtual void statistics(mpidict_statistics& out) = 0;
+    virtual void reset_statistics() = 0;
+};
+
+void copy_op(const mpidict::runtime::op_statistics& in, mpidict_op_statistics& out) {
+    out.operations += in.operations;
+    out.requests += in.requests;
+    out.items += in.values;
+    out.initiation_seconds += in.initiation_seconds;
+    out.completion_seconds += in.completion_seconds;
+}
+
+template <class V>
+class typed_backend final : public backend {
+    using traits = item_traits<V>;
+    using map_type = mpidict::hash_map<key_type, V>;
+
+public:
+    typed_backend(MPI_Comm communicator, const mpidict::hash_map_config& settings, std::size_t item_bytes)
+        : m_map(communicator, settings), m_item_bytes(item_bytes) {}
+
+    int rank() const override { return m_map.rank(); }
+    int size() const override { return m_map.size(); }
+    int owner(key_type key) const override { return m_map.owner(key); }
+    bool destroyed() override { return m_map.engine().destroyed(); }
+    std::size_t wire_item_bytes() const override { return traits::wire_bytes(m_item_bytes); }
+
+    void async_insert(int target, key_type key, const std::byte* items, std::size_t n) override {
+        if (n == 1) {
+            m_map.async_insert(mpidict::target_rank{target}, key, traits::read_one(items, m_item_bytes));
+            return;
+        }
+        traits::read(items, n, m_item_bytes, m_scratch);
+        m_map.async_insert(mpidict::target_rank{target}, key, std::span<const V>(m_scratch));
+    }
+    std::unique_ptr<operation> insert(int target, key_type key, const std::byte* items, std::size_t n) override {
+        traits::read(items, n, m_item_bytes, m_scratch);
+        auto started = m_map.insert(mpidict::target_rank{target}, key, std::span<const V>(m_scratch));
+        return std::make_unique<insert_operation>(std::move(started));
+    }
+    std::unique_ptr<operation> find(int target, key_type key, std::byte* out, std::size_t max_items) override {
+        auto started = m_map.find(mpidict::target_rank{target}, key, max_items);
+        return std::make_unique<values_operation<V>>(std::move(started), out, max_items, m_item_bytes);
+    }
+    std::unique_ptr<operation> take(int target, key_type key, std::byte* out, std::size_t max_items) override {
+        auto started = m_map.take(mpidict::target_rank{target}, key, max_items);
+        return std::make_unique<values_operation<V>>(std::move(started), out, max_items, m_item_bytes);
+    }
+    std::unique_ptr<operation> erase(int target, key_type key) override {
+        return std::make_unique<erase_operation>(m_map.erase(mpidict::target_rank{target}, key));
+    }
+    void async_erase(int target, key_type key) override { m_map.async_erase(mpidict::target_rank{target}, key); }
+
+    void flush() override { m_map.flush(); }
+    void destroy() override { m_map.destroy(); }
+
+    std::size_t local_keys() const override { return m_map.local_size(); }
+    std::size_t local_items() const override { return m_map.local_value_count(); }
+    std::size_t local_find(key_type key, std::byte* out, std::size_t max_items) const override {
+        const std::vector<V> values = m_map.local_find(key, max_items);
+        for (std::size_t index = 0; index < values.size(); ++index)
+            traits::write(values[index], out + index * m_item_bytes, m_item_bytes);
+        return values.size();
+    }
+    void global_size(std::size_t* keys, std::size_t* items) override {
+        // Two collectives, always both, so every rank makes the same calls
+        // whichever pointers it passed.
+        const std::size_t key_total = m_map.global_size();
+        const std::size_t item_total = m_map.global_value_count();
+        if (keys != nullptr)
+            *keys = key_total;
+        if (items != nullptr)
+            *items = item_total;
+    }
+    void statistics(mpidict_statistics& out) override {
+        using mpidict::runtime::op_kind;
+        const mpidict::runtime::statistics& in = m_map.stats();
+        out = mpidict_statistics{};
+        copy_op(in[op_kind::insert], out.op_insert);
+        copy_op(in[op_kind::find], out.op_find);
+        copy_op(in[op_kind::take], out.op_delete);
+        copy_op(in[op_kind::erase], out.op_delete);
+        out.messages_sent = in.messages_sent;
+        out.messages_received = in.messages_received;
+        out.bytes_sent = in.bytes_sent;
+        out.bytes_received = in.bytes_received;
+        out.waits = in.waits;
+        out.window_stalls = in.window_stalls;
+        out.queue_stalls = in.queue_stalls;
+        out.flushes = in.flushes;
+        out.barrier_seconds = in.barrier_seconds;
+        out.async_rejected = m_map.async_rejected();
+        out.local_rejected = m_map.local_rejected();
+        out.local_keys = destroyed() ? 0 : m_map.local_size();
+        out.local_items = destroyed() ? 0 : m_map.local_value_count();
+        out.buffer_bytes_high_water = in.buffer_bytes_high_water;
+        out.outstanding_requests_high_water = in.outstanding_requests_high_water;
+    }
+    void reset_statistics() override { m_map.reset_statistics(); }
+
+private:
+    map_type m_map;
+    std::size_t m_item_bytes;
+    std::vector<V> m_scratch;  // items of the insert being encoded
+};
+
+template <std::size_t N>
+using bytes = std::array<std::byte, N>;
+
+std::shared_ptr<backend> make_backend(MPI_Comm communicator, const mpidict::hash_map_config& settings,
+                                      std::size_t item_bytes) {
+    switch (item_bytes) {
+        case 4: return std::make_shared<typed_backend<bytes<4>>>(communicator, settings, item_bytes);
+        case 8: return std::make_shared<typed_backend<bytes<8>>>(communicator, settings, item_bytes);
+        case 12: return std::make_shared<typed_backend<bytes<12>>>(communicator, settings, item_bytes);
+        case 16: return std::make_shared<typed_backend<bytes<16>>>(communicator, settings, item_bytes);
+        case 24: return std::make_shared<typed_backend<bytes<24>>>(communicator, settings, item_bytes);
+        case 32: return std::make_shared<typed_backend<bytes<32>>>(communicator, settings, item_bytes);
+        default: {
+            mpidict::hash_map_config string_settings = settings;
+            string_settings.fixed_value_bytes = item_bytes;
+            return std::make_shared<typed_backend<std::string>>(communicator, string_settings, item_bytes);
+        }
+    }
+}
+
+}  // namespace
+
+// ---- handles ---------------------------------------------------------------------
+
+struct mpidict_map {
+    std::uint64_t magic = map_magic;
+    std::shared_ptr<backend> store;
+    std::size_t item_bytes = 0;
+    std::size_t max_items = 0;     // per operation: what one message carries
+    std::size_t buffer_bytes = 0;
+    // Fire-and-forget finds and deletes with output, completed by flush/destroy.
+    // Declared after `store` so they are released before it.
+    std::vector<std::unique_ptr<operation>> detached;
+};
+
+struct mpidict_request {
+    std::uint64_t magic = request_magic;
+    std::shared_ptr<backend> store;  // keeps the engine alive while `work` refers to it
+    std::unique_ptr<operation> work;
+};
+
+namespace {
+
+int check_map(const mpidict_map* map, const char* function, bool must_be_alive) {
+    if (map == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "map is NULL");
+    if (map->magic != map_magic)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "map is not a live mpidict_map handle (already freed, or not from mpidict_map_create)");
+    if (must_be_alive && map->store->destroyed())
+        return fail(MPIDICT_ERR_DESTROYED, function,
+                    "the map was destroyed by mpidict_map_destroy; only wait/test on its requests, its statistics "
+                    "and mpidict_map_free remain");
+    return MPIDICT_OK;
+}
+
+int resolve_target(const mpidict_map& map, int target, key_type key, const char* function, int& resolved) {
+    if (target == MPIDICT_TARGET_AUTO) {
+        resolved = map.store->owner(key);
+        return MPIDICT_OK;
+    }
+    if (target < 0 || target >= map.store->size())
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "target = " + std::to_string(target) + " is outside the communicator of " +
+                        std::to_string(map.store->size()) + " ranks (use MPIDICT_TARGET_AUTO = -1 for the map's placement)");
+    resolved = target;
+    return MPIDICT_OK;
+}
+
+std::string message_limit(const mpidict_map& map, std::string_view name, std::size_t value) {
+    return std::string(name) + " = " + str(value) + " exceeds the " + str(map.max_items) + " items of " +
+           str(map.item_bytes) + " bytes one message carries (buffer_bytes = " + str(map.buffer_bytes) +
+           "); split the operation or raise options.buffer_bytes";
+}
+
+// Hands a started operation to the caller, or keeps it on the map to be
+// completed by the next flush.
+int deliver(mpidict_map& map, std::unique_ptr<operation> work, mpidict_request** req) {
+    if (req == nullptr) {
+        map.detached.push_back(std::move(work));
+        return MPIDICT_OK;
+    }
+    auto handle = std::make_unique<mpidict_request>();
+    handle->store = map.store;
+    handle->work = std::move(work);
+    *req = handle.release();
+    return MPIDICT_OK;
+}
+
+void complete_detached(mpidict_map& map) {
+    while (!map.detached.empty()) {
+        map.detached.back()->finish();
+        map.detached.pop_back();
+    }
+}
+
+void release_request(mpidict_request*& request) {
+    request->magic = 0;
+    delete request;
+    request = nullptr;
+}
+
+int check_requests(mpidict_request** reqs, std::size_t n, const char* function) {
+    if (reqs == nullptr && n != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "reqs is NULL but n = " + str(n));
+    for (std::size_t index = 0; index < n; ++index)
+        if (reqs[index] != nullptr && reqs[index]->magic != request_magic)
+            return fail(MPIDICT_ERR_ARGUMENT, function,
+                        "reqs[" + str(index) + "] is not a live mpidict_request (already waited on or freed?)");
+    return MPIDICT_OK;
+}
+
+// Waits for reqs[0..n) in order; see mpidict_wait.
+int complete_requests(mpidict_request** reqs, std::size_t n, std::size_t* counts, const char* function) {
+    for (std::size_t index = 0; index < n; ++index) {
+        mpidict_request*& request = reqs[index];
+        if (request == nullptr) {
+            if (counts != nullptr)
+                counts[index] = 0;
+            continue;
+        }
+        std::size_t count = 0;
+        const int code = guarded(function, [&] {
+            count = request->work->finish();
+            return MPIDICT_OK;
+        });
+        if (code != MPIDICT_OK)
+            return code;
+        if (counts != nullptr)
+            counts[index] = count;
+        release_request(request);
+    }
+    return MPIDICT_OK;
+}
+
+}  // namespace
+
+// ---- errors -------------------------------------------------------------------------
+
+extern "C" const char* mpidict_last_error(void) {
+    if (t_static_error != nullptr)
+        return t_static_error;
+    return t_last_error.c_str();
+}
+
+extern "C" const char* mpidict_error_name(int code) {
+    switch (code) {
+        case MPIDICT_OK: return "MPIDICT_OK";
+        case MPIDICT_ERR_ARGUMENT: return "MPIDICT_ERR_ARGUMENT";
+        case MPIDICT_ERR_DESTROYED: return "MPIDICT_ERR_DESTROYED";
+        case MPIDICT_ERR_MPI: return "MPIDICT_ERR_MPI";
+        case MPIDICT_ERR_MISMATCH: return "MPIDICT_ERR_MISMATCH";
+        case MPIDICT_ERR_NO_MEMORY: return "MPIDICT_ERR_NO_MEMORY";
+        case MPIDICT_ERR_INTERNAL: return "MPIDICT_ERR_INTERNAL";
+        default: return "MPIDICT_ERR_UNKNOWN";
+    }
+}
+
+// ---- maps ---------------------------------------------------------------------------
+
+extern "C" int mpidict_map_options_init(mpidict_map_options* options) {
+    if (options == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, "mpidict_map_options_init", "options is NULL");
+    const mpidict::runtime::config runtime_defaults{};
+    *options = mpidict_map_options{};
+    options->buffer_bytes = runtime_defaults.buffer_bytes;
+    options->blocking_factor = runtime_defaults.blocking_factor;
+    options->release_queue = runtime_defaults.release_queue;
+    options->capacity_values = 0;
+    options->capacity_bytes = 0;
+    options->placement = MPIDICT_PLACEMENT_HASH;
+    options->expected_keys_per_rank = 0;
+    options->progress_thread = 0;
+    return MPIDICT_OK;
+}
+
+extern "C" int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t values_per_key,
+                                  const mpidict_map_options* options, mpidict_map** out) {
+    static constexpr const char* function = "mpidict_map_create";
+    return guarded(function, [&]() -> int {
+        if (out != nullptr)
+            *out = nullptr;
+        int initialised = 0;
+        int finalised = 0;
+        MPI_Initialized(&initialised);
+        MPI_Finalized(&finalised);
+        if (!initialised || finalised)
+            return fail(MPIDICT_ERR_ARGUMENT, function,
+                        "MPI is not initialised (or already finalised); call MPI_Init first");
+        if (comm == MPI_COMM_NULL)
+            return fail(MPIDICT_ERR_ARGUMENT, function, "comm is MPI_COMM_NULL");
+        int rank = 0;
+        MPI_Comm_rank(comm, &rank);
+
+        // Local validation; the verdict is then agreed on by every rank so that
+        // no rank enters the collective construction while another gave up.
+        mpidict_map_options settings;
+        mpidict_map_options_init(&settings);
+        if (options != nullptr)
+            settings = *options;
+        std::string problem;
+        std::size_t item_bytes = 0;
+        if (out == nullptr) {
+            problem = "out is NULL";
+        } else if (value_size == 0) {
+            problem = "value_size = 0; a value needs at least 1 byte";
+        } else if (values_per_key == 0) {
+            problem = "values_per_key = 0; an item needs at least 1 value";
+        } else if (values_per_key > std::numeric_limits<std::size_t>::max() / value_size) {
+            problem = "value_size * values_per_key = " + str(value_size) + " * " + str(values_per_key) +
+                      " overflows size_t";
+        } else if (settings.buffer_bytes < minimum_buffer_bytes || settings.buffer_bytes > maximum_buffer_bytes) {
+            problem = "options.buffer_bytes = " + str(settings.buffer_bytes) + " is outside [" +
+                      str(minimum_buffer_bytes) + ", " + str(maximum_buffer_bytes) + "]";
+        } else if (settings.blocking_factor == 0) {
+            problem = "options.blocking_factor = 0; at least 1 request must be allowed in flight";
+        } else if (settings.placement != MPIDICT_PLACEMENT_HASH && settings.placement != MPIDICT_PLACEMENT_CYCLIC) {
+            problem = "options.placement = " + std::to_string(settings.placement) +
+                      " is neither MPIDICT_PLACEMENT_HASH (0) nor MPIDICT_PLACEMENT_CYCLIC (1)";
+        } else {
+            item_bytes = value_size * values_per_key;
+            // An item must fit in one message with its headers (string items carry
+            // a 4-byte length).
+            const std::size_t largest = settings.buffer_bytes - per_operation_overhead_bytes - sizeof(std::uint32_t);
+            if (item_bytes > largest)
+                problem = "an item of value_size * values_per_key = " + str(item_bytes) +
+                          " bytes does not fit in one message: options.buffer_bytes = " + str(settings.buffer_bytes) +
+                          " holds items of at most " + str(largest) + " bytes";
+        }
+
+        enum { failed, value_size_slot, per_key_slot, placement_slot, buffer_slot, thread_slot, fields };
+        std::int64_t local[2 * fields + 1] = {};
+        local[failed] = problem.empty() ? 0 : 1;
+        local[value_size_slot] = static_cast<std::int64_t>(value_size);
+        local[per_key_slot] = static_cast<std::int64_t>(values_per_key);
+        local[placement_slot] = settings.placement;
+        local[buffer_slot] = static_cast<std::int64_t>(settings.buffer_bytes);
+        local[thread_slot] = settings.progress_thread != 0 ? 1 : 0;
+        for (int field = 0; field < fields; ++field)
+            local[fields + field] = -local[field];
+        local[2 * fields] = problem.empty() ? std::numeric_limits<std::int64_t>::min() : -std::int64_t{rank};
+        std::int64_t agreed[2 * fields + 1] = {};
+        const int code = MPI_Allreduce(local, agreed, 2 * fields + 1, MPI_INT64_T, MPI_MAX, comm);
+        if (code != MPI_SUCCESS)
+            mpidict::runtime::check_mpi(code, "MPI_Allreduce");
+        if (!problem.empty())
+            return fail(MPIDICT_ERR_ARGUMENT, function, problem);
+        if (agreed[failed] != 0)
+            return fail(MPIDICT_ERR_ARGUMENT, function,
+                        "rank " + std::to_string(-agreed[2 * fields]) +
+                            " rejected its arguments (its mpidict_last_error() says why); no map was created");
+        static constexpr const char* names[fields] = {"", "value_size", "values_per_key", "options.placement",
+                                                      "options.buffer_bytes", "options.progress_thread"};
+        for (int field = value_size_slot; field < fields; ++field) {
+            const std::int64_t largest = agreed[field];
+            const std::int64_t smallest = -agreed[fields + field];
+            if (largest != smallest)
+                return fail(MPIDICT_ERR_MISMATCH, function,
+                            std::string("ranks disagree on ") + names[field] + ": values from " +
+                                std::to_string(smallest) + " to " + std::to_string(largest) +
+                                "; every rank must pass the same; no map was created");
+        }
+
+        mpidict::hash_map_config config;
+        config.runtime.buffer_bytes = settings.buffer_bytes;
+        config.runtime.blocking_factor = settings.blocking_factor;
+        config.runtime.release_queue = settings.release_queue;
+        config.runtime.progress_thread = settings.progress_thread != 0;
+        config.place = settings.placement == MPIDICT_PLACEMENT_CYCLIC ? mpidict::placement::cyclic
+                                                                      : mpidict::placement::hash;
+        config.expected_keys_per_rank = settings.expected_keys_per_rank;
+        config.capacity_values = settings.capacity_values;
+        config.capacity_bytes = settings.capacity_bytes;
+
+        auto map = std::make_unique<mpidict_map>();
+        map->store = make_backend(comm, config, item_bytes);
+        map->item_bytes = item_bytes;
+        map->buffer_bytes = settings.buffer_bytes;
+        map->max_items = (settings.buffer_bytes - per_operation_overhead_bytes) / map->store->wire_item_bytes();
+        *out = map.release();
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_map_destroy(mpidict_map* map) {
+    static constexpr const char* function = "mpidict_map_destroy";
+    if (const int code = check_map(map, function, false); code != MPIDICT_OK)
+        return code;
+    return guarded(function, [&] {
+        if (!map->store->destroyed())
+            map->store->destroy();
+        complete_detached(*map);
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_map_free(mpidict_map** map) {
+    static constexpr const char* function = "mpidict_map_free";
+    if (map == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "map is NULL (pass the address of the handle)");
+    if (*map == nullptr)
+        return MPIDICT_OK;
+    if (const int code = check_map(*map, function, false); code != MPIDICT_OK)
+        return code;
+    if (const int code = mpidict_map_destroy(*map); code != MPIDICT_OK)
+        return code;
+    (*map)->magic = 0;
+    delete *map;
+    *map = nullptr;
+    return MPIDICT_OK;
+}
+
+extern "C" int mpidict_map_rank(const mpidict_map* map, int* rank, int* size) {
+    static constexpr const char* function = "mpidict_map_rank";
+    if (const int code = check_map(map, function, false); code != MPIDICT_OK)
+        return code;
+    if (rank != nullptr)
+        *rank = map->store->rank();
+    if (size != nullptr)
+        *size = map->store->size();
+    return MPIDICT_OK;
+}
+
+extern "C" int mpidict_map_owner(const mpidict_map* map, int64_t key, int* rank) {
+    static constexpr const char* function = "mpidict_map_owner";
+    if (const int code = check_map(map, function, false); code != MPIDICT_OK)
+        return code;
+    if (rank == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "rank is NULL");
+    *rank = map->store->owner(key);
+    return MPIDICT_OK;
+}
+
+extern "C" int mpidict_map_item_bytes(const mpidict_map* map, size_t* item_bytes) {
+    static constexpr const char* function = "mpidict_map_item_bytes";
+    if (const int code = check_map(map, function, false); code != MPIDICT_OK)
+        return code;
+    if (item_bytes == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "item_bytes is NULL");
+    *item_bytes = map->item_bytes;
+    return MPIDICT_OK;
+}
+
+extern "C" int mpidict_map_max_items(const mpidict_map* map, size_t* max_items) {
+    static constexpr const char* function = "mpidict_map_max_items";
+    if (const int code = check_map(map, function, false); code != MPIDICT_OK)
+        return code;
+    if (max_items == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "max_items is NULL");
+    *max_items = map->max_items;
+    return MPIDICT_OK;
+}
+
+extern "C" int mpidict_map_local_size(const mpidict_map* map, size_t* keys, size_t* items) {
+    static constexpr const char* function = "mpidict_map_local_size";
+    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
+        return code;
+    if (keys != nullptr)
+        *keys = map->store->local_keys();
+    if (items != nullptr)
+        *items = map->store->local_items();
+    return MPIDICT_OK;
+}
+
+extern "C" int mpidict_map_global_size(mpidict_map* map, size_t* keys, size_t* items) {
+    static constexpr const char* function = "mpidict_map_global_size";
+    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
+        return code;
+    return guarded(function, [&] {
+        map->store->global_size(keys, items);
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items,
+                                  size_t* count) {
+    static constexpr const char* function = "mpidict_local_find";
+    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
+        return code;
+    if (out_items == nullptr && max_items != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "out_items is NULL but max_items = " + str(max_items) + " (pass max_items = 0 or a buffer)");
+    return guarded(function, [&] {
+        const std::size_t found = map->store->local_find(key, static_cast<std::byte*>(out_items), max_items);
+        if (count != nullptr)
+            *count = found;
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_map_statistics(const mpidict_map* map, mpidict_statistics* out) {
+    static constexpr const char* function = "mpidict_map_statistics";
+    if (const int code = check_map(map, function, false); code != MPIDICT_OK)
+        return code;
+    if (out == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "out is NULL");
+    return guarded(function, [&] {
+        map->store->statistics(*out);
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_map_reset_statistics(mpidict_map* map) {
+    static constexpr const char* function = "mpidict_map_reset_statistics";
+    if (const int code = check_map(map, function, false); code != MPIDICT_OK)
+        return code;
+    return guarded(function, [&] {
+        map->store->reset_statistics();
+        return MPIDICT_OK;
+    });
+}
+
+// ---- operations -------------------------------------------------------------------------
+
+extern "C" int mpidict_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items,
+                              mpidict_request** req) {
+    static constexpr const char* function = "mpidict_insert";
+    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
+        return code;
+    int owner = 0;
+    if (const int code = resolve_target(*map, target, key, function, owner); code != MPIDICT_OK)
+        return code;
+    if (items == nullptr && n_items != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "items is NULL but n_items = " + str(n_items));
+    if (n_items > map->max_items)
+        return fail(MPIDICT_ERR_ARGUMENT, function, message_limit(*map, "n_items", n_items));
+    if (req != nullptr)
+        *req = nullptr;
+    return guarded(function, [&] {
+        const auto* bytes = static_cast<const std::byte*>(items);
+        if (req == nullptr) {
+            map->store->async_insert(owner, key, bytes, n_items);
+            return MPIDICT_OK;
+        }
+        return deliver(*map, map->store->insert(owner, key, bytes, n_items), req);
+    });
+}
+
+extern "C" int mpidict_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
+                            mpidict_request** req) {
+    static constexpr const char* function = "mpidict_find";
+    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
+        return code;
+    int owner = 0;
+    if (const int code = resolve_target(*map, target, key, function, owner); code != MPIDICT_OK)
+        return code;
+    if (out_items == nullptr && max_items != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "out_items is NULL but max_items = " + str(max_items) + " (pass max_items = 0 or a buffer)");
+    if (max_items > map->max_items)
+        return fail(MPIDICT_ERR_ARGUMENT, function, message_limit(*map, "max_items", max_items));
+    if (req != nullptr)
+        *req = nullptr;
+    return guarded(function, [&] {
+        return deliver(*map, map->store->find(owner, key, static_cast<std::byte*>(out_items), max_items), req);
+    });
+}
+
+extern "C" int mpidict_delete(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
+                              mpidict_request** req) {
+    static constexpr const char* function = "mpidict_delete";
+    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
+        return code;
+    int owner = 0;
+    if (const int code = resolve_target(*map, target, key, function, owner); code != MPIDICT_OK)
+        return code;
+    const bool remove_all = out_items == nullptr && max_items == MPIDICT_ALL_ITEMS;
+    if (!remove_all && max_items > map->max_items)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    message_limit(*map, "max_items", max_items) +
+                        (out_items == nullptr ? "" : " (MPIDICT_ALL_ITEMS needs out_items = NULL)"));
+    if (req != nullptr)
+        *req = nullptr;
+    return guarded(function, [&] {
+        if (remove_all) {
+            if (req == nullptr) {
+                map->store->async_erase(owner, key);
+                return MPIDICT_OK;
+            }
+            return deliver(*map, map->store->erase(owner, key), req);
+        }
+        return deliver(*map, map->store->take(owner, key, static_cast<std::byte*>(out_items), max_items), req);
+    });
+}
+
+extern "C" int mpidict_wait(mpidict_request** reqs, size_t n, size_t* counts) {
+    static constexpr const char* function = "mpidict_wait";
+    if (const int code = check_requests(reqs, n, function); code != MPIDICT_OK)
+        return code;
+    return complete_requests(reqs, n, counts, function);
+}
+
+extern "C" int mpidict_test(mpidict_request** reqs, size_t n, int* flag, size_t* counts) {
+    static constexpr const char* function = "mpidict_test";
+    if (flag == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "flag is NULL");
+    *flag = 0;
+    if (const int code = check_requests(reqs, n, function); code != MPIDICT_OK)
+        return code;
+    bool all_done = true;
+    const int code = guarded(function, [&] {
+        for (std::size_t index = 0; index < n && all_done; ++index)
+            if (reqs[index] != nullptr && !reqs[index]->work->test())
+                all_done = false;
+        return MPIDICT_OK;
+    });
+    if (code != MPIDICT_OK || !all_done)
+        return code;
+    *flag = 1;
+    return complete_requests(reqs, n, counts, function);
+}
+
+extern "C" int mpidict_request_free(mpidict_request** req) {
+    static constexpr const char* function = "mpidict_request_free";
+    if (req == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "req is NULL (pass the address of the handle)");
+    if (*req == nullptr)
+        return MPIDICT_OK;
+    if ((*req)->magic != request_magic)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "*req is not a live mpidict_request (already waited on or freed?)");
+    return guarded(function, [&] {
+        release_request(*req);
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_flush(mpidict_map* map) {
+    static constexpr const char* function = "mpidict_flush";
+    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
+        return code;
+    return guarded(function, [&] {
+        map->store->flush();
+        complete_detached(*map);
+        return MPIDICT_OK;
+    });
+}

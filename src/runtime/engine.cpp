@@ -227,6 +227,13 @@ std::byte* engine::reserve(int destination, handler_id handler, std::size_t byte
         if (used + needed <= m_config.buffer_bytes) {
             if (used == 0)
                 m_dirty.push_back(destination);
+            if (m_handler_depth > 0 && !box.holds_handler_output) {
+                // Handler output (replies, forwarded work) leaves when the message
+                // that caused it is done, so nobody waits on a rank that has
+                // returned to computing.
+                box.holds_handler_output = true;
+                m_handler_dirty.push_back(destination);
+            }
             box.buffer.resize(used + needed);
             std::byte* base = box.buffer.data();
             if (extend) {
@@ -263,9 +270,19 @@ void engine::ship(int destination) {
     current.buffer = std::vector<std::byte>();
     current.has_group = false;
     current.holds_request = false;
+    current.holds_handler_output = false;
     m_outbox_bytes -= buffer.capacity();
     m_dirty.erase(std::remove(m_dirty.begin(), m_dirty.end(), destination), m_dirty.end());
     const std::size_t size = buffer.size();
+    if (destination == m_rank) {
+        // Loopback: handled by this rank's own progress, never through MPI.
+        ++m_messages_sent;
+        ++m_stats.loopback_messages;
+        m_loopback.push_back(std::move(buffer));
+        if (!in_handler())
+            drain_loopback();
+        return;
+    }
     if (m_in_flush && m_fault_drop_flush_message) {
         // Injected fault (tests only): the message vanishes without being counted.
         m_free_buffers.push_back(std::move(buffer));
@@ -328,8 +345,10 @@ bool engine::poll_once() {
 }
 
 void engine::handle_message(int source, std::span<const std::byte> message) {
-    ++m_stats.messages_received;
-    m_stats.bytes_received += message.size();
+    if (source != m_rank) {
+        ++m_stats.messages_received;
+        m_stats.bytes_received += message.size();
+    }
     ++m_handler_depth;
     struct depth_guard {
         int& depth;
@@ -360,10 +379,35 @@ void engine::handle_message(int source, std::span<const std::byte> message) {
         cursor += group_bytes;
     }
     ++m_messages_handled;
+    if (m_handler_depth == 1) {
+        // Still inside the handler scope, so these sends never block.
+        while (!m_handler_dirty.empty()) {
+            const int destination = m_handler_dirty.back();
+            m_handler_dirty.pop_back();
+            if (m_outboxes[static_cast<std::size_t>(destination)].holds_handler_output)
+                ship(destination);
+        }
+    }
+}
+
+bool engine::drain_loopback() {
+    if (in_handler())
+        return false;
+    bool active = false;
+    while (!m_loopback.empty()) {
+        std::vector<std::byte> message = std::move(m_loopback.front());
+        m_loopback.pop_front();
+        handle_message(m_rank, message);
+        message.clear();
+        if (m_free_buffers.size() < m_config.release_queue + 4)
+            m_free_buffers.push_back(std::move(message));
+        active = true;
+    }
+    return active;
 }
 
 bool engine::progress() {
-    bool active = false;
+    bool active = drain_loopback();
     // Ship what waits in outboxes only when someone needs it or nothing else is
     // going on; callers that stream keep filling buffers instead.
     while (poll_once())

@@ -178,6 +178,7 @@ private:
         handler_id group_handler = 0;
         std::uint32_t group_record_bytes = 0;
         bool holds_request = false;   // latency mode: ship when someone waits
+        bool holds_handler_output = false;  // listed in m_handler_dirty
     };
     struct in_flight_send {
         std::uint64_t ticket;
@@ -200,6 +201,7 @@ private:
     void ship(int destination);
     void wait_for_queue_space();
     bool release_finished_sends();
+    bool drain_loopback();
     bool poll_once();
     void handle_message(int source, std::span<const std::byte> message);
     void update_high_water();
@@ -218,7 +220,9 @@ private:
     std::vector<handler_entry> m_handlers;
     std::vector<outbox> m_outboxes;
     std::vector<int> m_dirty;               // destinations whose outbox holds records
+    std::vector<int> m_handler_dirty;       // outboxes handlers wrote to: shipped when the message is done
     std::deque<in_flight_send> m_in_flight;
+    std::deque<std::vector<std::byte>> m_loopback;  // messages to this rank, not via MPI
     std::vector<std::vector<std::byte>> m_free_buffers;
     std::size_t m_outbox_bytes = 0;          // bytes held by outbox buffers
     std::size_t m_in_flight_bytes = 0;
