@@ -548,8 +548,9 @@ private:
     bool store_value(const K& key, const V& value) {
         if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0) [[likely]] {
             if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
-                m_table.append(key, value);
-                m_stored_bytes += sizeof(V);  // key bytes counted on first value below
+                if (m_table.append_hashed(key, m_table.hash_of(key), value))
+                    m_stored_bytes += sizeof(K);
+                m_stored_bytes += sizeof(V);
                 return true;
             }
         }
@@ -600,18 +601,43 @@ private:
             if (record_bytes != sizeof(K) + sizeof(V))
                 throw decode_error("mpidict: hash_map insert record of " + std::to_string(record_bytes) +
                                    " bytes, expected " + std::to_string(sizeof(K) + sizeof(V)));
+            if (self.m_config.capacity_values == 0 && self.m_config.capacity_bytes == 0) {
+                // The bulk path: hash each key once, prefetch its slot a few
+                // records ahead so the table's cache misses overlap.
+                constexpr std::uint32_t lookahead = 8;
+                std::uint64_t hashes[lookahead];
+                const std::uint32_t primed = std::min(count, lookahead);
+                for (std::uint32_t index = 0; index < primed; ++index) {
+                    K key;
+                    std::memcpy(&key, records + std::size_t{index} * record_bytes, sizeof(K));
+                    hashes[index] = self.m_table.hash_of(key);
+                    self.m_table.prefetch_hashed(hashes[index]);
+                }
+                for (std::uint32_t index = 0; index < count; ++index) {
+                    const std::byte* record = records + std::size_t{index} * record_bytes;
+                    K key;
+                    V value;
+                    std::memcpy(&key, record, sizeof(K));
+                    std::memcpy(&value, record + sizeof(K), sizeof(V));
+                    const std::uint64_t hash = hashes[index % lookahead];
+                    if (index + lookahead < count) {
+                        K ahead;
+                        std::memcpy(&ahead, records + std::size_t{index + lookahead} * record_bytes, sizeof(K));
+                        hashes[index % lookahead] = self.m_table.hash_of(ahead);
+                        self.m_table.prefetch_hashed(hashes[index % lookahead]);
+                    }
+                    if (self.m_table.append_hashed(key, hash, value))
+                        self.m_stored_bytes += sizeof(K);
+                }
+                self.m_stored_bytes += std::size_t{count} * sizeof(V);
+                return;
+            }
             std::uint32_t rejected = 0;
-            constexpr std::uint32_t lookahead = 8;
             for (std::uint32_t index = 0; index < count; ++index) {
                 K key;
                 V value;
                 std::memcpy(&key, records + std::size_t{index} * record_bytes, sizeof(K));
                 std::memcpy(&value, records + std::size_t{index} * record_bytes + sizeof(K), sizeof(V));
-                if (index + lookahead < count) {
-                    K ahead;
-                    std::memcpy(&ahead, records + std::size_t{index + lookahead} * record_bytes, sizeof(K));
-                    self.m_table.prefetch(ahead);
-                }
                 if (!self.store_value(key, value))
                     ++rejected;
             }

@@ -513,7 +513,6 @@ extern "C" int mpidict_map_options_init(mpidict_map_options* options) {
     options->capacity_bytes = 0;
     options->placement = MPIDICT_PLACEMENT_HASH;
     options->expected_keys_per_rank = 0;
-    options->progress_thread = 0;
     return MPIDICT_OK;
 }
 
@@ -571,14 +570,13 @@ extern "C" int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t value
                           " holds items of at most " + str(largest) + " bytes";
         }
 
-        enum { failed, value_size_slot, per_key_slot, placement_slot, buffer_slot, thread_slot, fields };
+        enum { failed, value_size_slot, per_key_slot, placement_slot, buffer_slot, fields };
         std::int64_t local[2 * fields + 1] = {};
         local[failed] = problem.empty() ? 0 : 1;
         local[value_size_slot] = static_cast<std::int64_t>(value_size);
         local[per_key_slot] = static_cast<std::int64_t>(values_per_key);
         local[placement_slot] = settings.placement;
         local[buffer_slot] = static_cast<std::int64_t>(settings.buffer_bytes);
-        local[thread_slot] = settings.progress_thread != 0 ? 1 : 0;
         for (int field = 0; field < fields; ++field)
             local[fields + field] = -local[field];
         local[2 * fields] = problem.empty() ? std::numeric_limits<std::int64_t>::min() : -std::int64_t{rank};
@@ -593,7 +591,7 @@ extern "C" int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t value
                         "rank " + std::to_string(-agreed[2 * fields]) +
                             " rejected its arguments (its mpidict_last_error() says why); no map was created");
         static constexpr const char* names[fields] = {"", "value_size", "values_per_key", "options.placement",
-                                                      "options.buffer_bytes", "options.progress_thread"};
+                                                      "options.buffer_bytes"};
         for (int field = value_size_slot; field < fields; ++field) {
             const std::int64_t largest = agreed[field];
             const std::int64_t smallest = -agreed[fields + field];
@@ -608,7 +606,6 @@ extern "C" int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t value
         config.runtime.buffer_bytes = settings.buffer_bytes;
         config.runtime.blocking_factor = settings.blocking_factor;
         config.runtime.release_queue = settings.release_queue;
-        config.runtime.progress_thread = settings.progress_thread != 0;
         config.place = settings.placement == MPIDICT_PLACEMENT_CYCLIC ? mpidict::placement::cyclic
                                                                       : mpidict::placement::hash;
         config.expected_keys_per_rank = settings.expected_keys_per_rank;

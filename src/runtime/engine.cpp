@@ -184,16 +184,23 @@ void engine::check_same(std::int64_t value, std::string_view what) {
                                         std::to_string(maximum) + "]");
 }
 
-std::vector<std::byte> engine::take_buffer() {
+engine::message_buffer engine::take_buffer() {
     if (!m_free_buffers.empty()) {
-        std::vector<std::byte> buffer = std::move(m_free_buffers.back());
+        message_buffer buffer = std::move(m_free_buffers.back());
         m_free_buffers.pop_back();
-        buffer.clear();
+        buffer.size = 0;
         return buffer;
     }
-    std::vector<std::byte> buffer;
-    buffer.reserve(m_config.buffer_bytes);
-    return buffer;
+    // Uninitialised on purpose: only the used prefix is ever read or sent.
+    return message_buffer{std::unique_ptr<std::byte[]>(new std::byte[m_config.buffer_bytes]), 0};
+}
+
+void engine::recycle(message_buffer&& buffer) {
+    // Released buffers are reused in release order; a few spares stay pooled.
+    if (m_free_buffers.size() < m_config.release_queue + 4) {
+        buffer.size = 0;
+        m_free_buffers.push_back(std::move(buffer));
+    }
 }
 
 void engine::update_high_water() {
@@ -215,12 +222,12 @@ std::byte* engine::reserve(int destination, handler_id handler, std::size_t byte
                                      " bytes of key and values per operation)");
     for (;;) {
         outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
-        if (box.buffer.capacity() == 0) {
+        if (!box.buffer.data) {
             box.buffer = take_buffer();
-            m_outbox_bytes += box.buffer.capacity();
+            m_outbox_bytes += m_config.buffer_bytes;
             update_high_water();
         }
-        const std::size_t used = box.buffer.size();
+        const std::size_t used = box.buffer.size;
         const bool extend = box.has_group && box.group_handler == handler &&
                             box.group_record_bytes == bytes;
         const std::size_t needed = bytes + (extend ? 0 : group_header_bytes);
@@ -234,8 +241,8 @@ std::byte* engine::reserve(int destination, handler_id handler, std::size_t byte
                 box.holds_handler_output = true;
                 m_handler_dirty.push_back(destination);
             }
-            box.buffer.resize(used + needed);
-            std::byte* base = box.buffer.data();
+            box.buffer.size = used + needed;
+            std::byte* base = box.buffer.data.get();
             if (extend) {
                 std::byte* count_field = base + box.group_offset + 8;
                 store<std::uint32_t>(count_field, load<std::uint32_t>(count_field) + 1);
@@ -266,14 +273,14 @@ void engine::ship(int destination) {
     outbox& current = m_outboxes[static_cast<std::size_t>(destination)];
     if (current.buffer.empty())
         return;
-    std::vector<std::byte> buffer = std::move(current.buffer);
-    current.buffer = std::vector<std::byte>();
+    message_buffer buffer = std::move(current.buffer);
+    current.buffer = message_buffer{};
     current.has_group = false;
     current.holds_request = false;
     current.holds_handler_output = false;
-    m_outbox_bytes -= buffer.capacity();
+    m_outbox_bytes -= m_config.buffer_bytes;
     m_dirty.erase(std::remove(m_dirty.begin(), m_dirty.end(), destination), m_dirty.end());
-    const std::size_t size = buffer.size();
+    const std::size_t size = buffer.size;
     if (destination == m_rank) {
         // Loopback: handled by this rank's own progress, never through MPI.
         ++m_messages_sent;
@@ -285,14 +292,14 @@ void engine::ship(int destination) {
     }
     if (m_in_flush && m_fault_drop_flush_message) {
         // Injected fault (tests only): the message vanishes without being counted.
-        m_free_buffers.push_back(std::move(buffer));
+        recycle(std::move(buffer));
         return;
     }
-    const std::uint64_t ticket = m_transport->start_send(destination, buffer, /*synchronous=*/true);
+    const std::uint64_t ticket = m_transport->start_send(destination, buffer.bytes(), /*synchronous=*/true);
     ++m_messages_sent;
     ++m_stats.messages_sent;
     m_stats.bytes_sent += size;
-    m_in_flight_bytes += buffer.capacity();
+    m_in_flight_bytes += m_config.buffer_bytes;
     m_in_flight.push_back(in_flight_send{ticket, std::move(buffer), destination});
     update_high_water();
     if (m_config.release_queue == 0 && !in_handler()) {
@@ -326,10 +333,8 @@ bool engine::release_finished_sends() {
     bool released = false;
     for (auto it = m_in_flight.begin(); it != m_in_flight.end();) {
         if (m_transport->send_complete(it->ticket)) {
-            m_in_flight_bytes -= it->buffer.capacity();
-            // Buffers return to the pool in release order and are reused from it.
-            if (m_free_buffers.size() < m_config.release_queue + 4)
-                m_free_buffers.push_back(std::move(it->buffer));
+            m_in_flight_bytes -= m_config.buffer_bytes;
+            recycle(std::move(it->buffer));
             it = m_in_flight.erase(it);
             released = true;
         } else {
@@ -395,12 +400,10 @@ bool engine::drain_loopback() {
         return false;
     bool active = false;
     while (!m_loopback.empty()) {
-        std::vector<std::byte> message = std::move(m_loopback.front());
+        message_buffer message = std::move(m_loopback.front());
         m_loopback.pop_front();
-        handle_message(m_rank, message);
-        message.clear();
-        if (m_free_buffers.size() < m_config.release_queue + 4)
-            m_free_buffers.push_back(std::move(message));
+        handle_message(m_rank, message.bytes());
+        recycle(std::move(message));
         active = true;
     }
     return active;

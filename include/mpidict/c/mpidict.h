@@ -86,8 +86,6 @@ typedef struct mpidict_map_options {
     size_t capacity_bytes;         /* per-rank limit on stored key + item bytes (0: none) */
     int placement;                 /* MPIDICT_PLACEMENT_HASH or MPIDICT_PLACEMENT_CYCLIC; same on all ranks */
     size_t expected_keys_per_rank; /* sizing hint for the local table (0: grow as needed) */
-    int progress_thread;           /* nonzero: a background thread makes progress (needs
-                                      MPI_THREAD_SERIALIZED or higher); same on all ranks */
 } mpidict_map_options;
 
 /* Per operation kind (delete counts both forms). */
@@ -133,13 +131,13 @@ const char* mpidict_error_name(int code);
 /* ---- maps ---------------------------------------------------------------------- */
 
 /* Fills *options with the defaults (B = 64 KiB, L = 4096, q = 8, no capacity
- * limit, hash placement, no progress thread). */
+ * limit, hash placement). */
 int mpidict_map_options_init(mpidict_map_options* options);
 
 /* Collective.  Creates a map over a duplicate of `comm` whose items are
  * values_per_key values of value_size bytes.  options may be NULL (defaults).
- * Every rank must pass the same value_size, values_per_key, buffer_bytes,
- * placement and progress_thread; if any rank's arguments are invalid or they
+ * Every rank must pass the same value_size, values_per_key, buffer_bytes and
+ * placement; if any rank's arguments are invalid or they
  * disagree, every rank returns an error and *out is NULL. */
 int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t values_per_key,
                        const mpidict_map_options* options, mpidict_map** out);

@@ -115,14 +115,28 @@ public:
     std::size_t append(const K& key, Iterator first, Iterator last) {
         if (first == last)
             return 0;
-        slot& s = find_or_add(key);
+        slot& s = find_or_add(key, m_hash(key));
         std::size_t stored = 0;
         for (; first != last; ++first, ++stored)
             push(s, *first);
         return stored;
     }
 
-    void append(const K& key, const V& value) { push(find_or_add(key), value); }
+    void append(const K& key, const V& value) { push(find_or_add(key, m_hash(key)), value); }
+
+    // The hash this table uses for `key`; pass it to the *_hashed forms to hash once.
+    std::uint64_t hash_of(const K& key) const { return m_hash(key); }
+    // Returns true if the key was new.
+    bool append_hashed(const K& key, std::uint64_t hash, const V& value) {
+        slot& s = find_or_add(key, hash);
+        const bool added = s.count == 0;
+        push(s, value);
+        return added;
+    }
+    void prefetch_hashed(std::uint64_t hash) const {
+        if (!m_slots.empty())
+            __builtin_prefetch(&m_slots[home(hash)], 1);
+    }
 
     // Stores (key, value) only if the key has no values; true if it did.
     bool insert_if_absent(const K& key, const V& value) {
@@ -241,13 +255,13 @@ private:
     }
 
     void grow_if_needed() {
-        if (static_cast<double>(m_size + 1) > static_cast<double>(m_slots.size()) * m_max_load)
+        if (m_size + 1 > m_grow_at) [[unlikely]]
             rehash(std::max<std::size_t>(m_slots.size() * 2, 8));
     }
 
-    slot& find_or_add(const K& key) {
+    slot& find_or_add(const K& key, std::uint64_t hash) {
         grow_if_needed();
-        std::size_t index = home(m_hash(key));
+        std::size_t index = home(hash);
         for (;;) {
             slot& s = m_slots[index];
             if (s.count == 0) {
@@ -325,6 +339,7 @@ private:
     void rehash(std::size_t new_capacity) {
         std::vector<slot> old(new_capacity);
         old.swap(m_slots);
+        m_grow_at = static_cast<std::size_t>(static_cast<double>(new_capacity) * m_max_load);
         for (slot& s : old) {
             if (s.count == 0)
                 continue;
@@ -341,6 +356,7 @@ private:
     std::size_t m_size = 0;
     std::size_t m_value_count = 0;
     std::size_t m_spilled_values = 0;
+    std::size_t m_grow_at = 0;  // size at which the next insert of a new key grows the table
     double m_max_load;
     [[no_unique_address]] Hash m_hash;
     [[no_unique_address]] Equal m_equal;

@@ -166,13 +166,20 @@ public:
     void set_fault_drop_flush_message(bool enabled) { m_fault_drop_flush_message = enabled; }
 
 private:
+    // A send buffer of exactly buffer_bytes; `size` bytes of it are used.
+    struct message_buffer {
+        std::unique_ptr<std::byte[]> data;
+        std::size_t size = 0;
+        bool empty() const { return size == 0; }
+        std::span<const std::byte> bytes() const { return {data.get(), size}; }
+    };
     struct handler_entry {
         std::string name;
         handler_function function;
         void* context;
     };
     struct outbox {
-        std::vector<std::byte> buffer;
+        message_buffer buffer;
         std::size_t group_offset = 0;  // start of the open group, if any
         bool has_group = false;
         handler_id group_handler = 0;
@@ -182,7 +189,7 @@ private:
     };
     struct in_flight_send {
         std::uint64_t ticket;
-        std::vector<std::byte> buffer;
+        message_buffer buffer;
         int destination;
     };
     enum class slot_state : std::uint8_t { free, pending, done, abandoned };
@@ -205,7 +212,8 @@ private:
     bool poll_once();
     void handle_message(int source, std::span<const std::byte> message);
     void update_high_water();
-    std::vector<std::byte> take_buffer();
+    message_buffer take_buffer();
+    void recycle(message_buffer&& buffer);
     [[noreturn]] void throw_destroyed(const char* operation) const;
     static void handle_reply(void* context, int source, const std::byte* records,
                              std::uint32_t record_bytes, std::uint32_t count);
@@ -222,8 +230,8 @@ private:
     std::vector<int> m_dirty;               // destinations whose outbox holds records
     std::vector<int> m_handler_dirty;       // outboxes handlers wrote to: shipped when the message is done
     std::deque<in_flight_send> m_in_flight;
-    std::deque<std::vector<std::byte>> m_loopback;  // messages to this rank, not via MPI
-    std::vector<std::vector<std::byte>> m_free_buffers;
+    std::deque<message_buffer> m_loopback;  // messages to this rank, not via MPI
+    std::vector<message_buffer> m_free_buffers;
     std::size_t m_outbox_bytes = 0;          // bytes held by outbox buffers
     std::size_t m_in_flight_bytes = 0;
     std::vector<request_slot> m_requests;
