@@ -117,7 +117,7 @@ void engine::stop_progress_thread() {
 void engine::progress_thread_main() {
     while (!m_stop_thread.load(std::memory_order_relaxed)) {
         {
-            std::lock_guard<std::mutex> guard(m_mutex);
+            std::lock_guard<std::recursive_mutex> guard(m_mutex);
             if (!m_destroyed && !m_in_flush) {
                 try {
                     progress();
@@ -428,7 +428,8 @@ void engine::ship_all() {
 }
 
 std::uint32_t engine::open_request(op_kind kind) {
-    if (m_outstanding >= m_config.blocking_factor) {
+    // Inside a handler the window may overflow: a handler must never wait.
+    if (m_outstanding >= m_config.blocking_factor && !in_handler()) {
         ++m_stats.window_stalls;
         unsigned idle_rounds = 0;
         while (m_outstanding >= m_config.blocking_factor) {
@@ -503,6 +504,9 @@ bool engine::test_request(std::uint32_t slot) {
     request_slot& entry = m_requests[slot];
     if (entry.state == slot_state::done)
         return true;
+    check_alive("test");
+    if (in_handler())
+        return false;
     const double start = now_seconds();
     ship_all();
     progress();
@@ -513,6 +517,9 @@ bool engine::test_request(std::uint32_t slot) {
 void engine::wait_request(std::uint32_t slot) {
     if (m_requests[slot].state == slot_state::done)
         return;
+    check_alive("wait");
+    if (in_handler())
+        throw error("mpidict: a visitor or handler must not wait on a request (it would block the rank's progress)");
     ++m_stats.waits;
     const double start = now_seconds();
     // Latency mode: whatever holds this request's record leaves now.
@@ -549,6 +556,8 @@ void engine::close_request(std::uint32_t slot) {
 
 void engine::flush() {
     check_alive("flush");
+    if (in_handler())
+        throw error("mpidict: flush() called from inside a visitor or handler; flush is collective and must be called by the application");
     const double start = now_seconds();
     ++m_stats.flushes;
     m_in_flush = true;

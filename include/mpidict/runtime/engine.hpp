@@ -79,7 +79,7 @@ public:
     engine_lock& operator=(const engine_lock&) = delete;
 
 private:
-    std::mutex* m_mutex;
+    std::recursive_mutex* m_mutex;
 };
 
 class engine {
@@ -155,7 +155,7 @@ public:
     // True while a handler runs on this thread (sends then never block).
     bool in_handler() const { return m_handler_depth > 0; }
 
-    std::mutex* mutex() { return m_config.progress_thread ? &m_mutex : nullptr; }
+    std::recursive_mutex* mutex() { return m_config.progress_thread ? &m_mutex : nullptr; }
     void check_alive(const char* operation) const {
         if (m_destroyed) [[unlikely]]
             throw_destroyed(operation);
@@ -243,7 +243,7 @@ private:
     bool m_in_flush = false;
     bool m_fault_drop_flush_message = false;
     statistics m_stats;
-    std::mutex m_mutex;
+    std::recursive_mutex m_mutex;  // recursive: visitors start operations while progress holds it
     std::thread m_progress_thread;
     std::atomic<bool> m_stop_thread{false};
 };
