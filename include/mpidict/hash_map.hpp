@@ -119,6 +119,7 @@ public:
         m_engine->check_same(static_cast<std::int64_t>(settings.place), "hash_map placement");
         m_engine->check_same(static_cast<std::int64_t>(sizeof(K) * 1000 + sizeof(V)),
                              "hash_map key/value type sizes");
+        m_engine->start_progress_thread();
     }
 
     hash_map(const hash_map&) = delete;
@@ -140,8 +141,7 @@ public:
     void destroy() {
         if (m_engine->destroyed())
             return;
-        runtime::engine_lock lock(*m_engine);
-        m_engine->destroy();
+        m_engine->destroy();  // joins the progress thread, then locks
         m_table.clear();
     }
 
@@ -193,9 +193,11 @@ public:
         for (const V& value : values)
             check_value(value);
         initiation_timer timer(*this, runtime::op_kind::insert, true);
+        check_target(target);
         const std::uint32_t slot = m_engine->open_request(runtime::op_kind::insert);
+        slot_guard guard(*m_engine, slot);
         encode_insert(target, slot, key, values);
-        return request<insert_result>(*m_engine, slot, &decode_insert);
+        return request<insert_result>(*m_engine, guard.release(), &decode_insert);
     }
 
     // ---- find / take / erase -------------------------------------------------
@@ -220,9 +222,11 @@ public:
     request<std::size_t> erase(const K& key) { return erase(target_rank{owner(key)}, key); }
     request<std::size_t> erase(target_rank target, const K& key) {
         initiation_timer timer(*this, runtime::op_kind::erase, true);
+        check_target(target);
         const std::uint32_t slot = m_engine->open_request(runtime::op_kind::erase);
+        slot_guard guard(*m_engine, slot);
         encode_keyed(target, m_erase, slot, key, 0);
-        return request<std::size_t>(*m_engine, slot, &decode_count);
+        return request<std::size_t>(*m_engine, guard.release(), &decode_count);
     }
     void async_erase(const K& key) { async_erase(target_rank{owner(key)}, key); }
     void async_erase(target_rank target, const K& key) {
@@ -239,9 +243,11 @@ public:
     request<bool> insert_if_absent(target_rank target, const K& key, const V& value) {
         check_value(value);
         initiation_timer timer(*this, runtime::op_kind::insert_if_absent, true);
+        check_target(target);
         const std::uint32_t slot = m_engine->open_request(runtime::op_kind::insert_if_absent);
+        slot_guard guard(*m_engine, slot);
         encode_keyed_value(target, m_insert_if_absent, slot, key, value);
-        return request<bool>(*m_engine, slot, &decode_flag);
+        return request<bool>(*m_engine, guard.release(), &decode_flag);
     }
     void async_insert_if_absent(const K& key, const V& value) {
         async_insert_if_absent(target_rank{owner(key)}, key, value);
@@ -286,9 +292,11 @@ public:
     auto visit(target_rank target, const K& key, visitor<Arg, Result> which, const Arg& arg) {
         using returned = std::conditional_t<std::is_void_v<Result>, nothing, Result>;
         initiation_timer timer(*this, runtime::op_kind::visit, true);
+        check_target(target);
         const std::uint32_t slot = m_engine->open_request(runtime::op_kind::visit);
+        slot_guard guard(*m_engine, slot);
         encode_visit(target, slot, key, which.id, arg);
-        return request<returned>(*m_engine, slot, &decode_visit<returned>);
+        return request<returned>(*m_engine, guard.release(), &decode_visit<returned>);
     }
     template <class Arg, class Result>
     void async_visit(const K& key, visitor<Arg, Result> which, const Arg& arg) {
@@ -373,18 +381,36 @@ public:
 
     // ---- this rank's shard -----------------------------------------------------
 
-    std::size_t local_size() const { return m_table.size(); }
-    std::size_t local_value_count() const { return m_table.value_count(); }
-    std::size_t local_payload_bytes() const { return m_stored_bytes; }
-    std::size_t local_memory_bytes() const { return m_table.memory_bytes(); }
+    // Reads of the shard lock the engine, so a progress thread cannot change it meanwhile.
+    std::size_t local_size() const {
+        runtime::engine_lock lock(*m_engine);
+        return m_table.size();
+    }
+    std::size_t local_value_count() const {
+        runtime::engine_lock lock(*m_engine);
+        return m_table.value_count();
+    }
+    std::size_t local_payload_bytes() const {
+        runtime::engine_lock lock(*m_engine);
+        return m_stored_bytes;
+    }
+    std::size_t local_memory_bytes() const {
+        runtime::engine_lock lock(*m_engine);
+        return m_table.memory_bytes();
+    }
     std::vector<V> local_find(const K& key, std::size_t limit = unlimited) const {
+        runtime::engine_lock lock(*m_engine);
         std::vector<V> out;
         m_table.find(key).copy_to(std::back_inserter(out), limit);
         return out;
     }
-    bool local_contains(const K& key) const { return m_table.contains(key); }
+    bool local_contains(const K& key) const {
+        runtime::engine_lock lock(*m_engine);
+        return m_table.contains(key);
+    }
     template <class Function>
     void local_for_each(Function&& function) const {
+        runtime::engine_lock lock(*m_engine);
         m_table.for_each(function);
     }
     const table_type& local_table() const { return m_table; }
@@ -430,6 +456,25 @@ private:
         runtime::op_kind m_kind;
         std::uint32_t m_weight = 0;
         double m_start = 0;
+    };
+
+    // Gives a request slot back if encoding its operation throws (nothing was sent).
+    class slot_guard {
+    public:
+        slot_guard(runtime::engine& owner, std::uint32_t slot) : m_engine(owner), m_slot(slot) {}
+        ~slot_guard() {
+            if (m_armed)
+                m_engine.cancel_request(m_slot);
+        }
+        std::uint32_t release() {
+            m_armed = false;
+            return m_slot;
+        }
+
+    private:
+        runtime::engine& m_engine;
+        std::uint32_t m_slot;
+        bool m_armed = true;
     };
 
     static void store_u32(std::byte* out, std::uint32_t value) { std::memcpy(out, &value, 4); }
@@ -500,10 +545,12 @@ private:
     request<std::vector<V>> keyed_request(target_rank target, runtime::handler_id handler, runtime::op_kind kind,
                                           const K& key, std::size_t limit) {
         initiation_timer timer(*this, kind, true);
+        check_target(target);
         const std::uint32_t slot = m_engine->open_request(kind);
+        slot_guard guard(*m_engine, slot);
         const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, unlimited));
         encode_keyed(target, handler, slot, key, clamped);
-        return request<std::vector<V>>(*m_engine, slot, &decode_values);
+        return request<std::vector<V>>(*m_engine, guard.release(), &decode_values);
     }
 
     // ---- decoders (caller side) ----

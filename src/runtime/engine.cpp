@@ -92,8 +92,14 @@ void engine::initialise() {
             throw invalid_argument_error(
                 "mpidict: progress_thread needs MPI initialised with at least MPI_THREAD_SERIALIZED "
                 "(use MPI_Init_thread)");
-        m_progress_thread = std::thread([this] { progress_thread_main(); });
     }
+}
+
+void engine::start_progress_thread() {
+    // Started only once the container's collective set-up is done, so no MPI call
+    // of the constructor runs beside the thread's.
+    if (m_config.progress_thread && !m_progress_thread.joinable() && !m_destroyed)
+        m_progress_thread = std::thread([this] { progress_thread_main(); });
 }
 
 engine::~engine() {
@@ -169,6 +175,7 @@ void engine::verify_handlers() {
 
 void engine::min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
                      std::span<std::int64_t> maximum) {
+    engine_lock lock(*this);
     m_transport->min_max(input, minimum, maximum);
 }
 
@@ -539,6 +546,15 @@ void engine::wait_request(std::uint32_t slot) {
     m_stats[m_requests[slot].kind].completion_seconds += now_seconds() - start;
 }
 
+void engine::cancel_request(std::uint32_t slot) {
+    request_slot& entry = m_requests[slot];
+    MPIDICT_ASSERT(entry.state == slot_state::pending, "cancel_request on a slot that is not pending");
+    entry.state = slot_state::free;
+    ++entry.generation;
+    --m_outstanding;
+    m_free_slots.push_back(slot);
+}
+
 void engine::close_request(std::uint32_t slot) {
     request_slot& entry = m_requests[slot];
     if (entry.state == slot_state::pending) {
@@ -605,8 +621,10 @@ void engine::flush() {
 void engine::destroy() {
     if (m_destroyed)
         return;
-    flush();
+    // Join first, without holding the lock the thread takes.
     stop_progress_thread();
+    engine_lock lock(*this);
+    flush();
     m_transport->barrier();
     m_transport->close();
     m_destroyed = true;

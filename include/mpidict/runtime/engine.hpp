@@ -128,6 +128,11 @@ public:
     std::span<const std::byte> request_result(std::uint32_t slot) const { return m_requests[slot].result; }
     // Frees a completed slot, or marks a pending one so its reply frees it.
     void close_request(std::uint32_t slot);
+    // Frees a pending slot whose operation was never sent (encoding failed).
+    void cancel_request(std::uint32_t slot);
+    // Starts the progress thread if the config asks for one; containers call it
+    // at the end of their collective construction.
+    void start_progress_thread();
     std::size_t outstanding_requests() const { return m_outstanding; }
 
     // Local.  Ships outboxes that hold records, handles arrived messages, releases
