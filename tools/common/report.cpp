@@ -1,0 +1,163 @@
+#include "common/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include <sys/resource.h>
+
+namespace mpidict::tool {
+
+json_lines::json_lines(std::string bench, int ranks, std::uint64_t seed)
+    : m_prefix("{\"bench\":" + quote(bench)),
+      m_tail(",\"ranks\":" + std::to_string(ranks) + ",\"seed\":" + std::to_string(seed)) {}
+
+// Appends piece by piece: GCC 12 warns (-Wrestrict, a false positive) on
+// "literal" + std::string&& chains.
+void json_lines::describe(std::string_view key, std::string_view text) {
+    m_description.append(",").append(quote(key)).append(":").append(quote(text));
+}
+void json_lines::describe(std::string_view key, double value) {
+    m_description.append(",").append(quote(key)).append(":").append(number(value));
+}
+void json_lines::describe(std::string_view key, std::uint64_t value) {
+    m_description.append(",").append(quote(key)).append(":").append(std::to_string(value));
+}
+
+std::string json_lines::line(std::string_view metric, double value, std::string_view unit,
+                             const std::vector<field>& extra) const {
+    std::string text = m_prefix;
+    text.append(",\"metric\":").append(quote(metric));
+    text.append(",\"value\":").append(number(value));
+    text.append(",\"unit\":").append(quote(unit));
+    text.append(m_tail).append(m_description);
+    for (const field& entry : extra)
+        text.append(",").append(quote(entry.key)).append(":").append(entry.json);
+    text.append("}");
+    return text;
+}
+
+void json_lines::emit(std::FILE* out, std::string_view metric, double value, std::string_view unit,
+                      const std::vector<field>& extra) const {
+    const std::string text = line(metric, value, unit, extra);
+    std::fprintf(out, "%s\n", text.c_str());
+}
+
+std::string json_lines::quote(std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char escaped[8];
+                std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+                out += escaped;
+            } else {
+                out += c;
+            }
+        }
+    }
+    return out + "\"";
+}
+
+std::string json_lines::number(double value) {
+    if (!std::isfinite(value))
+        return "null";  // JSON has no NaN or infinity
+    char text[40];
+    if (value == std::floor(value) && std::fabs(value) < 9.0e15)
+        std::snprintf(text, sizeof text, "%.0f", value);
+    else
+        std::snprintf(text, sizeof text, "%.9g", value);
+    return text;
+}
+
+void text_table::add_row(std::vector<std::string> cells) { m_rows.push_back(std::move(cells)); }
+
+void text_table::print(std::FILE* out, std::string_view indent) const {
+    std::vector<std::size_t> widths;
+    for (const auto& row : m_rows) {
+        if (widths.size() < row.size())
+            widths.resize(row.size(), 0);
+        for (std::size_t column = 0; column < row.size(); ++column)
+            widths[column] = std::max(widths[column], row[column].size());
+    }
+    for (const auto& row : m_rows) {
+        std::string text(indent);
+        for (std::size_t column = 0; column < row.size(); ++column) {
+            const std::string& cell = row[column];
+            const std::string pad(widths[column] - cell.size(), ' ');
+            if (column > 0)
+                text += "  ";
+            text += column == 0 ? cell + pad : pad + cell;
+        }
+        while (!text.empty() && text.back() == ' ')
+            text.pop_back();
+        std::fprintf(out, "%s\n", text.c_str());
+    }
+}
+
+std::string format_fixed(double value, int decimals) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", decimals, value);
+    return text;
+}
+
+std::string format_rate(double per_second) {
+    if (!std::isfinite(per_second))
+        return "-";
+    if (per_second >= 1e9)
+        return format_fixed(per_second / 1e9, 2) + " G/s";
+    if (per_second >= 1e6)
+        return format_fixed(per_second / 1e6, 2) + " M/s";
+    if (per_second >= 1e3)
+        return format_fixed(per_second / 1e3, 1) + " k/s";
+    return format_fixed(per_second, 0) + " /s";
+}
+
+std::string format_bytes(double bytes) {
+    static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    std::size_t unit = 0;
+    while (bytes >= 1024 && unit + 1 < std::size(units)) {
+        bytes /= 1024;
+        ++unit;
+    }
+    return format_fixed(bytes, unit == 0 ? 0 : 1) + " " + units[unit];
+}
+
+std::string format_seconds(double seconds) { return format_fixed(seconds, 3); }
+
+std::string format_count(std::uint64_t n) {
+    std::string digits = std::to_string(n);
+    std::string out;
+    for (std::size_t index = 0; index < digits.size(); ++index) {
+        if (index > 0 && (digits.size() - index) % 3 == 0)
+            out += ',';
+        out += digits[index];
+    }
+    return out;
+}
+
+std::uint64_t peak_rss_bytes() {
+    rusage usage{};
+    if (getrusage(RUSAGE_SELF, &usage) != 0)
+        return 0;
+#if defined(__APPLE__)
+    return static_cast<std::uint64_t>(usage.ru_maxrss);  // bytes on macOS
+#else
+    return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
+#endif
+}
+
+double quantile(const std::vector<double>& sorted, double q) {
+    if (sorted.empty())
+        return 0;
+    const double rank = std::ceil(q * static_cast<double>(sorted.size()));
+    const std::size_t index = rank < 1 ? 0 : static_cast<std::size_t>(rank) - 1;
+    return sorted[std::min(index, sorted.size() - 1)];
+}
+
+}  // namespace mpidict::tool

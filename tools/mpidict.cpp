@@ -1,0 +1,125 @@
+// mpidict: the command-line workload runner.
+//
+//   mpiexec -n 4 mpidict hash --keys 200000 --pattern nn
+//   mpidict --help            mpidict <command> --help
+//
+// Every rank parses the same argv.  Usage mistakes end every rank with exit code
+// 2 (the ranks agree before any collective, see common/command.hpp); any other
+// exception is printed with its rank and aborts the job, so no rank is left
+// waiting in a collective for one that gave up.
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <mpi.h>
+
+#include "common/command.hpp"
+#include "common/options.hpp"
+
+#ifndef MPIDICT_TOOL_VERSION
+#define MPIDICT_TOOL_VERSION "unknown"
+#endif
+
+namespace {
+
+using mpidict::tool::command;
+using mpidict::tool::usage_error;
+
+std::string general_help() {
+    std::string text =
+        "usage: mpiexec -n <ranks> mpidict <command> [options]\n"
+        "       mpidict --help | --version | <command> --help | help <command>\n"
+        "\n"
+        "Runs a distributed-dictionary workload on the current MPI world and reports\n"
+        "rates, latencies and memory; exits non-zero if the results do not verify.\n"
+        "\n"
+        "commands:\n";
+    std::size_t width = 0;
+    for (const command& entry : mpidict::tool::registered_commands())
+        width = std::max(width, entry.name.size());
+    for (const command& entry : mpidict::tool::registered_commands())
+        text += "  " + std::string(entry.name) + std::string(width + 3 - entry.name.size(), ' ') +
+                std::string(entry.summary) + "\n";
+    text += "\nSee docs/cli.md for the output and what each number means.\n";
+    return text;
+}
+
+// Runs the command line; returns the exit code.  Throws usage_error only in
+// ways every rank reproduces from the same argv.
+int dispatch(int argc, char** argv, int rank) {
+    const std::span<char* const> arguments(argv + 1, static_cast<std::size_t>(argc > 0 ? argc - 1 : 0));
+    if (arguments.empty()) {
+        if (rank == 0)
+            std::fputs(general_help().c_str(), stderr);
+        return 2;
+    }
+    std::string_view first = arguments[0];
+    if (first == "-h" || first == "--help" || (first == "help" && arguments.size() == 1)) {
+        if (rank == 0)
+            std::fputs(general_help().c_str(), stdout);
+        return 0;
+    }
+    if (first == "--version") {
+        if (rank == 0)
+            std::printf("mpidict %s\n", MPIDICT_TOOL_VERSION);
+        return 0;
+    }
+    std::span<char* const> rest = arguments.subspan(1);
+    static char help_flag[] = "--help";
+    static char* const help_arguments[] = {help_flag};
+    if (first == "help") {  // "mpidict help hash" == "mpidict hash --help"
+        first = arguments[1];
+        rest = std::span<char* const>(help_arguments);
+    }
+    if (first.starts_with("-"))
+        throw usage_error("expected a command before " + std::string(first));
+    const command* entry = mpidict::tool::find_command(first);
+    if (entry == nullptr) {
+        std::string known;
+        for (const command& each : mpidict::tool::registered_commands())
+            known += (known.empty() ? "" : ", ") + std::string(each.name);
+        throw usage_error("unknown command '" + std::string(first) + "' (commands: " + known + ")");
+    }
+    mpidict::tool::command_context context(MPI_COMM_WORLD, entry->name, rest);
+    return entry->run(context);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    MPI_Init(&argc, &argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int exit_code = 0;
+    try {
+        exit_code = dispatch(argc, argv, rank);
+    } catch (const usage_error& problem) {
+        if (rank == 0) {
+            const std::string_view command = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
+            const bool known = mpidict::tool::find_command(command) != nullptr;
+            std::fprintf(stderr, "mpidict%s%s: error: %s\nRun 'mpidict%s%s --help' for usage.\n",
+                         known ? " " : "", known ? argv[1] : "", problem.what(), known ? " " : "",
+                         known ? argv[1] : "");
+        }
+        exit_code = 2;
+    } catch (const std::exception& problem) {
+        std::fprintf(stderr, "mpidict: error on rank %d: %s\n", rank, problem.what());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    } catch (...) {
+        std::fprintf(stderr, "mpidict: unknown exception on rank %d\n", rank);
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Finalize();
+    return exit_code;
+}
