@@ -16,7 +16,7 @@
 // Costs in messages (amortised by aggregation): async_insert, async_erase,
 // async_insert_if_absent, async_visit: one record, no reply.  insert, find,
 // take, erase, insert_if_absent, visit: one record and one reply record.
-// find_many: one record and one reply record per key, streamed.
+// find_many, take_many: one record and one reply record per key, streamed.
 //
 // Capacity.  A per-rank limit on stored values and/or payload bytes.  An insert
 // that reaches it stores a prefix of its values and reports how many; the rest
@@ -312,52 +312,26 @@ public:
 
     // Looks up every key (up to `limit` values each) and calls
     // on_result(index, values) on this rank as answers arrive, in any order.
-    // Returns when all have answered.  Local: other ranks need not take part.
+    // Returns when all have answered.  Local: other ranks need not take part,
+    // but they answer only while inside some library call (or with a progress thread).
     template <class Function>
     void find_many(std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        runtime::engine_lock lock(*m_engine);
-        m_engine->check_alive("find_many");
-        if (m_engine->in_handler())
-            throw error("mpidict: find_many cannot be called from inside a visitor");
-        if (keys.size() > std::numeric_limits<std::uint32_t>::max())
-            throw invalid_argument_error("mpidict: find_many takes at most 4294967295 keys per call");
-        const double start = runtime::now_seconds();
-        m_batch_callback = [&](std::size_t index, std::span<const V> values) { on_result(index, values); };
-        ++m_batch_id;
-        m_batch_pending = keys.size();
-        const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, std::numeric_limits<std::uint32_t>::max()));
-        struct reset {
-            hash_map& self;
-            ~reset() {
-                self.m_batch_callback = nullptr;
-                self.m_batch_pending = 0;
-            }
-        } guard{*this};
-        for (std::size_t index = 0; index < keys.size(); ++index) {
-            const K& key = keys[index];
-            std::byte* out = m_engine->reserve(owner(key), m_find_many, 12 + codec<K>::encoded_size(key));
-            store_u32(out, m_batch_id);
-            store_u32(out + 4, static_cast<std::uint32_t>(index));
-            store_u32(out + 8, clamped);
-            codec<K>::encode(out + 12, key);
-        }
-        auto& kind = m_engine->stats()[runtime::op_kind::find];
-        kind.operations += keys.size();
-        kind.initiation_seconds += runtime::now_seconds() - start;
-        const double wait_start = runtime::now_seconds();
-        unsigned idle_rounds = 0;
-        m_engine->ship_all();
-        while (m_batch_pending > 0) {
-            bool active = m_engine->progress();
-            if (m_engine->in_handler() == false) {
-                m_engine->ship_all();
-            }
-            if (active)
-                idle_rounds = 0;
-            else if (++idle_rounds > 64)
-                sched_idle();
-        }
-        kind.completion_seconds += runtime::now_seconds() - wait_start;
+        bulk_lookup(m_find_many, runtime::op_kind::find, nullptr, keys, limit, on_result);
+    }
+    // The same, every key sent to `target` (explicit placement).
+    template <class Function>
+    void find_many(target_rank target, std::span<const K> keys, std::size_t limit, Function&& on_result) {
+        bulk_lookup(m_find_many, runtime::op_kind::find, &target, keys, limit, on_result);
+    }
+    // Removes and returns up to `limit` oldest values of every key, calling
+    // on_result(index, values) with what was taken.  Each key is taken atomically.
+    template <class Function>
+    void take_many(std::span<const K> keys, std::size_t limit, Function&& on_result) {
+        bulk_lookup(m_take_many, runtime::op_kind::take, nullptr, keys, limit, on_result);
+    }
+    template <class Function>
+    void take_many(target_rank target, std::span<const K> keys, std::size_t limit, Function&& on_result) {
+        bulk_lookup(m_take_many, runtime::op_kind::take, &target, keys, limit, on_result);
     }
 
     // ---- collective ----------------------------------------------------------
@@ -429,7 +403,11 @@ private:
                        byte_reader& reader) = nullptr;
     };
 
-    // Times request-form starts always and one async start in 16 (scaled).
+    // Times request-form starts always.  Fire-and-forget starts are cheaper than
+    // a clock read, so one in 16 is timed and scaled, minus the time it spent
+    // shipping a full buffer; the engine times every such shipment itself and
+    // that time is added unscaled, so rare slow calls are neither missed nor
+    // multiplied.
     class initiation_timer {
     public:
         initiation_timer(hash_map& self, runtime::op_kind kind, bool always = false)
@@ -442,12 +420,17 @@ private:
                 self.m_sample_counter = 0;
                 m_weight = runtime::initiation_sample_period;
             }
+            m_ship_start = self.m_engine->ship_seconds();
             if (m_weight != 0)
                 m_start = runtime::now_seconds();
         }
         ~initiation_timer() {
+            auto& engine = *m_self.m_engine;
+            const double shipping = engine.ship_seconds() - m_ship_start;
+            double seconds = shipping;
             if (m_weight != 0)
-                m_self.m_engine->stats()[m_kind].initiation_seconds += (runtime::now_seconds() - m_start) * m_weight;
+                seconds += std::max(0.0, runtime::now_seconds() - m_start - shipping) * m_weight;
+            engine.stats()[m_kind].initiation_seconds += seconds;
         }
 
     private:
@@ -456,6 +439,7 @@ private:
         runtime::op_kind m_kind;
         std::uint32_t m_weight = 0;
         double m_start = 0;
+        double m_ship_start = 0;
     };
 
     // Gives a request slot back if encoding its operation throws (nothing was sent).
@@ -478,7 +462,6 @@ private:
     };
 
     static void store_u32(std::byte* out, std::uint32_t value) { std::memcpy(out, &value, 4); }
-    static void sched_idle();
 
     void check_value(const V& value) const {
         if constexpr (!codec<V>::fixed_size) {
@@ -551,6 +534,48 @@ private:
         const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, unlimited));
         encode_keyed(target, handler, slot, key, clamped);
         return request<std::vector<V>>(*m_engine, guard.release(), &decode_values);
+    }
+
+    template <class Function>
+    void bulk_lookup(runtime::handler_id handler, runtime::op_kind kind_id, const target_rank* target,
+                     std::span<const K> keys, std::size_t limit, Function& on_result) {
+        runtime::engine_lock lock(*m_engine);
+        m_engine->check_alive(runtime::op_kind_name(kind_id).data());
+        if (m_engine->in_handler())
+            throw error("mpidict: find_many/take_many cannot be called from inside a visitor");
+        if (m_batch_pending != 0)
+            throw error("mpidict: find_many/take_many called while another one is running");
+        if (keys.size() > std::numeric_limits<std::uint32_t>::max())
+            throw invalid_argument_error("mpidict: find_many/take_many take at most 4294967295 keys per call");
+        if (target)
+            check_target(*target);
+        const double start = runtime::now_seconds();
+        m_batch_callback = [&](std::size_t index, std::span<const V> values) { on_result(index, values); };
+        ++m_batch_id;
+        m_batch_pending = keys.size();
+        const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, unlimited));
+        struct reset {
+            hash_map& self;
+            ~reset() {
+                self.m_batch_callback = nullptr;
+                self.m_batch_pending = 0;
+            }
+        } guard{*this};
+        for (std::size_t index = 0; index < keys.size(); ++index) {
+            const K& key = keys[index];
+            const int destination = target ? target->rank : owner(key);
+            std::byte* out = m_engine->reserve(destination, handler, 12 + codec<K>::encoded_size(key));
+            store_u32(out, m_batch_id);
+            store_u32(out + 4, static_cast<std::uint32_t>(index));
+            store_u32(out + 8, clamped);
+            codec<K>::encode(out + 12, key);
+        }
+        auto& kind = m_engine->stats()[kind_id];
+        kind.operations += keys.size();
+        kind.initiation_seconds += runtime::now_seconds() - start;
+        const double wait_start = runtime::now_seconds();
+        m_engine->wait_until([this] { return m_batch_pending == 0; });
+        kind.completion_seconds += runtime::now_seconds() - wait_start;
     }
 
     // ---- decoders (caller side) ----
@@ -638,6 +663,7 @@ private:
         m_visit = m_engine->register_handler("hash_map.visit", &handle_visit, this);
         m_find_many = m_engine->register_handler("hash_map.find_many", &handle_find_many, this);
         m_find_many_reply = m_engine->register_handler("hash_map.find_many_reply", &handle_find_many_reply, this);
+        m_take_many = m_engine->register_handler("hash_map.take_many", &handle_take_many, this);
         m_rejected = m_engine->register_handler("hash_map.rejected", &handle_rejected, this);
     }
 
@@ -880,28 +906,46 @@ private:
 
     static void handle_find_many(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                                  std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
+        static_cast<hash_map*>(context)->answer_many(false, source, records, record_bytes, count);
+    }
+    static void handle_take_many(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                                 std::uint32_t count) {
+        static_cast<hash_map*>(context)->answer_many(true, source, records, record_bytes, count);
+    }
+
+    void answer_many(bool take, int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
             const auto batch = reader.read<std::uint32_t>();
             const auto key_index = reader.read<std::uint32_t>();
             const auto limit = reader.read<std::uint32_t>();
             const K key = codec<K>::decode(reader);
-            const values_view found = self.m_table.find(key);
+            const values_view found = m_table.find(key);
             const std::size_t n = std::min<std::size_t>(limit, found.size());
             std::size_t bytes = 12;
             for (std::size_t i = 0; i < n; ++i)
                 bytes += codec<V>::encoded_size(found[i]);
-            const std::size_t room = self.m_engine->max_record_bytes();
+            // Check the answer fits before anything is removed.
+            const std::size_t room = m_engine->max_record_bytes();
             if (bytes > room)
-                self.reply_too_large(source, 0, bytes, room);
-            std::byte* out = self.m_engine->reserve(source, self.m_find_many_reply, bytes);
+                reply_too_large(source, 0, bytes, room);
+            std::byte* out = m_engine->reserve(source, m_find_many_reply, bytes);
             store_u32(out, batch);
             store_u32(out + 4, key_index);
             store_u32(out + 8, static_cast<std::uint32_t>(n));
             out += 12;
-            for (std::size_t i = 0; i < n; ++i)
-                out = codec<V>::encode(out, found[i]);
+            if (!take) {
+                for (std::size_t i = 0; i < n; ++i)
+                    out = codec<V>::encode(out, found[i]);
+                continue;
+            }
+            const bool removes_key = n == found.size();
+            std::size_t payload = 0;
+            m_table.take(key, n, [&](V&& value) {
+                payload += codec<V>::payload_bytes(value);
+                out = codec<V>::encode(out, value);
+            });
+            account_removed(key, payload, removes_key && n > 0);
         }
     }
 
@@ -914,9 +958,11 @@ private:
             const auto batch = reader.read<std::uint32_t>();
             const auto key_index = reader.read<std::uint32_t>();
             const auto n = reader.read<std::uint32_t>();
-            if (batch != self.m_batch_id || self.m_batch_pending == 0 || !self.m_batch_callback)
-                throw decode_error("mpidict: find_many answer from rank " + std::to_string(source) +
-                                   " for a batch that is not running");
+            if (batch != self.m_batch_id || self.m_batch_pending == 0 || !self.m_batch_callback) {
+                // The answer to a batch abandoned by an exception: drop it.
+                (void)source;
+                continue;
+            }
             scratch.clear();
             for (std::uint32_t i = 0; i < n; ++i)
                 scratch.push_back(codec<V>::decode(reader));
@@ -962,16 +1008,11 @@ private:
     std::uint64_t m_local_rejected = 0;
     std::uint32_t m_sample_counter = 0;
     runtime::handler_id m_insert_one = 0, m_insert = 0, m_find = 0, m_take = 0, m_erase = 0, m_insert_if_absent = 0,
-                        m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0;
+                        m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0, m_take_many = 0;
     std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
     std::uint32_t m_batch_id = 0;
     std::size_t m_batch_pending = 0;
     std::vector<V> m_scratch;
 };
-
-template <class K, class V, class Hash>
-void hash_map<K, V, Hash>::sched_idle() {
-    std::this_thread::yield();
-}
 
 }  // namespace mpidict

@@ -266,7 +266,13 @@ std::byte* engine::reserve(int destination, handler_id handler, std::size_t byte
             return base + used + group_header_bytes;
         }
         // Full: ship it (which may run handlers that append here), then retry.
-        ship(destination);
+        if (in_handler()) {
+            ship(destination);
+        } else {
+            const double start = now_seconds();
+            ship(destination);
+            m_ship_seconds += now_seconds() - start;
+        }
     }
 }
 
@@ -329,11 +335,17 @@ void engine::wait_for_queue_space() {
         // Keep receiving: the destination may be waiting on us to drain its sends.
         bool active = poll_once();
         active |= release_finished_sends();
-        if (active)
-            idle_rounds = 0;
-        else if (++idle_rounds > 16)
-            m_transport->idle();
+        backoff(active, idle_rounds);
     }
+}
+
+void engine::backoff(bool active, unsigned& idle_rounds) {
+    // A few empty polls spin (a reply is usually microseconds away); after that
+    // the transport lets other processes run, which matters when ranks outnumber cores.
+    if (active)
+        idle_rounds = 0;
+    else if (++idle_rounds > 32)
+        m_transport->idle();
 }
 
 bool engine::release_finished_sends() {
@@ -442,10 +454,7 @@ std::uint32_t engine::open_request(op_kind kind) {
         while (m_outstanding >= m_config.blocking_factor) {
             // The records of outstanding requests may still sit in outboxes.
             ship_all();
-            if (progress())
-                idle_rounds = 0;
-            else if (++idle_rounds > 16)
-                m_transport->idle();
+            backoff(progress(), idle_rounds);
         }
     }
     std::uint32_t slot;
@@ -538,10 +547,7 @@ void engine::wait_request(std::uint32_t slot) {
             ship_all();  // handlers may have queued records others wait for
             active = true;
         }
-        if (active)
-            idle_rounds = 0;
-        else if (++idle_rounds > 64)
-            m_transport->idle();
+        backoff(active, idle_rounds);
     }
     m_stats[m_requests[slot].kind].completion_seconds += now_seconds() - start;
 }
@@ -600,10 +606,7 @@ void engine::flush() {
                 ship_all();
                 active = true;
             }
-            if (active)
-                idle_rounds = 0;
-            else if (++idle_rounds > 16)
-                m_transport->idle();
+            backoff(active, idle_rounds);
         }
         if (totals[0] == totals[1] && totals[0] == previous[0] && totals[1] == previous[1])
             break;

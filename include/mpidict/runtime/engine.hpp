@@ -140,6 +140,27 @@ public:
     bool progress();
     // Local.  Ships every non-empty outbox now.
     void ship_all();
+    // Local.  Ships what waits and makes progress until done() holds.  Never
+    // from a handler.
+    template <class Predicate>
+    void wait_until(Predicate&& done) {
+        if (in_handler())
+            throw error("mpidict: a visitor or handler must not wait (it would block the rank's progress)");
+        ++m_stats.waits;
+        ship_all();
+        unsigned idle_rounds = 0;
+        while (!done()) {
+            bool active = progress();
+            if (!m_dirty.empty()) {
+                ship_all();
+                active = true;
+            }
+            backoff(active, idle_rounds);
+        }
+    }
+    // Seconds spent sending full buffers from inside reserve() (the slow path of
+    // starting an operation); statistics attribute it to the starting call.
+    double ship_seconds() const { return m_ship_seconds; }
     // Collective.  Returns when every operation started anywhere before it has
     // been applied and answered.
     void flush();
@@ -214,6 +235,7 @@ private:
     void wait_for_queue_space();
     bool release_finished_sends();
     bool drain_loopback();
+    void backoff(bool active, unsigned& idle_rounds);
     bool poll_once();
     void handle_message(int source, std::span<const std::byte> message);
     void update_high_water();
@@ -246,6 +268,7 @@ private:
     std::int64_t m_messages_sent = 0;       // for termination detection
     std::int64_t m_messages_handled = 0;
     bool m_in_flush = false;
+    double m_ship_seconds = 0;
     bool m_fault_drop_flush_message = false;
     statistics m_stats;
     std::recursive_mutex m_mutex;  // recursive: visitors start operations while progress holds it
