@@ -1,0 +1,26 @@
+// `mpidict scatter FILE.mtx`: seed 000's matrix scatter, hash_map against
+// blocking send/recv (apps/matrix_scatter, docs/matrix_scatter.md).  The app
+// parses its own options; every rank agrees on them before any collective, so
+// a usage error ends every rank with exit code 2 and bad input with 1.
+
+#include <vector>
+
+#include "common/command.hpp"
+#include "matrix_scatter/matrix_scatter.hpp"
+
+namespace mpidict::tool {
+namespace {
+
+int run_scatter(command_context& context) {
+    static char program[] = "mpidict scatter";  // argv[0]: the name in messages
+    std::vector<char*> argv{program};
+    argv.insert(argv.end(), context.arguments().begin(), context.arguments().end());
+    argv.push_back(nullptr);
+    return apps::run_matrix_scatter(static_cast<int>(argv.size()) - 1, argv.data(), context.world());
+}
+
+}  // namespace
+}  // namespace mpidict::tool
+
+MPIDICT_TOOL_COMMAND(scatter, "matrix scatter of a MatrixMarket file: hash_map vs blocking send/recv (seed 000)",
+                     mpidict::tool::run_scatter);
