@@ -588,7 +588,8 @@ private:
     }
     static std::vector<V> decode_values(std::uint32_t count, byte_reader& reader, const void*) {
         std::vector<V> values;
-        values.reserve(count);
+        // `count` comes off the wire: reserve no more than the reply's bytes can encode.
+        values.reserve(std::min<std::size_t>(count, reader.remaining() / (codec<V>::fixed_size ? sizeof(V) : 4)));
         for (std::uint32_t index = 0; index < count; ++index)
             values.push_back(codec<V>::decode(reader));
         return values;
@@ -914,7 +915,22 @@ private:
     }
 
     void answer_many(bool take, int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        // Prefetch the slots of the next few keys so the table's cache misses overlap.
+        constexpr std::uint32_t lookahead = 8;
+        const std::byte* const first = records;
+        auto prefetch_record = [&](std::uint32_t index) {
+            if constexpr (codec<K>::fixed_size) {
+                if (index < count && record_bytes >= 12 + sizeof(K)) {
+                    K ahead;
+                    std::memcpy(&ahead, first + std::size_t{index} * record_bytes + 12, sizeof(K));
+                    m_table.prefetch(ahead);
+                }
+            }
+        };
+        for (std::uint32_t index = 0; index < std::min(count, lookahead); ++index)
+            prefetch_record(index);
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            prefetch_record(index + lookahead);
             byte_reader reader(records, record_bytes);
             const auto batch = reader.read<std::uint32_t>();
             const auto key_index = reader.read<std::uint32_t>();

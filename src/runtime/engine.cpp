@@ -267,16 +267,16 @@ std::byte* engine::reserve(int destination, handler_id handler, std::size_t byte
         }
         // Full: ship it (which may run handlers that append here), then retry.
         if (in_handler()) {
-            ship(destination);
+            ship(destination, /*full=*/true);
         } else {
             const double start = now_seconds();
-            ship(destination);
+            ship(destination, /*full=*/true);
             m_ship_seconds += now_seconds() - start;
         }
     }
 }
 
-void engine::ship(int destination) {
+void engine::ship(int destination, bool full) {
     outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
     if (box.buffer.empty())
         return;
@@ -308,7 +308,11 @@ void engine::ship(int destination) {
         recycle(std::move(buffer));
         return;
     }
-    const std::uint64_t ticket = m_transport->start_send(destination, buffer.bytes(), /*synchronous=*/true);
+    // Full buffers (streams) go synchronously: that is what bounds a flooded
+    // receiver.  Partial ones leave because someone waits (latency mode, handler
+    // replies, flush); a standard send saves the receiver's acknowledgement on
+    // the critical path, and their number is bounded by waits and requests.
+    const std::uint64_t ticket = m_transport->start_send(destination, buffer.bytes(), /*synchronous=*/full);
     ++m_messages_sent;
     ++m_stats.messages_sent;
     m_stats.bytes_sent += size;
@@ -432,8 +436,12 @@ bool engine::progress() {
     bool active = drain_loopback();
     // Ship what waits in outboxes only when someone needs it or nothing else is
     // going on; callers that stream keep filling buffers instead.
-    while (poll_once())
+    while (poll_once()) {
         active = true;
+        // Release as we go: a rank that a flood keeps polling would otherwise hold
+        // every reply it shipped meanwhile, matched or not, until the flood stops.
+        release_finished_sends();
+    }
     active |= release_finished_sends();
     return active;
 }

@@ -1,4 +1,4 @@
-// The MPI transport: synchronous non-blocking sends, a ring of pre-posted
+// The MPI transport: synchronous sends for full buffers, standard ones for the rest, a ring of pre-posted
 // receives from any source, and MPI_Iallreduce for flush's termination detection.
 // All traffic runs on a private duplicate of the user's communicator with
 // MPI_ERRORS_RETURN, so every MPI failure becomes an mpi_error with MPI's text.

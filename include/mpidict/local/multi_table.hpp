@@ -105,7 +105,9 @@ public:
     bool contains(const K& key) const { return !find(key).empty(); }
 
     // Hints the cache that `key` will be looked up soon (bulk inserts).
-    void prefetch(const K& key) const {
+    // always_inline: GCC 12 otherwise drops the call to a function whose only
+    // effect is a prefetch (seen in bench/, docs/benchmarks-hash_map.md).
+    [[gnu::always_inline]] void prefetch(const K& key) const {
         if (!m_slots.empty())
             __builtin_prefetch(&m_slots[home(m_hash(key))], 1);
     }
@@ -133,7 +135,7 @@ public:
         push(s, value);
         return added;
     }
-    void prefetch_hashed(std::uint64_t hash) const {
+    [[gnu::always_inline]] void prefetch_hashed(std::uint64_t hash) const {
         if (!m_slots.empty())
             __builtin_prefetch(&m_slots[home(hash)], 1);
     }
@@ -216,8 +218,10 @@ public:
         }
     }
 
+    // Removes everything and gives the memory back.
     void clear() {
-        std::vector<slot>(m_slots.size()).swap(m_slots);
+        std::vector<slot>().swap(m_slots);
+        m_grow_at = 0;
         m_spill.clear();
         m_free_spill.clear();
         m_size = m_value_count = m_spilled_values = 0;

@@ -231,7 +231,7 @@ private:
     friend class engine_lock;
 
     void initialise();
-    void ship(int destination);
+    void ship(int destination, bool full = false);
     void wait_for_queue_space();
     bool release_finished_sends();
     bool drain_loopback();
