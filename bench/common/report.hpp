@@ -1,0 +1,292 @@
+#pragma once
+// The results writer every benchmark in bench/ uses (see DESIGN.md, "Benchmarks").
+//
+// Output contract.  One JSON object per line on stdout, one line per figure,
+// written only by the process constructed with `printing = true` (rank 0).
+// Every line starts with the same six fields, in this order:
+//
+//   {"bench": "<binary name>", "metric": "<snake_case>", "value": <number>,
+//    "unit": "ops/s"|"s"|"us"|"bytes"|"ratio"|..., "ranks": <p>, "seed": <seed>, ...}
+//
+// followed by the report's context fields (set once: keys, value_bytes,
+// tunables, reps, ...) and the figure's own extra fields.  A figure built from
+// repeated measurements carries "median", "min", "max" and "reps", and its
+// "value" is the median.  A ratio is a figure of its own with unit "ratio";
+// report::ratio also records the target it is judged against ("target",
+// "meets_target").  A figure that cannot be measured in this run (e.g. a
+// ping-pong on one rank) is still printed, with "value": null and "skipped":
+// "<reason>", so a reader of the JSON sees why it is missing.
+//
+// Lines are flushed as they are written, so a benchmark that dies half way has
+// still reported what it measured.  print_table() writes a short human table of
+// all figures to stderr (call it once at the end).
+//
+// The writer is MPI-free: the caller decides which process prints and reduces
+// numbers across ranks itself.  Typical use:
+//
+//   mpidict::bench::report out("my_bench", ranks, seed, rank == 0);
+//   out.context().add("keys_per_rank", n).add("value_bytes", 8);
+//   out.figure("insert_rate", samples, "ops/s");             // median of samples
+//   out.ratio("insert_vs_bulk", ours / theirs, ">= 1.0", ours >= theirs);
+//   out.print_table();
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace mpidict::bench {
+
+// A JSON object built field by field.  Values are rendered when added: numbers
+// (non-finite ones become null), booleans, strings (escaped), nested objects and
+// vectors of numbers.  Fields keep the order they were added in.
+class json_object {
+public:
+    template <class T>
+    json_object& add(std::string_view key, const T& value) {
+        m_fields.emplace_back(std::string(key), render(value));
+        return *this;
+    }
+    // Adds a field whose value is already valid JSON text.
+    json_object& add_raw(std::string_view key, std::string json) {
+        m_fields.emplace_back(std::string(key), std::move(json));
+        return *this;
+    }
+    // Appends every field of `other` (after this object's own).
+    json_object& merge(const json_object& other) {
+        m_fields.insert(m_fields.end(), other.m_fields.begin(), other.m_fields.end());
+        return *this;
+    }
+
+    bool empty() const { return m_fields.empty(); }
+    const std::vector<std::pair<std::string, std::string>>& fields() const { return m_fields; }
+
+    // The fields without braces ("a": 1, "b": 2), for splicing into a larger object.
+    std::string body() const {
+        std::string out;
+        for (const auto& [key, value] : m_fields) {
+            if (!out.empty())
+                out += ", ";
+            out += quote(key);
+            out += ": ";
+            out += value;
+        }
+        return out;
+    }
+    std::string str() const { return "{" + body() + "}"; }
+
+    static std::string quote(std::string_view text) {
+        std::string out = "\"";
+        for (const char c : text) {
+            switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\t': out += "\\t"; break;
+            case '\r': out += "\\r"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char escaped[8];
+                    std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+                    out += escaped;
+                } else {
+                    out += c;
+                }
+            }
+        }
+        out += '"';
+        return out;
+    }
+
+    static std::string number(double value) {
+        if (!std::isfinite(value))
+            return "null";
+        char text[40];
+        std::snprintf(text, sizeof text, "%.10g", value);
+        return text;
+    }
+
+private:
+    template <class T>
+    static std::string render(const T& value) {
+        if constexpr (std::is_same_v<T, bool>) {
+            return value ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, json_object>) {
+            return value.str();
+        } else if constexpr (std::is_integral_v<T>) {
+            return std::to_string(value);
+        } else if constexpr (std::is_floating_point_v<T>) {
+            return number(static_cast<double>(value));
+        } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+            return quote(std::string_view(value));
+        } else if constexpr (requires { value.begin(); value.end(); }) {
+            std::string out = "[";
+            for (const auto& element : value) {
+                if (out.size() > 1)
+                    out += ", ";
+                out += render(element);
+            }
+            return out + "]";
+        } else {
+            static_assert(std::is_same_v<T, void>,
+                          "json_object::add takes numbers, bools, strings, json_objects or ranges of them.");
+            return {};
+        }
+    }
+
+    std::vector<std::pair<std::string, std::string>> m_fields;
+};
+
+// Median, minimum and maximum of repeated measurements.
+struct summary {
+    double median = NAN;
+    double min = NAN;
+    double max = NAN;
+    std::size_t count = 0;
+
+    static summary of(std::vector<double> samples) {
+        summary result;
+        result.count = samples.size();
+        if (samples.empty())
+            return result;
+        std::sort(samples.begin(), samples.end());
+        const std::size_t middle = samples.size() / 2;
+        result.median = samples.size() % 2 == 1 ? samples[middle] : (samples[middle - 1] + samples[middle]) / 2;
+        result.min = samples.front();
+        result.max = samples.back();
+        return result;
+    }
+};
+
+class report {
+public:
+    // `printing`: true on the one process that writes (rank 0); the others keep
+    // no state and print nothing, so every rank may call every method.
+    report(std::string bench, int ranks, std::uint64_t seed, bool printing, std::FILE* json_out = stdout,
+           std::FILE* table_out = stderr)
+        : m_bench(std::move(bench)), m_ranks(ranks), m_seed(seed), m_printing(printing), m_json_out(json_out),
+          m_table_out(table_out) {}
+
+    const std::string& bench() const { return m_bench; }
+    bool printing() const { return m_printing; }
+
+    // Fields written on every later figure, after the six standard ones.
+    json_object& context() { return m_context; }
+
+    // One figure with a single measured value.
+    void figure(std::string_view metric, double value, std::string_view unit, const json_object& extra = {}) {
+        emit(metric, json_object::number(value), unit, extra, value, NAN, NAN, {});
+    }
+
+    // One figure from repeated measurements: value = median, plus median/min/max/reps.
+    void figure(std::string_view metric, const std::vector<double>& samples, std::string_view unit,
+                const json_object& extra = {}) {
+        const summary s = summary::of(samples);
+        json_object fields;
+        fields.add("median", s.median).add("min", s.min).add("max", s.max).add("reps", s.count);
+        fields.merge(extra);
+        emit(metric, json_object::number(s.median), unit, fields, s.median, s.min, s.max, {});
+    }
+
+    // A ratio (unit "ratio") judged against a target such as ">= 1.0".
+    void ratio(std::string_view metric, double value, std::string_view target, bool meets_target,
+               const json_object& extra = {}) {
+        json_object fields;
+        fields.add("target", target).add("meets_target", meets_target);
+        fields.merge(extra);
+        std::string note = "target " + std::string(target) + (meets_target ? ": met" : ": MISSED");
+        emit(metric, json_object::number(value), "ratio", fields, value, NAN, NAN, note);
+    }
+
+    // A figure this run cannot measure: "value": null and "skipped": reason.
+    void skipped(std::string_view metric, std::string_view unit, std::string_view reason) {
+        json_object fields;
+        fields.add("skipped", reason);
+        emit(metric, "null", unit, fields, NAN, NAN, NAN, "skipped: " + std::string(reason));
+    }
+
+    // A line for the human table only (stderr), e.g. a warning.
+    void note(std::string_view text) {
+        if (m_printing)
+            m_notes.emplace_back(text);
+    }
+
+    // Writes the human table of every figure so far to stderr.
+    void print_table() const {
+        if (!m_printing)
+            return;
+        std::size_t width = 6;
+        for (const row& r : m_rows)
+            width = std::max(width, r.metric.size());
+        std::fprintf(m_table_out, "\n%s (%d rank%s, seed %llu)\n", m_bench.c_str(), m_ranks, m_ranks == 1 ? "" : "s",
+                     static_cast<unsigned long long>(m_seed));
+        std::fprintf(m_table_out, "  %-*s %14s  %-6s %25s  %s\n", static_cast<int>(width), "metric", "value", "unit",
+                     "[min, max]", "");
+        for (const row& r : m_rows) {
+            std::string range;
+            if (std::isfinite(r.min) && std::isfinite(r.max))
+                range = "[" + human(r.min) + ", " + human(r.max) + "]";
+            std::fprintf(m_table_out, "  %-*s %14s  %-6s %25s  %s\n", static_cast<int>(width), r.metric.c_str(),
+                         std::isfinite(r.value) ? human(r.value).c_str() : "-", r.unit.c_str(), range.c_str(),
+                         r.note.c_str());
+        }
+        for (const std::string& text : m_notes)
+            std::fprintf(m_table_out, "  note: %s\n", text.c_str());
+        std::fflush(m_table_out);
+    }
+
+    // A number in at most 4 significant digits, for the table.
+    static std::string human(double value) {
+        char text[32];
+        const double magnitude = std::fabs(value);
+        if (magnitude != 0 && (magnitude >= 1e6 || magnitude < 1e-3))
+            std::snprintf(text, sizeof text, "%.3e", value);
+        else
+            std::snprintf(text, sizeof text, "%.4g", value);
+        return text;
+    }
+
+private:
+    struct row {
+        std::string metric;
+        double value;
+        std::string unit;
+        double min;
+        double max;
+        std::string note;
+    };
+
+    void emit(std::string_view metric, const std::string& rendered_value, std::string_view unit,
+              const json_object& extra, double value, double min, double max, std::string note) {
+        if (!m_printing)
+            return;
+        json_object line;
+        line.add("bench", m_bench)
+            .add("metric", metric)
+            .add_raw("value", rendered_value)
+            .add("unit", unit)
+            .add("ranks", m_ranks)
+            .add("seed", m_seed);
+        line.merge(m_context).merge(extra);
+        std::fprintf(m_json_out, "%s\n", line.str().c_str());
+        std::fflush(m_json_out);
+        m_rows.push_back(row{std::string(metric), value, std::string(unit), min, max, std::move(note)});
+    }
+
+    std::string m_bench;
+    int m_ranks;
+    std::uint64_t m_seed;
+    bool m_printing;
+    std::FILE* m_json_out;
+    std::FILE* m_table_out;
+    json_object m_context;
+    std::vector<row> m_rows;
+    std::vector<std::string> m_notes;
+};
+
+}  // namespace mpidict::bench

@@ -1,0 +1,336 @@
+// local_table: the serial table behind each hash_map shard, measured against
+// the alternatives we could have used instead.
+//
+// Contenders (8-byte keys, 8-byte values, each with and without a reserve()):
+//   multi_table      mpidict::local::multi_table<uint64_t, uint64_t> (ours:
+//                    multi-valued, 24-byte slots, linear probing, load <= 0.8)
+//   absl_flat        absl::flat_hash_map<uint64_t, uint64_t> (Debian's abseil):
+//                    single-valued, so a lower bound on what abseil would cost us
+//   absl_flat_multi  absl::flat_hash_map<uint64_t, absl::InlinedVector<uint64_t, 1>>:
+//                    the multi-valued equivalent we would actually have to store
+//   unordered_map    std::unordered_map<uint64_t, uint64_t> (node-based reference)
+// The abseil rows are left out when the build did not find abseil.
+//
+// Per contender and repetition: build (construct + reserve + insert N random
+// keys, so page faults of a reserved array count where they happen), find every
+// key (hits, each value checked), find N absent keys (misses), and heap bytes
+// per stored pair at the end and at the peak of the build.  Heap bytes come from
+// replacing the global operator new/delete in this binary: each live block
+// counts malloc_usable_size + 8 (glibc's chunk header), i.e. what malloc really
+// holds.  Hash functions are each library's default (std::hash is the identity
+// on integers; keys are random, so that does not hurt it).
+//
+// Output: JSON lines with metric "<table>_<reserved|unreserved>_<figure>" and
+// fields "table", "reserved"; ratios multi_table/absl_flat* for the reserved case.
+// A wrong lookup result exits 1.
+//
+// Usage: local_table [--keys N] [--reps R] [--seed S]
+
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/host.hpp"
+#include "common/options.hpp"
+#include "common/report.hpp"
+#include "mpidict/local/hash.hpp"
+#include "mpidict/local/multi_table.hpp"
+
+#if MPIDICT_BENCH_HAVE_ABSL
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#endif
+
+// ---- heap accounting (this binary only) ------------------------------------------
+
+namespace {
+std::size_t g_heap_bytes = 0;
+std::size_t g_heap_peak_bytes = 0;
+
+void* counted_allocate(std::size_t size) {
+    void* block = std::malloc(size == 0 ? 1 : size);
+    if (!block)
+        throw std::bad_alloc();
+    g_heap_bytes += malloc_usable_size(block) + sizeof(std::size_t);
+    if (g_heap_bytes > g_heap_peak_bytes)
+        g_heap_peak_bytes = g_heap_bytes;
+    return block;
+}
+
+void counted_free(void* block) noexcept {
+    if (!block)
+        return;
+    g_heap_bytes -= malloc_usable_size(block) + sizeof(std::size_t);
+    std::free(block);
+}
+}  // namespace
+
+void* operator new(std::size_t size) { return counted_allocate(size); }
+void* operator new[](std::size_t size) { return counted_allocate(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+    try {
+        return counted_allocate(size);
+    } catch (...) {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+    try {
+        return counted_allocate(size);
+    } catch (...) {
+        return nullptr;
+    }
+}
+void operator delete(void* block) noexcept { counted_free(block); }
+void operator delete[](void* block) noexcept { counted_free(block); }
+void operator delete(void* block, std::size_t) noexcept { counted_free(block); }
+void operator delete[](void* block, std::size_t) noexcept { counted_free(block); }
+void operator delete(void* block, const std::nothrow_t&) noexcept { counted_free(block); }
+void operator delete[](void* block, const std::nothrow_t&) noexcept { counted_free(block); }
+
+namespace {
+
+using key_type = std::uint64_t;
+using value_type = std::uint64_t;
+using mpidict::bench::json_object;
+
+constexpr char bench_name[] = "local_table";
+
+constexpr std::uint64_t splitmix_mix(std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+// Distinct indices give distinct keys (odd step, bijective mix).
+constexpr key_type key_at(std::uint64_t seed, std::uint64_t index) {
+    return splitmix_mix(seed + (index + 1) * 0x9e3779b97f4a7c15ULL);
+}
+constexpr value_type value_of(key_type key) { return mpidict::mix64(key ^ 0x6a09e667f3bcc909ULL); }
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ---- the contenders, behind one small interface ---------------------------------------
+
+struct ours {
+    static constexpr const char* name = "multi_table";
+    mpidict::local::multi_table<key_type, value_type> table;
+    explicit ours(std::size_t reserve) : table(reserve) {}
+    void insert(key_type key, value_type value) { table.append(key, value); }
+    // Returns the first value, or `absent`.
+    value_type find(key_type key, value_type absent) const {
+        const auto found = table.find(key);
+        return found.empty() ? absent : found[0];
+    }
+    std::size_t size() const { return table.size(); }
+};
+
+struct standard {
+    static constexpr const char* name = "unordered_map";
+    std::unordered_map<key_type, value_type> table;
+    explicit standard(std::size_t reserve) {
+        if (reserve)
+            table.reserve(reserve);
+    }
+    void insert(key_type key, value_type value) { table.emplace(key, value); }
+    value_type find(key_type key, value_type absent) const {
+        const auto found = table.find(key);
+        return found == table.end() ? absent : found->second;
+    }
+    std::size_t size() const { return table.size(); }
+};
+
+#if MPIDICT_BENCH_HAVE_ABSL
+struct abseil {
+    static constexpr const char* name = "absl_flat";
+    absl::flat_hash_map<key_type, value_type> table;
+    explicit abseil(std::size_t reserve) {
+        if (reserve)
+            table.reserve(reserve);
+    }
+    void insert(key_type key, value_type value) { table.emplace(key, value); }
+    value_type find(key_type key, value_type absent) const {
+        const auto found = table.find(key);
+        return found == table.end() ? absent : found->second;
+    }
+    std::size_t size() const { return table.size(); }
+};
+
+struct abseil_multi {
+    static constexpr const char* name = "absl_flat_multi";
+    absl::flat_hash_map<key_type, absl::InlinedVector<value_type, 1>> table;
+    explicit abseil_multi(std::size_t reserve) {
+        if (reserve)
+            table.reserve(reserve);
+    }
+    void insert(key_type key, value_type value) { table[key].push_back(value); }
+    value_type find(key_type key, value_type absent) const {
+        const auto found = table.find(key);
+        return found == table.end() ? absent : found->second[0];
+    }
+    std::size_t size() const { return table.size(); }
+};
+#endif
+
+struct measurement {
+    std::vector<double> insert_rate, find_hit_rate, find_miss_rate, bytes_per_pair, peak_bytes_per_pair;
+};
+
+// One repetition of every figure for `Table`; false if a lookup was wrong.
+template <class Table>
+bool measure(const std::vector<key_type>& keys, const std::vector<key_type>& absent_keys, bool reserved,
+             measurement& into) {
+    const double n = static_cast<double>(keys.size());
+    const std::size_t heap_before = g_heap_bytes;
+    g_heap_peak_bytes = g_heap_bytes;
+    bool ok = true;
+    {
+        double start = now_seconds();
+        Table table(reserved ? keys.size() : 0);
+        for (const key_type key : keys)
+            table.insert(key, value_of(key));
+        const double build_seconds = now_seconds() - start;
+        // Read the heap before the result vectors below allocate.
+        const auto held = static_cast<double>(g_heap_bytes - heap_before);
+        const auto peak = static_cast<double>(g_heap_peak_bytes - heap_before);
+        into.insert_rate.push_back(n / build_seconds);
+        into.bytes_per_pair.push_back(held / n);
+        into.peak_bytes_per_pair.push_back(peak / n);
+        ok = ok && table.size() == keys.size();
+
+        constexpr value_type absent = 0x5eed5eed5eed5eedULL;
+        std::uint64_t sum = 0, expected = 0;
+        start = now_seconds();
+        for (const key_type key : keys)
+            sum += table.find(key, absent);
+        into.find_hit_rate.push_back(n / (now_seconds() - start));
+        for (const key_type key : keys)
+            expected += value_of(key);
+        ok = ok && sum == expected;
+
+        std::uint64_t misses = 0;
+        start = now_seconds();
+        for (const key_type key : absent_keys)
+            misses += table.find(key, absent) == absent ? 1 : 0;
+        into.find_miss_rate.push_back(static_cast<double>(absent_keys.size()) / (now_seconds() - start));
+        ok = ok && misses == absent_keys.size();
+    }
+    return ok;
+}
+
+template <class Table>
+bool run_table(mpidict::bench::report& out, const std::vector<key_type>& keys,
+               const std::vector<key_type>& absent_keys, bool reserved, std::uint64_t reps,
+               std::vector<std::pair<std::string, measurement>>& results) {
+    measurement m;
+    bool ok = true;
+    measure<Table>(keys, absent_keys, reserved, m);  // warm-up, not reported
+    m = measurement{};
+    for (std::uint64_t rep = 0; rep < reps; ++rep)
+        ok = measure<Table>(keys, absent_keys, reserved, m) && ok;
+    const std::string prefix = std::string(Table::name) + (reserved ? "_reserved_" : "_unreserved_");
+    json_object fields;
+    fields.add("table", Table::name).add("reserved", reserved);
+    out.figure(prefix + "insert_rate", m.insert_rate, "ops/s",
+               json_object(fields).add("what", "construct + reserve + insert every key"));
+    out.figure(prefix + "find_hit_rate", m.find_hit_rate, "ops/s", fields);
+    out.figure(prefix + "find_miss_rate", m.find_miss_rate, "ops/s", fields);
+    out.figure(prefix + "bytes_per_pair", m.bytes_per_pair, "bytes",
+               json_object(fields).add("what", "heap bytes held after the build / pairs"));
+    out.figure(prefix + "peak_bytes_per_pair", m.peak_bytes_per_pair, "bytes",
+               json_object(fields).add("what", "heap high-water mark during the build / pairs"));
+    results.emplace_back(prefix, m);
+    if (!ok)
+        out.note(prefix + "lookups returned WRONG results");
+    return ok;
+}
+
+int run(int argc, char** argv) {
+    mpidict::bench::options args(argc, argv);
+    if (args.flag("help")) {
+        std::puts("usage: local_table [--keys N (4000000)] [--reps R (3)] [--seed S]\n"
+                  "JSON lines on stdout, a table on stderr; exit 1 on a wrong lookup result.");
+        return 0;
+    }
+    const std::uint64_t n = args.get_u64("keys", 4'000'000);
+    const std::uint64_t reps = args.get_u64("reps", 3);
+    const std::uint64_t seed = args.get_u64("seed", 20240601);
+    args.finish();
+    if (n == 0 || reps == 0)
+        throw std::invalid_argument("--keys and --reps must be at least 1");
+
+    mpidict::bench::report out(bench_name, 1, seed, true);
+    out.context()
+        .add("keys", n)
+        .add("key_bytes", sizeof(key_type))
+        .add("value_bytes", sizeof(value_type))
+        .add("load_average_at_start", mpidict::bench::read_load_average());
+
+    std::vector<key_type> keys(n), absent_keys(n);
+    for (std::uint64_t index = 0; index < n; ++index) {
+        keys[index] = key_at(seed, index);
+        absent_keys[index] = key_at(seed, n + index);  // never inserted
+    }
+
+    std::vector<std::pair<std::string, measurement>> results;
+    bool ok = true;
+    for (const bool reserved : {true, false}) {
+        ok = run_table<ours>(out, keys, absent_keys, reserved, reps, results) && ok;
+#if MPIDICT_BENCH_HAVE_ABSL
+        ok = run_table<abseil>(out, keys, absent_keys, reserved, reps, results) && ok;
+        ok = run_table<abseil_multi>(out, keys, absent_keys, reserved, reps, results) && ok;
+#endif
+        ok = run_table<standard>(out, keys, absent_keys, reserved, reps, results) && ok;
+    }
+#if MPIDICT_BENCH_HAVE_ABSL
+    // Ours against abseil, reserved, per figure (> 1: ours faster / smaller for bytes < 1).
+    auto find_result = [&](const std::string& prefix) -> const measurement& {
+        for (const auto& [name, m] : results)
+            if (name == prefix)
+                return m;
+        throw std::logic_error("no result for " + prefix);
+    };
+    const measurement& mine = find_result("multi_table_reserved_");
+    for (const char* other : {"absl_flat", "absl_flat_multi"}) {
+        const measurement& theirs = find_result(std::string(other) + "_reserved_");
+        auto median = [](const std::vector<double>& samples) { return mpidict::bench::summary::of(samples).median; };
+        json_object fields;
+        fields.add("against", other).add("reserved", true);
+        const std::string prefix = std::string("multi_table_vs_") + other + "_";
+        out.figure(prefix + "insert", median(mine.insert_rate) / median(theirs.insert_rate), "ratio",
+                   json_object(fields).add("what", "rate ratio, > 1: multi_table faster"));
+        out.figure(prefix + "find_hit", median(mine.find_hit_rate) / median(theirs.find_hit_rate), "ratio",
+                   json_object(fields).add("what", "rate ratio, > 1: multi_table faster"));
+        out.figure(prefix + "find_miss", median(mine.find_miss_rate) / median(theirs.find_miss_rate), "ratio",
+                   json_object(fields).add("what", "rate ratio, > 1: multi_table faster"));
+        out.figure(prefix + "bytes", median(mine.bytes_per_pair) / median(theirs.bytes_per_pair), "ratio",
+                   json_object(fields).add("what", "bytes per pair ratio, < 1: multi_table smaller"));
+    }
+#else
+    out.note("abseil not found at configure time: absl_flat rows skipped");
+#endif
+    if (!ok)
+        out.note("lookup verification FAILED: exit 1");
+    out.print_table();
+    return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& problem) {
+        std::fprintf(stderr, "%s: %s\n", bench_name, problem.what());
+        return 2;
+    }
+}
