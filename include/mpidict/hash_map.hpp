@@ -553,6 +553,7 @@ private:
         m_batch_callback = [&](std::size_t index, std::span<const V> values) { on_result(index, values); };
         ++m_batch_id;
         m_batch_pending = keys.size();
+        m_batch_error.clear();
         const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, unlimited));
         struct reset {
             hash_map& self;
@@ -576,6 +577,11 @@ private:
         const double wait_start = runtime::now_seconds();
         m_engine->wait_until([this] { return m_batch_pending == 0; });
         kind.completion_seconds += runtime::now_seconds() - wait_start;
+        if (!m_batch_error.empty()) {
+            std::string message;
+            message.swap(m_batch_error);
+            throw invalid_argument_error(message);
+        }
     }
 
     // ---- decoders (caller side) ----
@@ -764,8 +770,10 @@ private:
             for (std::size_t i = 0; i < n; ++i)
                 bytes += codec<V>::encoded_size(found[i]);
             const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
-            if (bytes > room)
-                self.reply_too_large(source, slot, bytes, room);
+            if (bytes > room) {
+                self.refuse(source, slot, bytes, room);
+                continue;
+            }
             std::byte* out = self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
             // reserve_reply never runs handlers inside a handler, so `found` is intact.
             for (std::size_t i = 0; i < n; ++i)
@@ -773,10 +781,18 @@ private:
         }
     }
 
-    [[noreturn]] void reply_too_large(int source, std::uint32_t, std::size_t bytes, std::size_t room) {
-        throw invalid_argument_error("mpidict: a reply to rank " + std::to_string(source) + " needs " +
-                                     std::to_string(bytes) + " bytes but one message holds " + std::to_string(room) +
-                                     "; ask for fewer values per find/take or raise buffer_bytes");
+    // The answer would not fit in one message: nothing is removed, and the caller's
+    // request fails with this message (raised on the calling rank, not here).
+    static std::string too_large_message(int owner, std::size_t bytes, std::size_t room) {
+        return "mpidict: the answer from rank " + std::to_string(owner) + " needs " + std::to_string(bytes) +
+               " bytes but one message holds " + std::to_string(room) +
+               "; ask for fewer values per find/take or raise buffer_bytes";
+    }
+    void refuse(int source, std::uint32_t slot, std::size_t bytes, std::size_t room) {
+        const std::string message = too_large_message(rank(), bytes, room);
+        if (slot == no_slot)
+            throw invalid_argument_error(message);
+        m_engine->reply_error(source, slot, message);
     }
 
     static void handle_take(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -794,8 +810,10 @@ private:
             for (std::size_t i = 0; i < n; ++i)
                 bytes += codec<V>::encoded_size(found[i]);
             const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
-            if (bytes > room)
-                self.reply_too_large(source, slot, bytes, room);
+            if (bytes > room) {
+                self.refuse(source, slot, bytes, room);
+                continue;
+            }
             const bool removes_key = n == found.size();
             std::byte* out = self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
             std::size_t payload = 0;
@@ -943,8 +961,17 @@ private:
                 bytes += codec<V>::encoded_size(found[i]);
             // Check the answer fits before anything is removed.
             const std::size_t room = m_engine->max_record_bytes();
-            if (bytes > room)
-                reply_too_large(source, 0, bytes, room);
+            if (bytes > room) {
+                // Answer with a failure marker and the reason; find_many throws it at the caller.
+                std::string message = too_large_message(rank(), bytes, room);
+                message.resize(std::min(message.size(), room - 12));
+                std::byte* out = m_engine->reserve(source, m_find_many_reply, 12 + message.size());
+                store_u32(out, batch);
+                store_u32(out + 4, key_index);
+                store_u32(out + 8, runtime::engine::error_count);
+                std::memcpy(out + 12, message.data(), message.size());
+                continue;
+            }
             std::byte* out = m_engine->reserve(source, m_find_many_reply, bytes);
             store_u32(out, batch);
             store_u32(out + 4, key_index);
@@ -977,6 +1004,12 @@ private:
             if (batch != self.m_batch_id || self.m_batch_pending == 0 || !self.m_batch_callback) {
                 // The answer to a batch abandoned by an exception: drop it.
                 (void)source;
+                continue;
+            }
+            if (n == runtime::engine::error_count) {
+                if (self.m_batch_error.empty())
+                    self.m_batch_error.assign(reinterpret_cast<const char*>(reader.position()), reader.remaining());
+                --self.m_batch_pending;
                 continue;
             }
             scratch.clear();
@@ -1028,6 +1061,7 @@ private:
     std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
     std::uint32_t m_batch_id = 0;
     std::size_t m_batch_pending = 0;
+    std::string m_batch_error;  // first failure reported by an owner during a batch
     std::vector<V> m_scratch;
 };
 

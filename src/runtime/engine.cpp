@@ -475,6 +475,7 @@ std::uint32_t engine::open_request(op_kind kind) {
     }
     request_slot& entry = m_requests[slot];
     entry.state = slot_state::pending;
+    entry.failed = false;
     entry.kind = kind;
     entry.count = 0;
     entry.result.clear();
@@ -491,6 +492,13 @@ std::byte* engine::reserve_reply(int destination, std::uint32_t slot, std::uint3
     store<std::uint32_t>(out, slot);
     store<std::uint32_t>(out + 4, count);
     return out + reply_header_bytes;
+}
+
+void engine::reply_error(int destination, std::uint32_t slot, std::string_view message) {
+    const std::size_t room = max_record_bytes() - reply_header_bytes;
+    const std::size_t length = std::min(message.size(), room);
+    std::byte* out = reserve_reply(destination, slot, error_count, length);
+    std::memcpy(out, message.data(), length);
 }
 
 void engine::handle_reply(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -519,6 +527,9 @@ void engine::handle_reply(void* context, int source, const std::byte* records, s
         entry.count = load<std::uint32_t>(records + 4);
         entry.result.assign(records + reply_header_bytes, records + record_bytes);
         entry.state = slot_state::done;
+        entry.failed = entry.count == error_count;
+        if (entry.failed)
+            entry.count = 0;
         self.m_stats[entry.kind].values += entry.count;
         --self.m_outstanding;
     }

@@ -122,6 +122,11 @@ public:
     std::uint32_t request_generation(std::uint32_t slot) const { return m_requests[slot].generation; }
     std::byte* reserve_reply(int destination, std::uint32_t slot, std::uint32_t count,
                              std::size_t result_bytes);
+    // The owner could not perform the operation (e.g. its answer does not fit in
+    // one message): the caller's request completes as failed with `message`.
+    void reply_error(int destination, std::uint32_t slot, std::string_view message);
+    bool request_failed(std::uint32_t slot) const { return m_requests[slot].failed; }
+    static constexpr std::uint32_t error_count = 0xffffffffu;
     bool test_request(std::uint32_t slot);
     void wait_request(std::uint32_t slot);
     std::uint32_t request_count(std::uint32_t slot) const { return m_requests[slot].count; }
@@ -223,6 +228,7 @@ private:
         std::uint32_t generation = 0;
         slot_state state = slot_state::free;
         op_kind kind = op_kind::other;
+        bool failed = false;
         std::uint32_t count = 0;
         std::vector<std::byte> result;
     };

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <utility>
 
 #include "mpidict/local/codec.hpp"
@@ -49,15 +50,19 @@ public:
         m_engine->wait_request(m_slot);
     }
 
-    // How many values the operation processed; waits if needed.
+    // How many values the operation processed; waits if needed.  Throws the
+    // owner's error if the operation failed there.
     std::uint32_t count() {
         wait();
+        throw_if_failed();
         return m_engine->request_count(m_slot);
     }
 
-    // Waits, decodes the result and releases the request.
+    // Waits, decodes the result and releases the request.  Throws the owner's
+    // error (invalid_argument_error) if the operation failed there.
     T get() {
         wait();
+        throw_if_failed();
         T result = [&] {
             runtime::engine_lock lock(*m_engine);
             byte_reader reader(m_engine->request_result(m_slot));
@@ -68,6 +73,14 @@ public:
     }
 
 private:
+    void throw_if_failed() {
+        if (!m_engine->request_failed(m_slot))
+            return;
+        const auto bytes = m_engine->request_result(m_slot);
+        std::string message(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        release();
+        throw invalid_argument_error(message);
+    }
     void check_valid() const {
         if (!m_engine)
             throw error("mpidict: wait/test/get on an empty request (moved from, or already consumed by get())");
