@@ -29,7 +29,7 @@ endef
 
 CTEST := ctest --no-tests=error --output-on-failure -j1
 
-.PHONY: all deps build demo test sanitize clean help
+.PHONY: all deps build demo test sanitize report clean help
 
 all: build
 
@@ -57,6 +57,11 @@ sanitize: deps
 	  ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  $(CTEST) -L "$(SANITIZE_LABELS)" $(CTEST_ARGS)
+
+# Regenerates docs/benchmarks.md and docs/figures/ from fresh runs (about 5 minutes;
+# scripts/report.sh --full for the paper-size runs).
+report: build
+	scripts/report.sh
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)
