@@ -4,7 +4,17 @@
 #   - otherwise: prints the command to run and exits 1.
 # Quiet when all is present. An installed Open MPI is accepted (MPICH is only
 # installed when there is no usable MPI at all).
+#   --fuzz   also the optional fuzzing tools (clang with libFuzzer) that
+#            scripts/fuzz.sh needs; the normal build and tests never need them.
 set -euo pipefail
+
+want_fuzz=0
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz) want_fuzz=1 ;;
+    *) echo "install_deps: unknown option $arg (known: --fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 min_cmake=3.25
 missing=()     # Debian package names
@@ -55,6 +65,16 @@ check_all() {
 
   cxx_header gtest/gtest.h || missing+=(libgtest-dev)
   cxx_header absl/container/flat_hash_map.h || missing+=(libabsl-dev)
+
+  # Optional: libFuzzer (clang's compiler runtime) for scripts/fuzz.sh.
+  if [ "$want_fuzz" = 1 ]; then
+    if ! have clang++; then
+      missing+=(clang libclang-rt-dev)
+    elif ! printf 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }\n' |
+         clang++ -fsanitize=fuzzer -x c++ - -o /dev/null >/dev/null 2>&1; then
+      missing+=(libclang-rt-dev)
+    fi
+  fi
 }
 
 check_all

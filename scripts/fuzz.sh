@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target for the message decoder and the hash_map handlers
+# (tests/fuzz/message_fuzz.cpp, with -fsanitize=fuzzer,address,undefined and the
+# library instrumented) and runs it for a bounded time.
+#
+#   scripts/fuzz.sh [SECONDS]         default 60; exits non-zero on any finding
+#
+# Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (parallel fuzzing
+# processes, default 1), FUZZ_ARGS (extra libFuzzer flags, e.g. -max_len=4096),
+# FUZZ_CORPUS (working corpus directory, default $FUZZ_BUILD_DIR/corpus; the seed
+# corpus tests/fuzz/corpus/ is read but never written).
+#
+# Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev, or
+# `scripts/install_deps.sh --fuzz`).  Without clang, the plain driver still runs
+# the corpus under g++: ctest -R fuzz.message_decoder (and `make sanitize`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-60}"
+build="${FUZZ_BUILD_DIR:-build-fuzz}"
+jobs="${FUZZ_JOBS:-1}"
+corpus="${FUZZ_CORPUS:-$build/corpus}"
+
+if ! command -v clang++ >/dev/null 2>&1; then
+  echo "fuzz.sh: clang++ not found; install it with: scripts/install_deps.sh --fuzz" >&2
+  echo "fuzz.sh: (apt-get install clang libclang-rt-dev); the g++ driver runs in ctest -R fuzz.message_decoder" >&2
+  exit 2
+fi
+
+start=$(date +%s)
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  gen=()
+  command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
+  CC=clang CXX=clang++ cmake -S tests/fuzz -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build" --target fuzz_message -j"$(nproc 2>/dev/null || echo 2)"
+built=$(date +%s)
+echo "fuzz.sh: build took $((built - start)) s; fuzzing for ${seconds} s"
+
+mkdir -p "$corpus" "$build/findings"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+parallel=()
+# libFuzzer's -jobs writes fuzz-N.log files into the current directory.
+[ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
+status=0
+# shellcheck disable=SC2086
+"$build/fuzz_message" "$corpus" tests/fuzz/corpus \
+  -max_total_time="$seconds" -max_len=2048 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+  "${parallel[@]}" -print_final_stats=1 \
+  -artifact_prefix="$build/findings/" ${FUZZ_ARGS:-} || status=$?
+echo "fuzz.sh: finished in $(( $(date +%s) - start )) s (build $((built - start)) s); exit status $status"
+if [ "$status" -ne 0 ]; then
+  echo "fuzz.sh: a finding is in $build/findings/; replay it with: $build/fuzz_message <file>" >&2
+fi
+exit "$status"

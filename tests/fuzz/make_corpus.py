@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the message fuzzer (tests/fuzz/corpus/).
+
+Each file is one fuzz input (see message_fuzz.cpp): a configuration byte, a
+request-count byte, then messages as u16 length + bytes.  A message is a
+sequence of groups {u16 handler, u16 0, u32 record_bytes, u32 count} + records.
+Handler ids follow registration order: 0 engine reply, then hash_map's
+insert_one, insert, find, take, erase, insert_if_absent, visit, find_many,
+find_many_reply, take_many, rejected.  Rerun after changing that order.
+"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NO_SLOT = 0xFFFFFFFF
+(REPLY, INSERT_ONE, INSERT, FIND, TAKE, ERASE, INSERT_IF_ABSENT, VISIT, FIND_MANY, FIND_MANY_REPLY, TAKE_MANY,
+ REJECTED) = range(12)
+
+
+def group(handler, records):
+    size = len(records[0])
+    assert all(len(r) == size for r in records)
+    return struct.pack('<HHII', handler, 0, size, len(records)) + b''.join(records)
+
+
+def u32(x): return struct.pack('<I', x)
+def u64(x): return struct.pack('<Q', x)
+def s(text): return u32(len(text)) + text.encode()
+
+
+def fuzz_input(configuration, requests, *messages):
+    out = bytes([configuration, requests])
+    for m in messages:
+        out += struct.pack('<H', len(m)) + m
+    return out
+
+
+U64, STRING, INSIDE_BATCH, TAKE_BATCH, CAPACITY = 0x00, 0x01, 0x20, 0x40, 0x08
+seeds = {
+    'u64_insert_one': fuzz_input(U64, 0, group(INSERT_ONE, [u64(k) + u64(k * 10) for k in (0, 2, 4)])),
+    'u64_insert_one_capacity': fuzz_input(U64 | CAPACITY, 0, group(INSERT_ONE, [u64(k) + u64(k) for k in range(9)])),
+    'u64_insert_request': fuzz_input(U64, 0, group(INSERT, [u32(3) + u32(2) + u64(6) + u64(60) + u64(61)])),
+    'u64_insert_async': fuzz_input(U64 | CAPACITY, 0, group(INSERT, [u32(NO_SLOT) + u32(3) + u64(6) + u64(1) + u64(2) + u64(3)])),
+    'u64_find_take_erase': fuzz_input(U64, 0, group(FIND, [u32(0) + u32(5) + u64(0)]) + group(TAKE, [u32(1) + u32(1) + u64(2)])
+                                      + group(ERASE, [u32(2) + u32(0) + u64(4)])),
+    'u64_insert_if_absent': fuzz_input(U64, 0, group(INSERT_IF_ABSENT, [u32(0) + u64(0) + u64(7), u32(NO_SLOT) + u64(40) + u64(8)])),
+    'u64_visit': fuzz_input(U64, 0, group(VISIT, [u32(0) + u32(0) + u64(2) + u64(5)])),
+    'u64_find_many': fuzz_input(U64, 0, group(FIND_MANY, [u32(1) + u32(0) + u32(3) + u64(0), u32(1) + u32(1) + u32(3) + u64(1)])),
+    'u64_take_many': fuzz_input(U64, 0, group(TAKE_MANY, [u32(1) + u32(0) + u32(3) + u64(0)])),
+    'u64_reply_find': fuzz_input(U64, 1, group(REPLY, [u32(0) + u32(2) + u64(11) + u64(12)])),
+    'u64_replies_all_kinds': fuzz_input(U64, 5, group(REPLY, [u32(0) + u32(1) + u64(11)]), group(REPLY, [u32(1) + u32(0) + u32(0)]),
+                                        group(REPLY, [u32(2) + u32(4)]), group(REPLY, [u32(3) + u32(1)]),
+                                        group(REPLY, [u32(4) + u32(1) + u64(99)])),
+    'u64_reply_abandoned': fuzz_input(U64, 0x10, group(REPLY, [u32(0) + u32(0)])),
+    'u64_rejected': fuzz_input(U64, 0, group(REJECTED, [u32(3), u32(4)])),
+    'u64_find_many_reply': fuzz_input(U64 | INSIDE_BATCH, 0, group(FIND_MANY_REPLY, [u32(1) + u32(i) + u32(1) + u64(i) for i in range(6)])),
+    'u64_take_many_reply': fuzz_input(U64 | INSIDE_BATCH | TAKE_BATCH, 0,
+                                      group(FIND_MANY_REPLY, [u32(1) + u32(i) + u32(0) for i in range(6)])),
+    'u64_two_messages': fuzz_input(U64, 1, group(INSERT_ONE, [u64(8) + u64(1)]) + group(FIND, [u32(NO_SLOT - 1) + u32(1) + u64(8)]),
+                                   group(REPLY, [u32(0) + u32(1) + u64(1)])),
+    'string_insert': fuzz_input(STRING, 0, group(INSERT, [u32(NO_SLOT) + u32(2) + s('key0') + s('ab') + s('cd')])),
+    'string_find_take': fuzz_input(STRING, 0, group(FIND, [u32(0) + u32(4) + s('key0')]) + group(TAKE, [u32(1) + u32(1) + s('key2')])),
+    'string_visit': fuzz_input(STRING, 0, group(VISIT, [u32(0) + u32(0) + s('key4') + s('new')])),
+    'string_reply_find': fuzz_input(STRING, 1, group(REPLY, [u32(0) + u32(2) + s('x') + s('yz')])),
+    'string_insert_if_absent': fuzz_input(STRING | CAPACITY, 0, group(INSERT_IF_ABSENT, [u32(NO_SLOT) + s('new') + s('v')])),
+    'string_find_many_reply': fuzz_input(STRING | INSIDE_BATCH, 0, group(FIND_MANY_REPLY, [u32(1) + u32(0) + u32(1) + s('vv')])),
+}
+os.makedirs(os.path.join(HERE, 'corpus'), exist_ok=True)
+for name, data in sorted(seeds.items()):
+    with open(os.path.join(HERE, 'corpus', name), 'wb') as f:
+        f.write(data)
+print(f'wrote {len(seeds)} inputs to {os.path.join(HERE, "corpus")}')
