@@ -272,15 +272,23 @@ public:
         static_assert(encodable<Arg>, "visitor arguments must be trivially copyable or byte strings.");
         static_assert(std::is_void_v<Result> || encodable<Result>,
                       "visitor results must be void, trivially copyable or byte strings.");
+        // Locked throughout, and the entry exists before the collective check
+        // returns: another rank may send a visit the moment its own check is done.
+        runtime::engine_lock lock(*m_engine);
         m_engine->check_alive("register_visitor");
-        m_engine->check_same(static_cast<std::int64_t>(hash_bytes(name.data(), name.size()) >> 1),
-                             "visitor registration (name '" + std::string(name) + "')");
         visitor_entry entry;
         entry.name = std::string(name);
         entry.function = reinterpret_cast<void (*)()>(function);
         entry.user_context = user_context;
         entry.invoke = &invoke_visitor<Arg, Result>;
         m_visitors.push_back(std::move(entry));
+        try {
+            m_engine->check_same(static_cast<std::int64_t>(hash_bytes(name.data(), name.size()) >> 1),
+                                 "visitor registration (name '" + std::string(name) + "')");
+        } catch (...) {
+            m_visitors.pop_back();
+            throw;
+        }
         return visitor<Arg, Result>{static_cast<std::uint32_t>(m_visitors.size() - 1)};
     }
 
@@ -1033,15 +1041,8 @@ private:
         runtime::engine_lock lock(*m_engine);
         m_engine->check_alive("global_size");
         const std::int64_t value = static_cast<std::int64_t>(local);
-        // min/max is the engine's only blocking collective; sum via p-way max is
-        // wasteful, so reuse flush's reduction path through min_max of prefix.
-        std::vector<std::int64_t> input(static_cast<std::size_t>(size()), 0);
-        input[static_cast<std::size_t>(rank())] = value;
-        std::vector<std::int64_t> minimum(input.size()), maximum(input.size());
-        m_engine->min_max(input, minimum, maximum);
         std::int64_t total = 0;
-        for (std::int64_t each : maximum)
-            total += each;
+        m_engine->sum(std::span<const std::int64_t>(&value, 1), std::span<std::int64_t>(&total, 1));
         return static_cast<std::size_t>(total);
     }
 

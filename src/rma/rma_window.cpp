@@ -3,6 +3,7 @@
 #include "mpidict/detail/rma_window.hpp"
 
 #include <sched.h>
+#include <time.h>
 
 #include <cstdint>
 #include <cstring>
@@ -26,10 +27,18 @@ void check_mpi(int code, const char* what) {
 void backoff::pause() {
     // A few tight polls catch an answer that is already on its way; after that
     // every poll gives the core away, which is what lets an oversubscribed
-    // target run.
-    if (++m_spins > 4) {
-        ++m_yields;
+    // target run.  A wait that lasts (a rank done with its level waiting for
+    // the others) sleeps between polls: sched_yield alone still takes a time
+    // share from the ranks that have work.
+    ++m_spins;
+    if (m_spins <= 4)
+        return;
+    ++m_yields;
+    if (m_spins <= 2048) {
         sched_yield();
+    } else {
+        const timespec pause{0, 50'000};  // 50 us
+        nanosleep(&pause, nullptr);
     }
 }
 

@@ -179,16 +179,43 @@ void engine::min_max(std::span<const std::int64_t> input, std::span<std::int64_t
     m_transport->min_max(input, minimum, maximum);
 }
 
+void engine::sum(std::span<const std::int64_t> input, std::span<std::int64_t> output) {
+    engine_lock lock(*this);
+    if (in_handler())
+        throw error("mpidict: a collective call cannot be made from inside a visitor or handler");
+    // Non-blocking, and serving others meanwhile: a rank may enter this while
+    // another still waits for an answer this rank owes it.
+    m_transport->start_sum(input, output);
+    unsigned idle_rounds = 0;
+    while (!m_transport->sum_complete()) {
+        bool active = progress();
+        if (!m_dirty.empty()) {
+            ship_all();
+            active = true;
+        }
+        backoff(active, idle_rounds);
+    }
+}
+
 void engine::check_same(std::int64_t value, std::string_view what) {
-    std::int64_t minimum = 0;
-    std::int64_t maximum = 0;
-    min_max(std::span<const std::int64_t>(&value, 1), std::span<std::int64_t>(&minimum, 1),
-            std::span<std::int64_t>(&maximum, 1));
-    if (minimum != maximum)
-        throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + ": rank " +
-                                        std::to_string(m_rank) + " has " + std::to_string(value) +
-                                        ", others range over [" + std::to_string(minimum) + ", " +
-                                        std::to_string(maximum) + "]");
+    // Equality through sums (which can progress while they wait): every rank adds
+    // 32-bit pieces of the value and of a hash of it; all equal iff each sum is p
+    // times this rank's piece (a difference escaping both is a 64-bit collision).
+    const auto bits = static_cast<std::uint64_t>(value);
+    const std::uint64_t digest = mix64(bits ^ 0x243f6a8885a308d3ULL);
+    const std::int64_t pieces[4] = {static_cast<std::int64_t>(bits & 0xffffffffULL),
+                                    static_cast<std::int64_t>(bits >> 32),
+                                    static_cast<std::int64_t>(digest & 0xffffffffULL),
+                                    static_cast<std::int64_t>(digest >> 32)};
+    std::int64_t totals[4] = {0, 0, 0, 0};
+    sum(pieces, totals);
+    for (int index = 0; index < 4; ++index) {
+        if (totals[index] != pieces[index] * m_size)
+            throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + " (rank " +
+                                            std::to_string(m_rank) + " has " + std::to_string(value) +
+                                            "); every rank must make the same collective calls with the same "
+                                            "arguments");
+    }
 }
 
 engine::message_buffer engine::take_buffer() {

@@ -222,8 +222,8 @@ public:
     void clear() {
         std::vector<slot>().swap(m_slots);
         m_grow_at = 0;
-        m_spill.clear();
-        m_free_spill.clear();
+        std::vector<std::vector<V>>().swap(m_spill);
+        std::vector<std::uint32_t>().swap(m_free_spill);
         m_size = m_value_count = m_spilled_values = 0;
     }
 

@@ -175,8 +175,10 @@ public:
     // Collective.  Element-wise min/max across ranks (for consistency checks).
     void min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
                  std::span<std::int64_t> maximum);
+    // Collective.  Element-wise sum across ranks; serves other ranks while it waits.
+    void sum(std::span<const std::int64_t> input, std::span<std::int64_t> output);
     // Collective.  Throws collective_mismatch_error naming `what` unless every rank
-    // passed the same value.
+    // passed the same value; serves other ranks while it waits.
     void check_same(std::int64_t value, std::string_view what);
 
     statistics& stats() { return m_stats; }

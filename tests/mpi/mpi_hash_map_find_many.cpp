@@ -1,0 +1,129 @@
+// find_many: one call looks up keys owned by every rank, including keys that do
+// not exist (their callback gets an empty span), with and without a limit.  Every
+// index is answered exactly once with the values in insertion order.  find_many is
+// local: ranks call it different numbers of times.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mpi_test_util.hpp"
+#include "mpidict/hash_map.hpp"
+
+namespace {
+
+constexpr std::uint64_t keys_per_rank = 60;
+
+std::uint64_t key_of(int rank, std::uint64_t index) { return static_cast<std::uint64_t>(rank) * 1000 + index; }
+// Index i of each rank has i % 4 values: every fourth key is missing.
+std::vector<std::uint64_t> values_of(std::uint64_t key) {
+    std::vector<std::uint64_t> values;
+    for (std::uint64_t j = 0; j < (key % 1000) % 4; ++j)
+        values.push_back(key * 10 + j);
+    return values;
+}
+
+template <class Map, class Expected>
+void look_up_all(Map& map, const std::vector<typename Map::key_type>& keys, std::size_t limit, Expected expected) {
+    using value_type = typename Map::value_type;
+    std::vector<std::vector<value_type>> answers(keys.size());
+    std::vector<int> calls(keys.size(), 0);
+    map.find_many(std::span<const typename Map::key_type>(keys), limit,
+                  [&](std::size_t index, std::span<const value_type> values) {
+                      MPIDICT_CHECK(index < keys.size());
+                      if (index >= keys.size())
+                          return;
+                      ++calls[index];
+                      answers[index].assign(values.begin(), values.end());
+                  });
+    std::size_t wrong = 0;
+    std::size_t not_once = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (calls[i] != 1)
+            ++not_once;
+        std::vector<value_type> want = expected(keys[i]);
+        if (want.size() > limit)
+            want.resize(limit);
+        if (answers[i] != want)
+            ++wrong;
+    }
+    MPIDICT_CHECK_MSG(not_once == 0, std::to_string(not_once) + " keys not answered exactly once");
+    MPIDICT_CHECK_MSG(wrong == 0, std::to_string(wrong) + " of " + std::to_string(keys.size()) + " answers wrong (limit " +
+                                      std::to_string(limit) + ")");
+}
+
+void integer_values(int rank, int size) {
+    mpidict::hash_map<std::uint64_t, std::uint64_t> map(MPI_COMM_WORLD);
+    for (std::uint64_t index = 0; index < keys_per_rank; ++index) {
+        const std::uint64_t key = key_of(rank, index);
+        const std::vector<std::uint64_t> values = values_of(key);
+        if (!values.empty())
+            map.async_insert(key, std::span<const std::uint64_t>(values));
+    }
+    map.flush();
+
+    // Every rank's keys, plus keys nobody inserted, in an interleaved order.
+    std::vector<std::uint64_t> keys;
+    for (std::uint64_t index = 0; index < keys_per_rank + 5; ++index)
+        for (int origin = 0; origin < size; ++origin)
+            keys.push_back(key_of((origin + rank) % size, index));
+    keys.push_back(999999);
+    std::vector<int> owners(static_cast<std::size_t>(size), 0);
+    for (std::uint64_t key : keys)
+        ++owners[static_cast<std::size_t>(map.owner(key))];
+    for (int owner = 0; owner < size; ++owner)  // the batch really spans every rank
+        MPIDICT_CHECK(owners[static_cast<std::size_t>(owner)] > 0);
+
+    auto expected = [](std::uint64_t key) {
+        return key == 999999 || key % 1000 >= keys_per_rank ? std::vector<std::uint64_t>{} : values_of(key);
+    };
+    look_up_all(map, keys, map.unlimited, expected);
+    look_up_all(map, keys, 2, expected);
+    look_up_all(map, keys, 0, expected);
+    // Ranks take part a different number of times (find_many is not collective).
+    for (int extra = 0; extra < rank; ++extra)
+        look_up_all(map, keys, 1, expected);
+    // Empty batch and a batch of one missing key.
+    look_up_all(map, std::vector<std::uint64_t>{}, map.unlimited, expected);
+    look_up_all(map, std::vector<std::uint64_t>{123456789}, map.unlimited, expected);
+    map.flush();
+    map.destroy();
+}
+
+void string_values(int rank, int size) {
+    mpidict::hash_map<std::string, std::string> map(MPI_COMM_WORLD);
+    auto key_name = [](int origin, int i) { return "k" + std::to_string(origin) + ":" + std::to_string(i); };
+    auto expected = [](const std::string& key) {
+        std::vector<std::string> values;
+        const int i = std::stoi(key.substr(key.find(':') + 1));
+        if (i >= 30)
+            return values;
+        for (int j = 0; j < i % 3; ++j)
+            values.push_back(key + "#" + std::string(static_cast<std::size_t>(j * 5), 'v'));
+        return values;
+    };
+    for (int i = 0; i < 30; ++i) {
+        const std::string key = key_name(rank, i);
+        for (const std::string& value : expected(key))
+            map.async_insert(key, value);
+    }
+    map.flush();
+    std::vector<std::string> keys;
+    for (int origin = 0; origin < size; ++origin)
+        for (int i = 0; i < 33; ++i)
+            keys.push_back(key_name(origin, i));
+    look_up_all(map, keys, map.unlimited, expected);
+    look_up_all(map, keys, 1, expected);
+    map.flush();
+    map.destroy();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return mpidict::testing::run_mpi_test(argc, argv, [](int rank, int size) {
+        mpidict::testing::watchdog guard(rank, std::chrono::seconds(80), "mpi_hash_map_find_many");
+        integer_values(rank, size);
+        string_values(rank, size);
+    });
+}
