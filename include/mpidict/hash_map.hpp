@@ -260,7 +260,9 @@ public:
 
     // ---- visit ---------------------------------------------------------------
 
-    // Collective.  Registers `function` to run at a key's owner.  Every rank
+    // Collective, set-up: call it before operations start or right after a flush
+    // (it serves no other rank while it waits).  Registers `function` to run at a
+    // key's owner.  Every rank
     // registers the same visitors in the same order; `user_context` is this
     // rank's own pointer, handed to the function in visit_context.  The function
     // gets the key's values as a vector it may change (emptying it removes the
@@ -283,8 +285,10 @@ public:
         entry.invoke = &invoke_visitor<Arg, Result>;
         m_visitors.push_back(std::move(entry));
         try {
+            // A set-up collective: it handles no message until every rank has
+            // registered, so a visitor's own id is known before any visit runs.
             m_engine->check_same(static_cast<std::int64_t>(hash_bytes(name.data(), name.size()) >> 1),
-                                 "visitor registration (name '" + std::string(name) + "')");
+                                 "visitor registration (name '" + std::string(name) + "')", /*serve=*/false);
         } catch (...) {
             m_visitors.pop_back();
             throw;

@@ -197,7 +197,21 @@ void engine::sum(std::span<const std::int64_t> input, std::span<std::int64_t> ou
     }
 }
 
-void engine::check_same(std::int64_t value, std::string_view what) {
+void engine::check_same(std::int64_t value, std::string_view what, bool serve) {
+    if (!serve) {
+        // Set-up collectives: nothing is handled until every rank has arrived, so
+        // no handler can run before the caller has finished registering.
+        std::int64_t minimum = 0;
+        std::int64_t maximum = 0;
+        min_max(std::span<const std::int64_t>(&value, 1), std::span<std::int64_t>(&minimum, 1),
+                std::span<std::int64_t>(&maximum, 1));
+        if (minimum != maximum)
+            throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + ": rank " +
+                                            std::to_string(m_rank) + " has " + std::to_string(value) +
+                                            ", others range over [" + std::to_string(minimum) + ", " +
+                                            std::to_string(maximum) + "]");
+        return;
+    }
     // Equality through sums (which can progress while they wait): every rank adds
     // 32-bit pieces of the value and of a hash of it; all equal iff each sum is p
     // times this rank's piece (a difference escaping both is a 64-bit collision).

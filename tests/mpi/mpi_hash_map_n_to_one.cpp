@@ -21,6 +21,7 @@
 // p - 1 windows before any reply is matched.
 
 #include <chrono>
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -92,7 +93,9 @@ void large_replies(int rank, int size) {
     const std::size_t reply_buffers = (large_blocking_factor + replies_per_buffer - 1) / replies_per_buffer;
     const mpidict::runtime::statistics& stats = map.stats();
     const std::size_t destinations_used = rank == 0 ? static_cast<std::size_t>(size) : 1;
-    const std::size_t in_flight_bound = release_queue + reply_buffers;
+    // Rank 0 answers every other rank, each with up to L requests outstanding.
+    const std::size_t requesters = rank == 0 ? static_cast<std::size_t>(std::max(size - 1, 1)) : 1;
+    const std::size_t in_flight_bound = release_queue + reply_buffers * requesters;
     const std::size_t bound_bytes = destinations_used * buffer_bytes + in_flight_bound * buffer_bytes;
     const std::string detail = " (large replies: buffer_bytes_high_water " + std::to_string(stats.buffer_bytes_high_water) +
                                ", bound " + std::to_string(bound_bytes) + "; in_flight_high_water " +

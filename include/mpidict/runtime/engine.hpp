@@ -178,8 +178,10 @@ public:
     // Collective.  Element-wise sum across ranks; serves other ranks while it waits.
     void sum(std::span<const std::int64_t> input, std::span<std::int64_t> output);
     // Collective.  Throws collective_mismatch_error naming `what` unless every rank
-    // passed the same value; serves other ranks while it waits.
-    void check_same(std::int64_t value, std::string_view what);
+    // passed the same value.  With `serve`, it handles other ranks' messages while
+    // it waits; without, it is a set-up collective that handles nothing (so no
+    // handler runs before the caller's registration is complete).
+    void check_same(std::int64_t value, std::string_view what, bool serve = true);
 
     statistics& stats() { return m_stats; }
     const statistics& stats() const { return m_stats; }
