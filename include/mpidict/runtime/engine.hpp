@@ -18,9 +18,10 @@
 //
 // Flow control.  At most L (blocking_factor) requests are outstanding per rank;
 // starting one more first makes progress.  At most q (release_queue) sent buffers
-// wait for MPI to release them; sends are synchronous, so a buffer is released
-// only when the destination has matched it, and a rank that every other rank
-// floods (the N-1 pattern) holds at most p*q*B unmatched bytes.  Handlers never
+// wait for MPI to release them; full buffers are sent synchronously, so such a
+// buffer is released only when the destination has matched it, and a rank that
+// every other rank floods (the N-1 pattern) holds at most p*q*B unmatched bytes.
+// Partial buffers (someone waits) use standard sends.  Handlers never
 // block: a reply sent from inside a handler may exceed q by the replies that one
 // incoming buffer generates.
 //
