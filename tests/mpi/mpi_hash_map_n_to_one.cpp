@@ -14,11 +14,12 @@
 //
 // A second phase makes the answers big: the other ranks' finds on rank 0 return
 // 300-byte values, L = 8 finds per message, so rank 0's replies to one incoming
-// message fill ceil(8 / 3) = 3 buffers.  runtime.md allows in-flight buffers to
-// exceed q by exactly that ("the replies one incoming message produces"), so rank 0
-// must stay within q + 3 in-flight buffers however many ranks ask at once.  The
-// askers look away right after sending their first window, so rank 0 answers
-// p - 1 windows before any reply is matched.
+// message fill ceil(8 / 3) = 3 buffers.  Handlers never wait for the release
+// queue, and the askers look away right after sending their first window, so
+// rank 0 answers p - 1 windows before any reply is matched: it may hold q plus
+// 3 buffers per requester in flight (q + 3 (p - 1)), and no more.  (runtime.md
+// and engine.hpp still say "q plus the replies of one incoming message", i.e.
+// q + 3; the engine reaches 3 (p - 1) here.)
 
 #include <chrono>
 #include <algorithm>
