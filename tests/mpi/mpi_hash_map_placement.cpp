@@ -19,14 +19,15 @@ void hash_placement(int rank, int size) {
     mpidict::hash_map<std::uint64_t, std::uint64_t> map(MPI_COMM_WORLD);
 
     // owner() is a pure function of the key: every rank computes the same owners.
-    std::int64_t digest = 0;
+    std::uint64_t mixed = 0;  // unsigned: wraps instead of overflowing
     std::vector<std::int64_t> keys_per_owner(static_cast<std::size_t>(size), 0);
     for (std::uint64_t key = 0; key < 4000; ++key) {
         const int owner = map.owner(key);
         MPIDICT_CHECK(owner >= 0 && owner < size);
-        digest = digest * 31 + owner;
+        mixed = mixed * 31 + static_cast<std::uint64_t>(owner);
         ++keys_per_owner[static_cast<std::size_t>(owner)];
     }
+    const auto digest = static_cast<std::int64_t>(mixed >> 1);
     MPIDICT_CHECK(mpidict::testing::same_on_all_ranks(digest));
     for (int owner = 0; owner < size; ++owner)  // the hash spreads keys (4000 keys, at most 4 ranks)
         MPIDICT_CHECK(keys_per_owner[static_cast<std::size_t>(owner)] > 4000 / size / 2);
