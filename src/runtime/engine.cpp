@@ -548,32 +548,36 @@ void engine::handle_reply(void* context, int source, const std::byte* records, s
     if (record_bytes < reply_header_bytes)
         throw decode_error("mpidict: reply from rank " + std::to_string(source) + " is " +
                            std::to_string(record_bytes) + " bytes, shorter than its header");
-    for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-        const auto slot = load<std::uint32_t>(records);
-        if (slot >= self.m_requests.size())
-            throw decode_error("mpidict: reply from rank " + std::to_string(source) + " names request " +
-                               std::to_string(slot) + " which was never opened");
-        request_slot& entry = self.m_requests[slot];
-        if (entry.state == slot_state::abandoned) {
-            entry.state = slot_state::free;
-            ++entry.generation;
-            entry.result.clear();
-            self.m_free_slots.push_back(slot);
-            --self.m_outstanding;
-            continue;
-        }
-        if (entry.state != slot_state::pending)
-            throw decode_error("mpidict: reply from rank " + std::to_string(source) + " for request " +
-                               std::to_string(slot) + " that is not pending");
-        entry.count = load<std::uint32_t>(records + 4);
-        entry.result.assign(records + reply_header_bytes, records + record_bytes);
-        entry.state = slot_state::done;
-        entry.failed = entry.count == error_count;
-        if (entry.failed)
-            entry.count = 0;
-        self.m_stats[entry.kind].values += entry.count;
-        --self.m_outstanding;
+    for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
+        self.complete_request(source, load<std::uint32_t>(records), load<std::uint32_t>(records + 4),
+                              {records + reply_header_bytes, record_bytes - reply_header_bytes});
+}
+
+void engine::complete_request(int source, std::uint32_t slot, std::uint32_t count,
+                              std::span<const std::byte> result) {
+    if (slot >= m_requests.size())
+        throw decode_error("mpidict: reply from rank " + std::to_string(source) + " names request " +
+                           std::to_string(slot) + " which was never opened");
+    request_slot& entry = m_requests[slot];
+    if (entry.state == slot_state::abandoned) {
+        entry.state = slot_state::free;
+        ++entry.generation;
+        entry.result.clear();
+        m_free_slots.push_back(slot);
+        --m_outstanding;
+        return;
     }
+    if (entry.state != slot_state::pending)
+        throw decode_error("mpidict: reply from rank " + std::to_string(source) + " for request " +
+                           std::to_string(slot) + " that is not pending");
+    entry.count = count;
+    entry.result.assign(result.begin(), result.end());
+    entry.state = slot_state::done;
+    entry.failed = entry.count == error_count;
+    if (entry.failed)
+        entry.count = 0;
+    m_stats[entry.kind].values += entry.count;
+    --m_outstanding;
 }
 
 bool engine::test_request(std::uint32_t slot) {

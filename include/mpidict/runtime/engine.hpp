@@ -126,6 +126,9 @@ public:
     // The owner could not perform the operation (e.g. its answer does not fit in
     // one message): the caller's request completes as failed with `message`.
     void reply_error(int destination, std::uint32_t slot, std::string_view message);
+    // Completes request `slot` as its reply would (a container that routes its
+    // answers through its own handler, e.g. to read piggybacked state first).
+    void complete_request(int source, std::uint32_t slot, std::uint32_t count, std::span<const std::byte> result);
     bool request_failed(std::uint32_t slot) const { return m_requests[slot].failed; }
     static constexpr std::uint32_t error_count = 0xffffffffu;
     bool test_request(std::uint32_t slot);

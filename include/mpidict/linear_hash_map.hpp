@@ -1,0 +1,261 @@
+#pragma once
+// linear_hash_map<K, V>: LH*LH, a distributed linear-hashing file that grows onto
+// dormant ranks while it serves (Litwin, Neimat and Schneider's LH*; Karlsson's
+// LH*LH; seed 003).
+//
+// Data layout.  Some ranks are servers (config.server_ranks, in activation
+// order): bucket address a lives on server_ranks[a].  The first N are active;
+// the rest are dormant until a split wakes them.  A key with hash h belongs to
+// bucket h mod (N*2^j) for the level j of that bucket.  Each active server holds
+// one LH* bucket as a local linear-hashing table (local/linear_table.hpp).  Any
+// rank may be a client (config.client_ranks); a client keeps an image (i', n')
+// of the file and addresses with it: a = h mod (N*2^i'), or h mod (N*2^(i'+1))
+// if a < n'.
+//
+// Addressing errors.  A server checks every request with LH*'s address check
+// and forwards a misaddressed one; LH* proves at most two forwards.  The
+// answering server's (address, level) travels back in the reply as the image
+// adjustment (IAM) and the client moves its image forward.  A client moves its
+// image past the split of bucket s only when none of its operations first sent
+// to s is unanswered, so a client's own operations on one key never overtake
+// each other on different routes.
+//
+// Splitting.  The split token (n, i) travels the ring of active servers.  Its
+// holder splits when its load factor (payload bytes / server_capacity_bytes)
+// passes split_load and a dormant rank remains: it wakes server N*2^i + n,
+// ships its odd LH buckets in bulk (whole buckets per message, at most
+// ship_window messages unacknowledged), keeps answering meanwhile (a key whose
+// bucket has not left yet is answered here; one that has is forwarded), then
+// keeps its even buckets renumbered and passes the token.  The new server holds
+// every request that reaches it until the shipment is complete.  When no
+// dormant rank remains, splitting stops and servers fill up to their capacity:
+// an insert beyond it is refused and reported (stored = false).
+//
+// When operations complete.  Every operation is acknowledged by the server that
+// answers it.  insert/find/erase return a request; async_insert/async_erase
+// return nothing and complete by the next flush() (their capacity refusals are
+// counted in async_rejected()).  flush() also waits for a split in progress.
+//
+// Costs in messages: one request record, plus one per forward (at most two),
+// plus one reply record.  A split costs one activation, ceil(shipped bytes /
+// buffer) shipment messages and as many acknowledgements, and one token.
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <mpi.h>
+
+#include "mpidict/detail/lh_core.hpp"
+#include "mpidict/error.hpp"
+#include "mpidict/local/codec.hpp"
+#include "mpidict/runtime/engine.hpp"
+#include "mpidict/runtime/request.hpp"
+
+namespace mpidict {
+
+namespace detail {
+// The bytes a key or value is stored as: a byte string's contents, or a
+// trivially copyable object's representation.
+template <class T>
+std::string_view payload_of(const T& value) {
+    if constexpr (std::is_same_v<T, std::string>)
+        return value;
+    else if constexpr (std::is_same_v<T, std::vector<std::byte>>)
+        return {reinterpret_cast<const char*>(value.data()), value.size()};
+    else
+        return {reinterpret_cast<const char*>(&value), sizeof(T)};
+}
+
+template <class T>
+T from_payload(std::string_view bytes) {
+    if constexpr (std::is_same_v<T, std::string>) {
+        return std::string(bytes);
+    } else if constexpr (std::is_same_v<T, std::vector<std::byte>>) {
+        const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
+        return std::vector<std::byte>(data, data + bytes.size());
+    } else {
+        if (bytes.size() != sizeof(T))
+            throw decode_error("mpidict: stored value of " + std::to_string(bytes.size()) +
+                               " bytes does not match the value type's " + std::to_string(sizeof(T)));
+        T value;
+        std::memcpy(&value, bytes.data(), sizeof(T));
+        return value;
+    }
+}
+
+template <class T>
+inline constexpr bool lh_storable = std::is_same_v<T, std::string> || std::is_same_v<T, std::vector<std::byte>> ||
+                                    std::is_trivially_copyable_v<T>;
+}  // namespace detail
+
+template <class K, class V>
+class linear_hash_map {
+    static_assert(detail::lh_storable<K>, "linear_hash_map keys must be std::string, std::vector<std::byte> or trivially copyable.");
+    static_assert(detail::lh_storable<V>, "linear_hash_map values must be std::string, std::vector<std::byte> or trivially copyable.");
+
+public:
+    using key_type = K;
+    using value_type = V;
+    using image = detail::lh_core::image;
+
+    // Collective.  Creates the file over a duplicate of `communicator`.
+    explicit linear_hash_map(MPI_Comm communicator, linear_hash_map_config settings = {})
+        : linear_hash_map(std::make_unique<runtime::engine>(communicator, settings.runtime), settings) {}
+
+    // Collective.  Creates the file over an engine it takes over (e.g. a simulated one).
+    linear_hash_map(std::unique_ptr<runtime::engine> engine, const linear_hash_map_config& settings)
+        : m_core(std::make_unique<detail::lh_core>(std::move(engine), settings)) {
+        if constexpr (!std::is_same_v<V, std::string> && !std::is_same_v<V, std::vector<std::byte>>) {
+            if (sizeof(V) > settings.max_value_bytes)
+                throw invalid_argument_error("mpidict: linear_hash_map value type of " + std::to_string(sizeof(V)) +
+                                             " bytes exceeds max_value_bytes = " +
+                                             std::to_string(settings.max_value_bytes));
+        }
+    }
+
+    linear_hash_map(const linear_hash_map&) = delete;
+    linear_hash_map& operator=(const linear_hash_map&) = delete;
+
+    // Collective unless an exception is unwinding (then it abandons without waiting).
+    ~linear_hash_map() {
+        if (m_core && !m_core->engine().destroyed() && std::uncaught_exceptions() == 0) {
+            try {
+                m_core->destroy();
+            } catch (const std::exception& problem) {
+                std::fprintf(stderr, "mpidict: linear_hash_map teardown on rank %d failed: %s\n", rank(),
+                             problem.what());
+            }
+        }
+    }
+
+    // Collective.  Applies everything pending (splits included) and releases the communicator.
+    void destroy() { m_core->destroy(); }
+    // Collective.  Returns once every operation started anywhere has been answered
+    // and no split is in progress.
+    void flush() { m_core->flush(); }
+
+    int rank() const { return m_core->rank(); }
+    int size() const { return m_core->size(); }
+    const linear_hash_map_config& settings() const { return m_core->settings(); }
+    runtime::engine& engine() { return m_core->engine(); }
+    const runtime::statistics& stats() const { return m_core->engine().stats(); }
+
+    // ---- operations (clients) ----------------------------------------------
+
+    // Inserts or replaces.  stored = false: the answering server was full.
+    request<lh_insert_result> insert(const K& key, const V& value) {
+        return start<lh_insert_result>(lh_op::insert, runtime::op_kind::insert, key, detail::payload_of(value),
+                                       &decode_insert);
+    }
+    void async_insert(const K& key, const V& value) {
+        start_async(lh_op::insert, runtime::op_kind::insert, key, detail::payload_of(value));
+    }
+    request<std::optional<V>> find(const K& key) {
+        return start<std::optional<V>>(lh_op::find, runtime::op_kind::find, key, {}, &decode_find);
+    }
+    // True if the key was there.
+    request<bool> erase(const K& key) {
+        return start<bool>(lh_op::erase, runtime::op_kind::erase, key, {}, &decode_erase);
+    }
+    void async_erase(const K& key) { start_async(lh_op::erase, runtime::op_kind::erase, key, {}); }
+
+    // Inserts refused for capacity among this rank's async_insert calls (known
+    // once their acknowledgements arrived, e.g. after flush()).
+    std::uint64_t async_rejected() const { return m_core->async_rejected(); }
+
+    // The client's image (i', n'); reset_image() forgets everything learnt (the
+    // image of a client that just joined).
+    image client_image() const { return m_core->client_image(); }
+    void reset_image() {
+        runtime::engine_lock lock(m_core->engine());
+        m_core->reset_image();
+    }
+
+    // ---- this rank as a server --------------------------------------------
+
+    bool is_server() const { return m_core->is_server(); }
+    bool is_client() const { return m_core->is_client(); }
+    // This rank's bucket address, or -1 (not a server, or dormant).
+    int server_address() const { return m_core->server_address(); }
+    std::size_t local_size() const { return m_core->local_entries(); }
+    std::size_t local_payload_bytes() const { return m_core->local_payload_bytes(); }
+    double local_load_factor() const { return m_core->local_load_factor(); }
+    // Calls f(key, value) for every entry this server holds (call after flush()).
+    template <class Function>
+    void local_for_each(Function&& function) const {
+        m_core->local_table().for_each([&](const local::linear_table::entry& e) {
+            function(detail::from_payload<K>(e.key()), detail::from_payload<V>(e.value()));
+        });
+    }
+
+    const lh_local_statistics& local_statistics() const { return m_core->local_statistics(); }
+    void reset_statistics() {
+        m_core->engine().reset_statistics();
+        m_core->reset_local_statistics();
+    }
+    // Collective.  Flushes, then gathers every rank's counters, splits and servers.
+    lh_statistics gather_statistics() { return m_core->gather_statistics(); }
+
+private:
+    void prepare(lh_op op, runtime::op_kind kind, const K& key, std::string_view value) {
+        m_core->engine().check_alive(runtime::op_kind_name(kind).data());
+        m_core->check_client(runtime::op_kind_name(kind).data());
+        m_core->check_key(detail::payload_of(key));
+        if (op == lh_op::insert)
+            m_core->check_value(value.size());
+        ++m_core->engine().stats()[kind].operations;
+    }
+
+    template <class T>
+    request<T> start(lh_op op, runtime::op_kind kind, const K& key, std::string_view value,
+                     typename request<T>::decoder decode) {
+        runtime::engine_lock lock(m_core->engine());
+        prepare(op, kind, key, value);
+        auto& engine = m_core->engine();
+        const std::uint32_t slot = engine.open_request(kind);
+        ++engine.stats()[kind].requests;
+        try {
+            m_core->send(op, slot, detail::payload_of(key), value);
+        } catch (...) {
+            engine.cancel_request(slot);
+            throw;
+        }
+        return request<T>(engine, slot, decode);
+    }
+
+    void start_async(lh_op op, runtime::op_kind kind, const K& key, std::string_view value) {
+        runtime::engine_lock lock(m_core->engine());
+        prepare(op, kind, key, value);
+        m_core->send(op, detail::lh_core::no_slot, detail::payload_of(key), value);
+    }
+
+    static lh_insert_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
+        const auto status = reader.read<std::uint8_t>();
+        lh_insert_result result;
+        result.stored = status != detail::lh_core::status_rejected;
+        result.replaced = status == detail::lh_core::status_replaced;
+        return result;
+    }
+    static std::optional<V> decode_find(std::uint32_t, byte_reader& reader, const void*) {
+        const auto status = reader.read<std::uint8_t>();
+        if (status != detail::lh_core::status_hit)
+            return std::nullopt;
+        const std::size_t bytes = reader.remaining();
+        const std::byte* data = reader.take(bytes);
+        return detail::from_payload<V>(std::string_view(reinterpret_cast<const char*>(data), bytes));
+    }
+    static bool decode_erase(std::uint32_t, byte_reader& reader, const void*) {
+        return reader.read<std::uint8_t>() == detail::lh_core::status_hit;
+    }
+
+    std::unique_ptr<detail::lh_core> m_core;
+};
+
+}  // namespace mpidict
