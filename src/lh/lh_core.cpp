@@ -395,13 +395,10 @@ void lh_core::serve_request(int source, const std::byte* record, std::uint32_t r
 
 void lh_core::forward(int target_address, const std::byte* record, std::uint32_t record_bytes) {
     const auto hops = load<std::uint8_t>(record + 1);
-    if (hops + 1u > forward_limit) {
-        const auto slot = load<std::uint32_t>(record + 4);
-        const int client = static_cast<int>(load<std::uint32_t>(record + 8));
-        MPIDICT_ASSERT(false, ("linear_hash_map request forwarded more than " + std::to_string(forward_limit) +
-                               " times (client " + std::to_string(client) + ", slot " + std::to_string(slot) + ")")
-                                  .c_str());
-    }
+    if (hops + 1u > forward_limit)  // LH* proves two; more means a corrupt record or a bug
+        throw decode_error("mpidict: linear_hash_map request of client " +
+                           std::to_string(load<std::uint32_t>(record + 8)) + " would be forwarded " +
+                           std::to_string(hops + 1) + " times (LH* needs at most 2)");
     std::byte* out =
         m_engine->reserve(m_server_ranks[static_cast<std::size_t>(target_address)], m_request, record_bytes);
     std::memcpy(out, record, record_bytes);
