@@ -390,7 +390,7 @@ void lh_core::serve_request(int source, const std::byte* record, std::uint32_t r
         forward(target, record, record_bytes);
         return;
     }
-    answer(header, key, value);
+    answer(header, key, value, hash);
 }
 
 void lh_core::forward(int target_address, const std::byte* record, std::uint32_t record_bytes) {
@@ -407,8 +407,8 @@ void lh_core::forward(int target_address, const std::byte* record, std::uint32_t
     ++m_forwarded;
 }
 
-void lh_core::answer(const request_header& header, std::string_view key, std::string_view value) {
-    const std::uint64_t hash = key_hash(key);
+void lh_core::answer(const request_header& header, std::string_view key, std::string_view value,
+                     std::uint64_t hash) {
     std::uint8_t status = status_miss;
     std::string_view found;
     switch (header.op) {

@@ -163,7 +163,7 @@ private:
                                 std::uint32_t count);
 
     void serve_request(int source, const std::byte* record, std::uint32_t record_bytes);
-    void answer(const request_header& header, std::string_view key, std::string_view value);
+    void answer(const request_header& header, std::string_view key, std::string_view value, std::uint64_t hash);
     void forward(int target_address, const std::byte* record, std::uint32_t record_bytes);
     int server_check(std::uint64_t hash) const;
     bool held_here_during_split(std::uint64_t hash, std::string_view key) const;
