@@ -93,7 +93,7 @@ void capacity(int rank, int size) {
     std::size_t refused = 0;
     const std::string value(96, 'v');
     for (int key = 0; key < 40 * size; ++key) {
-        const std::string name = "r" + std::to_string(rank) + "k" + std::to_string(key);
+        const std::string name = std::string("r") + std::to_string(rank) + "k" + std::to_string(key);
         const auto result = map.insert(name, value).get();
         if (result.stored)
             stored.push_back(name);

@@ -89,7 +89,7 @@ void run(const arrangement& setup, int rank, int ranks) {
 
     std::map<std::string, std::string> model;
     std::uint64_t state = 0x1234 + static_cast<std::uint64_t>(rank) * 7919;
-    auto key_of = [&](std::size_t index) { return "c" + std::to_string(rank) + "/k" + std::to_string(index); };
+    auto key_of = [&](std::size_t index) { return std::string("c") + std::to_string(rank) + "/k" + std::to_string(index); };
 
     if (client) {
         for (int round = 0; round < rounds; ++round) {

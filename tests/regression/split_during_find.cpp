@@ -17,6 +17,8 @@
 
 namespace {
 
+std::string key_name(int key) { return std::string("k") + std::to_string(1000 + key); }
+
 std::string value_of(int key, std::size_t bytes) {
     std::string value(bytes, '\0');
     std::uint64_t state = 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(key + 1);
@@ -57,21 +59,21 @@ int main(int argc, char** argv) {
             if (rank == 0) {
                 std::vector<mpidict::request<mpidict::lh_insert_result>> inserts;
                 for (int key = 0; key < before; ++key)
-                    inserts.push_back(map.insert("k" + std::to_string(1000 + key), value_of(key, value_bytes)));
+                    inserts.push_back(map.insert(key_name(key), value_of(key, value_bytes)));
                 for (auto& r : inserts)
                     MPIDICT_CHECK(r.get().stored);
                 inserts.clear();
                 // The split starts on the first of these; the finds race with it.
                 for (int key = before; key < before + during; ++key)
-                    inserts.push_back(map.insert("k" + std::to_string(1000 + key), value_of(key, value_bytes)));
+                    inserts.push_back(map.insert(key_name(key), value_of(key, value_bytes)));
                 std::vector<mpidict::request<std::optional<std::string>>> finds;
                 for (int key = 0; key < before + during; ++key)
-                    finds.push_back(map.find("k" + std::to_string(1000 + key)));
+                    finds.push_back(map.find(key_name(key)));
                 for (auto& r : inserts)
                     MPIDICT_CHECK(r.get().stored);
                 for (int key = 0; key < before + during; ++key) {
                     const auto got = finds[static_cast<std::size_t>(key)].get();
-                    MPIDICT_CHECK_MSG(got && *got == value_of(key, value_bytes), "k" + std::to_string(1000 + key));
+                    MPIDICT_CHECK_MSG(got && *got == value_of(key, value_bytes), key_name(key));
                 }
             }
             const auto stats = map.gather_statistics();

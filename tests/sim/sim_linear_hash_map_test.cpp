@@ -126,7 +126,7 @@ void workload(int rank, sim::sim_context& context, const arrangement& setup, sha
 
     const bool client = std::find(setup.clients.begin(), setup.clients.end(), rank) != setup.clients.end();
     std::map<std::string, std::string> model;
-    auto key_of = [&](int index) { return "r" + std::to_string(rank) + "." + std::to_string(index); };
+    auto key_of = [&](int index) { return std::string("r") + std::to_string(rank) + "." + std::to_string(index); };
     if (client) {
         for (int batch = 0; batch < setup.batches; ++batch) {
             std::vector<std::string> used;
