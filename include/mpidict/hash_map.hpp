@@ -23,6 +23,15 @@
 // are not stored and nothing already stored changes.  Rejections of async
 // inserts are counted back at the origin (async_rejected()).
 //
+// Visitor failures.  The owner catches any exception a visitor throws (and a
+// result too large for one reply): the visit is not applied (the key keeps its
+// values; operations the visitor started before throwing still run) and the
+// owner goes on serving.  visit() fails on the caller's rank: get() throws
+// invalid_argument_error with the visitor's name, the owner and what().  A
+// failed async_visit is counted back at the rank that started it, like a
+// capacity rejection: async_visit_errors() and the first message in
+// async_visit_error_message(), complete after flush().
+//
 // Threads.  One thread calls the map at a time; an optional progress thread
 // (config.runtime.progress_thread) only makes progress.
 
@@ -34,6 +43,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -266,7 +276,8 @@ public:
     // registers the same visitors in the same order; `user_context` is this
     // rank's own pointer, handed to the function in visit_context.  The function
     // gets the key's values as a vector it may change (emptying it removes the
-    // key); its result returns to the caller of visit().
+    // key); its result returns to the caller of visit().  If it throws, the visit
+    // changes nothing and fails at its origin (see "Visitor failures" above).
     template <class Arg, class Result>
     visitor<Arg, Result> register_visitor(std::string_view name,
                                           Result (*function)(visit_context&, const K&, std::vector<V>&, const Arg&),
@@ -361,6 +372,28 @@ public:
     // Values this rank refused as an owner because of its capacity limit.
     std::uint64_t local_rejected() const { return m_local_rejected; }
 
+    // This rank's async_visits (including those its visitors started) whose
+    // visitor threw at the owner, as reported back so far (complete after
+    // flush()).  Such a visit changed nothing at the owner.  Never thrown: a
+    // collective flush() that threw on some ranks only would leave the others
+    // waiting in the next collective; check the count (e.g. summed over ranks).
+    std::uint64_t async_visit_errors() const {
+        runtime::engine_lock lock(*m_engine);
+        return m_async_visit_errors;
+    }
+    // The message of the first failure counted by async_visit_errors() (visitor
+    // name, owner rank, the exception's what()); empty if none.
+    std::string async_visit_error_message() const {
+        runtime::engine_lock lock(*m_engine);
+        return m_async_visit_error_message;
+    }
+    // Resets both, e.g. between phases.
+    void clear_async_visit_errors() {
+        runtime::engine_lock lock(*m_engine);
+        m_async_visit_errors = 0;
+        m_async_visit_error_message.clear();
+    }
+
     // Collective.  Total keys and values over all ranks.
     std::size_t global_size() { return global_sum(m_table.size()); }
     std::size_t global_value_count() { return global_sum(m_table.value_count()); }
@@ -410,9 +443,12 @@ private:
         std::string name;
         void (*function)() = nullptr;
         void* user_context = nullptr;
-        // Decodes the argument, runs the visitor, returns result bytes via `reply`.
-        void (*invoke)(hash_map& self, int source, std::uint32_t slot, const visitor_entry& entry, const K& key,
-                       byte_reader& reader) = nullptr;
+        // Decodes the argument, runs the visitor, writes the values back and
+        // replies (request form).  If the visitor throws (or its result cannot be
+        // replied), changes nothing, sends nothing and returns false with the
+        // reason in `failure`.
+        bool (*invoke)(hash_map& self, int source, std::uint32_t slot, const visitor_entry& entry, const K& key,
+                       byte_reader& reader, std::string& failure) = nullptr;
     };
 
     // Times request-form starts always.  Fire-and-forget starts are cheaper than
@@ -666,6 +702,16 @@ private:
         store_u32(out, rejected);
     }
 
+    void notify_visit_failed(int source, std::uint32_t failures, std::string_view message) {
+        if (failures == 0)
+            return;
+        message = message.substr(0, std::min(message.size(), m_engine->max_record_bytes() - 4));
+        std::byte* out = m_engine->reserve(source, m_visit_failed, 4 + message.size());
+        store_u32(out, failures);
+        if (!message.empty())
+            std::memcpy(out + 4, message.data(), message.size());
+    }
+
     static std::uint32_t read_u32(const std::byte* in) {
         std::uint32_t value;
         std::memcpy(&value, in, 4);
@@ -684,6 +730,7 @@ private:
         m_find_many_reply = m_engine->register_handler("hash_map.find_many_reply", &handle_find_many_reply, this);
         m_take_many = m_engine->register_handler("hash_map.take_many", &handle_take_many, this);
         m_rejected = m_engine->register_handler("hash_map.rejected", &handle_rejected, this);
+        m_visit_failed = m_engine->register_handler("hash_map.visit_failed", &handle_visit_failed, this);
     }
 
     static void handle_insert_one(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -880,6 +927,10 @@ private:
     static void handle_visit(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                              std::uint32_t count) {
         auto& self = *static_cast<hash_map*>(context);
+        // Failed async visits of this group: reported to `source` in one notice.
+        std::uint32_t async_failures = 0;
+        std::string first_failure;
+        std::string failure;
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
             const auto slot = reader.read<std::uint32_t>();
@@ -889,22 +940,38 @@ private:
                 throw decode_error("mpidict: visit names visitor " + std::to_string(which) + " but this rank has " +
                                    std::to_string(self.m_visitors.size()));
             const visitor_entry& entry = self.m_visitors[which];
-            entry.invoke(self, source, slot, entry, key, reader);
+            failure.clear();
+            if (entry.invoke(self, source, slot, entry, key, reader, failure))
+                continue;
+            if (slot != no_slot) {
+                self.m_engine->reply_error(source, slot, failure);
+            } else {
+                ++async_failures;
+                if (first_failure.empty())
+                    first_failure = failure;
+            }
         }
+        self.notify_visit_failed(source, async_failures, first_failure);
+    }
+
+    // What a caller sees when visitor `entry` threw `what` at this rank.
+    std::string visitor_threw_message(const visitor_entry& entry, int source, std::string_view what) const {
+        std::string message = "mpidict: visitor '" + entry.name + "' threw at rank " + std::to_string(rank()) +
+                              " (the key's owner, visited from rank " + std::to_string(source) + "): ";
+        message += what;
+        message += "; the visit was not applied (the key's values are unchanged)";
+        return message;
     }
 
     template <class Arg, class Result>
-    static void invoke_visitor(hash_map& self, int source, std::uint32_t slot, const visitor_entry& entry,
-                               const K& key, byte_reader& reader) {
+    static bool invoke_visitor(hash_map& self, int source, std::uint32_t slot, const visitor_entry& entry,
+                               const K& key, byte_reader& reader, std::string& failure) {
         const Arg arg = codec<Arg>::decode(reader);
         std::vector<V> values;
         const values_view current = self.m_table.find(key);
         values.reserve(current.size());
         current.copy_to(std::back_inserter(values), current.size());
         const std::size_t before = values.size();
-        std::size_t before_bytes = 0;
-        for (const V& value : values)
-            before_bytes += codec<V>::payload_bytes(value);
         auto function = reinterpret_cast<Result (*)(visit_context&, const K&, std::vector<V>&, const Arg&)>(entry.function);
         visit_context ctx{self, source, entry.user_context};
         auto write_back = [&] {
@@ -919,20 +986,46 @@ private:
             if (slot == no_slot)
                 self.notify_rejected(source, rejected);
         };
-        (void)before_bytes;
+        // The visitor is user code: whatever it throws is this visit's failure,
+        // reported to the caller, never the owner's (the table is untouched so far).
+        using stored_result = std::conditional_t<std::is_void_v<Result>, nothing, Result>;
+        std::optional<stored_result> result;
+        try {
+            if constexpr (std::is_void_v<Result>) {
+                function(ctx, key, values, arg);
+                result.emplace();
+            } else {
+                result.emplace(function(ctx, key, values, arg));
+            }
+        } catch (const std::exception& problem) {
+            failure = self.visitor_threw_message(entry, source, problem.what());
+            return false;
+        } catch (...) {
+            failure = self.visitor_threw_message(entry, source, "an exception not derived from std::exception");
+            return false;
+        }
         if constexpr (std::is_void_v<Result>) {
-            function(ctx, key, values, arg);
             write_back();
             if (slot != no_slot)
                 self.m_engine->reserve_reply(source, slot, 1, 0);
         } else {
-            const Result result = function(ctx, key, values, arg);
+            const std::size_t bytes = codec<Result>::encoded_size(*result);
+            const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
+            if (slot != no_slot && bytes > room) {
+                // Checked before the write-back: a visit whose answer is lost changes nothing.
+                failure = "mpidict: the result of visitor '" + entry.name + "' at rank " +
+                          std::to_string(self.rank()) + " needs " + std::to_string(bytes) +
+                          " bytes but one message holds " + std::to_string(room) +
+                          "; the visit was not applied (return less or raise buffer_bytes)";
+                return false;
+            }
             write_back();
             if (slot != no_slot) {
-                std::byte* out = self.m_engine->reserve_reply(source, slot, 1, codec<Result>::encoded_size(result));
-                codec<Result>::encode(out, result);
+                std::byte* out = self.m_engine->reserve_reply(source, slot, 1, bytes);
+                codec<Result>::encode(out, *result);
             }
         }
+        return true;
     }
 
     static void handle_find_many(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -1032,6 +1125,20 @@ private:
         }
     }
 
+    // A notice {u32 failures, first message} from an owner whose visitor threw
+    // running async_visits this rank started.
+    static void handle_visit_failed(void* context, int, const std::byte* records, std::uint32_t record_bytes,
+                                    std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        if (record_bytes < 4)
+            throw decode_error("mpidict: malformed visitor failure notice");
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            self.m_async_visit_errors += read_u32(records);
+            if (self.m_async_visit_error_message.empty())
+                self.m_async_visit_error_message.assign(reinterpret_cast<const char*>(records + 4), record_bytes - 4);
+        }
+    }
+
     static void handle_rejected(void* context, int, const std::byte* records, std::uint32_t record_bytes,
                                 std::uint32_t count) {
         auto& self = *static_cast<hash_map*>(context);
@@ -1060,9 +1167,12 @@ private:
     std::size_t m_stored_bytes = 0;
     std::uint64_t m_async_rejected = 0;
     std::uint64_t m_local_rejected = 0;
+    std::uint64_t m_async_visit_errors = 0;    // this rank's async_visits whose visitor threw
+    std::string m_async_visit_error_message;  // the first of them
     std::uint32_t m_sample_counter = 0;
     runtime::handler_id m_insert_one = 0, m_insert = 0, m_find = 0, m_take = 0, m_erase = 0, m_insert_if_absent = 0,
-                        m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0, m_take_many = 0;
+                        m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0, m_take_many = 0,
+                        m_visit_failed = 0;
     std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
     std::uint32_t m_batch_id = 0;
     std::size_t m_batch_pending = 0;

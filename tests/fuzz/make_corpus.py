@@ -6,7 +6,8 @@ request-count byte, then messages as u16 length + bytes.  A message is a
 sequence of groups {u16 handler, u16 0, u32 record_bytes, u32 count} + records.
 Handler ids follow registration order: 0 engine reply, then hash_map's
 insert_one, insert, find, take, erase, insert_if_absent, visit, find_many,
-find_many_reply, take_many, rejected.  Rerun after changing that order.
+find_many_reply, take_many, rejected, visit_failed.  Rerun after changing that
+order.  Visitors: 0 replaces the values, 1 throws.
 """
 import os
 import struct
@@ -14,7 +15,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 NO_SLOT = 0xFFFFFFFF
 (REPLY, INSERT_ONE, INSERT, FIND, TAKE, ERASE, INSERT_IF_ABSENT, VISIT, FIND_MANY, FIND_MANY_REPLY, TAKE_MANY,
- REJECTED) = range(12)
+ REJECTED, VISIT_FAILED) = range(13)
 
 
 def group(handler, records):
@@ -45,6 +46,9 @@ seeds = {
                                       + group(ERASE, [u32(2) + u32(0) + u64(4)])),
     'u64_insert_if_absent': fuzz_input(U64, 0, group(INSERT_IF_ABSENT, [u32(0) + u64(0) + u64(7), u32(NO_SLOT) + u64(40) + u64(8)])),
     'u64_visit': fuzz_input(U64, 0, group(VISIT, [u32(0) + u32(0) + u64(2) + u64(5)])),
+    'u64_visit_throws': fuzz_input(U64, 0, group(VISIT, [u32(0) + u32(1) + u64(2) + u64(5),
+                                                        u32(NO_SLOT) + u32(1) + u64(4) + u64(6)])),
+    'u64_visit_failed': fuzz_input(U64, 0, group(VISIT_FAILED, [u32(2) + b'visitor threw', u32(1) + b'second failed'])),
     'u64_find_many': fuzz_input(U64, 0, group(FIND_MANY, [u32(1) + u32(0) + u32(3) + u64(0), u32(1) + u32(1) + u32(3) + u64(1)])),
     'u64_take_many': fuzz_input(U64, 0, group(TAKE_MANY, [u32(1) + u32(0) + u32(3) + u64(0)])),
     'u64_reply_find': fuzz_input(U64, 1, group(REPLY, [u32(0) + u32(2) + u64(11) + u64(12)])),
@@ -61,6 +65,7 @@ seeds = {
     'string_insert': fuzz_input(STRING, 0, group(INSERT, [u32(NO_SLOT) + u32(2) + s('key0') + s('ab') + s('cd')])),
     'string_find_take': fuzz_input(STRING, 0, group(FIND, [u32(0) + u32(4) + s('key0')]) + group(TAKE, [u32(1) + u32(1) + s('key2')])),
     'string_visit': fuzz_input(STRING, 0, group(VISIT, [u32(0) + u32(0) + s('key4') + s('new')])),
+    'string_visit_throws': fuzz_input(STRING, 0, group(VISIT, [u32(NO_SLOT) + u32(1) + s('key4') + s('new')])),
     'string_reply_find': fuzz_input(STRING, 1, group(REPLY, [u32(0) + u32(2) + s('x') + s('yz')])),
     'string_insert_if_absent': fuzz_input(STRING | CAPACITY, 0, group(INSERT_IF_ABSENT, [u32(NO_SLOT) + s('new') + s('v')])),
     'string_find_many_reply': fuzz_input(STRING | INSIDE_BATCH, 0, group(FIND_MANY_REPLY, [u32(1) + u32(0) + u32(1) + s('vv')])),

@@ -3,7 +3,8 @@
 // What it drives.  The engine's message decoder (group headers against the
 // message end and the handler table), every hash_map handler (insert_one,
 // insert, find, take, erase, insert_if_absent, visit, find_many, take_many and
-// their replies, rejection notices), the engine's reply handler against pending,
+// their replies, rejection and visitor failure notices; a visitor that throws),
+// the engine's reply handler against pending,
 // abandoned and free request slots, and the caller-side decoders that turn a
 // reply into a request's result (get()).  Two maps: <uint64_t, uint64_t> (fixed
 // size records, the bulk insert path) and <std::string, std::string>
@@ -26,6 +27,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -115,6 +117,13 @@ V visit_replace(typename hash_map<K, V>::visit_context&, const K&, std::vector<V
     return previous;
 }
 
+// Visitor 1: its exception must become the visit's failure, never escape.
+template <class K, class V>
+V visit_throw(typename hash_map<K, V>::visit_context&, const K&, std::vector<V>& values, const V&) {
+    values.clear();
+    throw std::runtime_error("fuzz visitor failed");
+}
+
 template <class Request>
 void try_get(Request& handle) {
     try {
@@ -137,6 +146,7 @@ void run_map(std::uint8_t configuration, std::uint8_t requests, std::deque<std::
     try {
         hash_map<K, V> map(std::make_unique<runtime::engine>(std::move(network), settings.runtime), settings);
         auto replace = map.template register_visitor<V, V>("fuzz.replace", &visit_replace<K, V>);
+        map.template register_visitor<V, V>("fuzz.throw", &visit_throw<K, V>);
         // Some state for the handlers to find: keys on this rank go through the
         // loopback and the real handlers; keys of rank 1 are swallowed.
         for (int index = 0; index < 12; ++index)
