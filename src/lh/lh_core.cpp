@@ -399,6 +399,10 @@ void lh_core::forward(int target_address, const std::byte* record, std::uint32_t
         throw decode_error("mpidict: linear_hash_map request of client " +
                            std::to_string(load<std::uint32_t>(record + 8)) + " would be forwarded " +
                            std::to_string(hops + 1) + " times (LH* needs at most 2)");
+    if (target_address < 0 || static_cast<std::size_t>(target_address) >= m_server_ranks.size())
+        throw decode_error("mpidict: linear_hash_map bucket " + std::to_string(m_address) + " at level " +
+                           std::to_string(m_level) + " would forward to bucket " + std::to_string(target_address) +
+                           ", beyond the " + std::to_string(m_server_ranks.size()) + " servers");
     std::byte* out =
         m_engine->reserve(m_server_ranks[static_cast<std::size_t>(target_address)], m_request, record_bytes);
     std::memcpy(out, record, record_bytes);
@@ -612,8 +616,10 @@ void lh_core::handle_activate(void* context, int source, const std::byte* record
                            " is malformed");
     const auto address = load<std::uint32_t>(records);
     const auto level = load<std::uint32_t>(records + 4);
+    // Bucket `address` is created at level j + 1 by the split of bucket
+    // address - N*2^j, so N*2^j <= address < N*2^(j+1).
     if (self.m_active || address >= self.m_server_ranks.size() || self.m_server_ranks[address] != self.rank() ||
-        level == 0 || level > 62)
+        level == 0 || level > 40 || address < (self.m_initial << (level - 1)) || address >= (self.m_initial << level))
         throw decode_error("mpidict: linear_hash_map activation of bucket " + std::to_string(address) +
                            " reached rank " + std::to_string(self.rank()) + ", which cannot take it");
     self.m_active = true;

@@ -70,6 +70,39 @@ seeds = {
     'string_insert_if_absent': fuzz_input(STRING | CAPACITY, 0, group(INSERT_IF_ABSENT, [u32(NO_SLOT) + s('new') + s('v')])),
     'string_find_many_reply': fuzz_input(STRING | INSIDE_BATCH, 0, group(FIND_MANY_REPLY, [u32(1) + u32(0) + u32(1) + s('vv')])),
 }
+# linear_hash_map (configuration bit 0x80; message_fuzz.cpp run_linear_hash_map).
+# Handler ids: 0 engine reply, then request, reply, token, activate, ship, ship_ack.
+LH, LH_HOSTS_BUCKET0 = 0x80, 0x08
+(LH_REQUEST, LH_REPLY, LH_TOKEN, LH_ACTIVATE, LH_SHIP, LH_SHIP_ACK) = range(1, 7)
+
+
+def lh_request(op, slot, client, address, key, value=b'', hops=0):
+    return (bytes([op, hops]) + b'\0\0' + u32(slot) + u32(client) + u32(address) + u32(address)
+            + u32(len(key)) + u32(len(value)) + key + value)
+
+
+def lh_entry(hash_value, key, value):
+    return u64(hash_value) + u32(len(key)) + u32(len(value)) + key + value
+
+
+seeds.update({
+    # This rank is dormant: activation as bucket 1, one shipment, then requests for it.
+    'lh_activate_ship_request': fuzz_input(LH | 0x02, 0,
+        group(LH_ACTIVATE, [u32(1) + u32(1) + u32(0)])
+        + group(LH_SHIP, [u32(0) + u32(2) + bytes([1, 0, 0, 0]) + lh_entry(3, b'ab', b'xy') + lh_entry(7, b'cd', b'')])
+        + group(LH_REQUEST, [lh_request(1, NO_SLOT, 1, 1, b'ab')])),
+    'lh_request_before_activation': fuzz_input(LH | 0x02, 0,
+        group(LH_REQUEST, [lh_request(0, NO_SLOT, 1, 1, b'key', b'v', hops=1)]),
+        group(LH_ACTIVATE, [u32(1) + u32(1) + u32(0)]) + group(LH_SHIP, [u32(0) + u32(0) + bytes([1, 0, 0, 0])])),
+    # Replies to this client's pending find / insert / erase (slots 0, 1, 2).
+    'lh_replies': fuzz_input(LH | 0x02, 3,
+        group(LH_REPLY, [u32(0) + u32(0) + u32(0) + u32(0) + bytes([1, 0, 0, 1]) + b'val'])
+        + group(LH_REPLY, [u32(1) + u32(0) + u32(1) + u32(1) + bytes([0, 1, 0, 2])])
+        + group(LH_REPLY, [u32(2) + u32(0) + u32(0) + u32(2) + bytes([2, 2, 0, 0])])),
+    # This rank holds bucket 0 and splits onto rank 1: acknowledge, hand the token back.
+    'lh_split_acks': fuzz_input(LH | LH_HOSTS_BUCKET0 | 0x02, 0,
+        group(LH_SHIP_ACK, [u32(0)]), group(LH_SHIP_ACK, [u32(1)]), group(LH_TOKEN, [u32(0) + u32(1)])),
+})
 os.makedirs(os.path.join(HERE, 'corpus'), exist_ok=True)
 for name, data in sorted(seeds.items()):
     with open(os.path.join(HERE, 'corpus', name), 'wb') as f:

@@ -8,7 +8,9 @@
 // abandoned and free request slots, and the caller-side decoders that turn a
 // reply into a request's result (get()).  Two maps: <uint64_t, uint64_t> (fixed
 // size records, the bulk insert path) and <std::string, std::string>
-// (length-prefixed keys and values).
+// (length-prefixed keys and values).  With configuration bit 0x80 instead: a
+// linear_hash_map's handlers (requests, replies, split token, activation,
+// shipments and their acknowledgements), see run_linear_hash_map().
 //
 // The contract.  A malformed or truncated message may only be rejected with an
 // mpidict::error (decode_error, or invalid_argument_error from a handler that
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "mpidict/hash_map.hpp"
+#include "mpidict/linear_hash_map.hpp"
 #include "mpidict/runtime/transport.hpp"
 
 namespace {
@@ -208,6 +211,61 @@ void run_map(std::uint8_t configuration, std::uint8_t requests, std::deque<std::
     }
 }
 
+// linear_hash_map (configuration bit 0x80).  Bit 0x08 chooses the roles:
+// clear, rank 1 hosts bucket 0 and this rank is dormant (the input may activate
+// it, ship to it, send it requests, answer its pending requests); set, this rank
+// hosts bucket 0 with the split token and starts a split onto rank 1 while the
+// preload runs (the input may acknowledge shipments, return the token, ...).
+void run_linear_hash_map(std::uint8_t configuration, std::uint8_t requests,
+                         std::deque<std::vector<std::byte>> messages) {
+    static constexpr std::size_t buffers[] = {256, 1024, 65536, 300};
+    auto network = std::make_unique<fuzz_transport>();
+    fuzz_transport& transport = *network;
+    linear_hash_map_config settings;
+    settings.runtime.buffer_bytes = buffers[(configuration >> 1) & 3];
+    settings.runtime.blocking_factor = 64;
+    settings.server_ranks = (configuration & 0x08) ? std::vector<int>{0, 1} : std::vector<int>{1, 0};
+    settings.max_key_bytes = 16;
+    settings.max_value_bytes = 64;
+    settings.server_capacity_bytes = 2048;
+    settings.split_load = 0.05;
+    try {
+        linear_hash_map<std::string, std::string> map(std::make_unique<runtime::engine>(std::move(network), settings.runtime),
+                                                      settings);
+        for (int index = 0; index < 12; ++index)
+            map.async_insert("key" + std::to_string(index), std::string(static_cast<std::size_t>(index * 5), 'v'));
+        map.engine().progress();
+        std::vector<request<std::optional<std::string>>> finds;
+        std::vector<request<lh_insert_result>> inserts;
+        std::vector<request<bool>> erases;
+        for (int index = 0; index < (requests & 15); ++index) {
+            const std::string key = "key" + std::to_string(index);
+            switch (index % 3) {
+            case 0: finds.push_back(map.find(key)); break;
+            case 1: inserts.push_back(map.insert(key, "new")); break;
+            default: erases.push_back(map.erase(key)); break;
+            }
+        }
+        if (requests & 0x10)
+            (void)map.find("abandoned");
+        transport.inbox = std::move(messages);
+        while (!transport.inbox.empty()) {
+            try {
+                map.engine().progress();
+            } catch (const error&) {
+            }
+        }
+        for (auto& each : finds) try_get(each);
+        for (auto& each : inserts) try_get(each);
+        for (auto& each : erases) try_get(each);
+        map.local_for_each([](const std::string& key, const std::string& value) { (void)(key.size() + value.size()); });
+        (void)map.local_load_factor();
+        throw abandon{};
+    } catch (const abandon&) {
+    } catch (const error&) {
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -231,7 +289,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         messages.emplace_back(start, start + length);
         at += length;
     }
-    if (configuration & 1)
+    if (configuration & 0x80)
+        run_linear_hash_map(configuration, requests, std::move(messages));
+    else if (configuration & 1)
         run_map<std::string, std::string>(configuration, requests, std::move(messages));
     else
         run_map<std::uint64_t, std::uint64_t>(configuration, requests, std::move(messages));
