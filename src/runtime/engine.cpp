@@ -340,8 +340,11 @@ void engine::ship(int destination, bool full) {
         ++m_messages_sent;
         ++m_stats.loopback_messages;
         m_loopback.push_back(std::move(buffer));
+        // Full progress, not only the loopback: a rank whose waits all complete
+        // through its own loopback must still serve other ranks (otherwise a
+        // client that is its own server starves every other client).
         if (!in_handler())
-            drain_loopback();
+            progress();
         return;
     }
     if (m_in_flush && m_fault_drop_flush_message) {
