@@ -53,7 +53,7 @@ TEST(LinearTable, DifferentialAgainstMap) {
         std::map<std::string, std::string> model;
         std::uint64_t state = divisor;
         for (int step = 0; step < 20000; ++step) {
-            const std::string key = "k" + std::to_string(next_random(state) % 3000);
+            const std::string key = std::string("k") + std::to_string(next_random(state) % 3000);
             const auto kind = next_random(state) % 4;
             if (kind < 2) {
                 const std::string value(next_random(state) % 40, static_cast<char>('a' + step % 26));
@@ -76,8 +76,9 @@ TEST(LinearTable, DifferentialAgainstMap) {
                 const auto* found = table.find(hash_of(key), key);
                 const auto it = model.find(key);
                 ASSERT_EQ(found != nullptr, it != model.end());
-                if (found)
+                if (found) {
                     ASSERT_EQ(found->value(), it->second);
+                }
             }
             if (step % 1000 == 0)
                 check_invariants(table, model);
@@ -96,7 +97,7 @@ TEST(LinearTable, GlobalSplitShipsOddBucketsKeepsEven) {
             std::map<std::string, std::string> model;
             std::uint64_t state = keys + j;
             for (std::size_t index = 0; index < keys; ++index) {
-                const std::string key = "w" + std::to_string(next_random(state));
+                const std::string key = std::string("w") + std::to_string(next_random(state));
                 const std::string value(next_random(state) % 100, 'v');
                 bool replaced = false;
                 std::int64_t delta = 0;
@@ -128,7 +129,7 @@ TEST(LinearTable, GlobalSplitShipsOddBucketsKeepsEven) {
             bool replaced = false;
             std::int64_t delta = 0;
             for (int extra = 0; extra < 200; ++extra) {
-                const std::string key = "x" + std::to_string(extra);
+                const std::string key = std::string("x") + std::to_string(extra);
                 auto& side_model = ((hash_of(key) / divisor) & 1) ? shipped_model : kept_model;
                 auto& side = ((hash_of(key) / divisor) & 1) ? shipped_to : table;
                 side.upsert(hash_of(key), key, "new", replaced, delta);
