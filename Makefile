@@ -1,7 +1,7 @@
 # mpidict — user-facing entry points. Two commands set everything up:
 #   make demo   install missing dependencies, build, run a 4-rank demo
 #   make test   install missing dependencies, build, run the whole test suite
-# Other targets: deps, build, sanitize, clean. Variables: BUILD_DIR, BUILD_TYPE,
+# Other targets: deps, build, sanitize, report, words-report, clean. Variables: BUILD_DIR, BUILD_TYPE,
 # JOBS, CTEST_ARGS (passed to ctest), CMAKE_ARGS (passed to cmake configure).
 
 SHELL := /bin/bash
@@ -29,7 +29,7 @@ endef
 
 CTEST := ctest --no-tests=error --output-on-failure -j1
 
-.PHONY: all deps build demo test sanitize report clean help
+.PHONY: all deps build demo test sanitize report words-report clean help
 
 all: build
 
@@ -62,6 +62,12 @@ sanitize: deps
 # scripts/report.sh --full for the paper-size runs).
 report: build
 	scripts/report.sh
+
+# Regenerates docs/linear_hash_map.md and its figures: seed 003's dictionary build
+# (apps/word_build) at the rank counts this machine allows (about 6 minutes;
+# scripts/word_build_report.py --quick for a one-minute smoke run).
+words-report: build
+	python3 scripts/word_build_report.py --build-dir $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "mpidict/detail/bytes.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
 #include "mpidict/local/hash.hpp"
@@ -35,16 +36,6 @@ std::uint64_t lh_statistics::operations(lh_op op) const {
 namespace detail {
 namespace {
 
-template <class T>
-void store(std::byte* out, T value) {
-    std::memcpy(out, &value, sizeof(T));
-}
-template <class T>
-T load(const std::byte* in) {
-    T value;
-    std::memcpy(&value, in, sizeof(T));
-    return value;
-}
 
 // Request record: {u8 op, u8 hops, u16 0, u32 slot, u32 client, u32 address,
 // u32 first_address, u32 key_bytes, u32 value_bytes} key value.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "mpidict/detail/bytes.hpp"
 #include "mpidict/local/codec.hpp"
 #include "mpidict/local/hash.hpp"
 
@@ -33,17 +34,8 @@ namespace {
 constexpr handler_id reply_handler = 0;
 constexpr std::size_t minimum_buffer_bytes = 256;
 constexpr std::size_t maximum_buffer_bytes = std::size_t{1} << 30;
-
-template <class T>
-void store(std::byte* out, T value) {
-    std::memcpy(out, &value, sizeof(T));
-}
-template <class T>
-T load(const std::byte* in) {
-    T value;
-    std::memcpy(&value, in, sizeof(T));
-    return value;
-}
+using detail::load;
+using detail::store;
 }  // namespace
 
 double now_seconds() {
