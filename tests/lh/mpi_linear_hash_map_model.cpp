@@ -7,7 +7,7 @@
 //
 // Arrangements: every rank both client and server; servers in reverse rank
 // order with two starting servers; one client and the other ranks as servers;
-// disjoint client and server halves.
+// disjoint client and server halves; every rank both with a progress thread.
 
 #include <cstdint>
 #include <cstdio>
@@ -21,7 +21,6 @@
 
 namespace {
 
-using mpidict::testing::sum_over_ranks;
 using map_type = mpidict::linear_hash_map<std::string, std::string>;
 
 struct arrangement {
@@ -29,6 +28,7 @@ struct arrangement {
     std::vector<int> servers;
     std::vector<int> clients;
     std::size_t initial = 1;
+    bool progress_thread = false;
 };
 
 std::uint64_t next_random(std::uint64_t& state) {
@@ -62,6 +62,7 @@ std::vector<arrangement> arrangements(int ranks) {
         result.push_back({"one client, other ranks serve", rest, {0}, 1});
     if (ranks > 3)
         result.push_back({"disjoint halves", second_half, first_half, 1});
+    result.push_back({"every rank both, progress thread", all, all, 1, true});
     return result;
 }
 
@@ -73,6 +74,7 @@ void run(const arrangement& setup, int rank, int ranks) {
 
     mpidict::linear_hash_map_config config;
     config.runtime.buffer_bytes = 1024;  // shipments take many messages: splits overlap requests
+    config.runtime.progress_thread = setup.progress_thread;
     config.server_ranks = setup.servers;
     config.client_ranks = setup.clients;
     config.initial_servers = setup.initial;
@@ -191,8 +193,16 @@ void run(const arrangement& setup, int rank, int ranks) {
         MPIDICT_CHECK(split.messages >= 1);
     }
     // Stored entries equal the union of the clients' models.
-    const auto stored = sum_over_ranks(static_cast<std::int64_t>(map.local_size()));
-    const auto expected = sum_over_ranks(static_cast<std::int64_t>(model.size()));
+    // Through the map's engine, not MPI_COMM_WORLD: with a progress thread
+    // (MPI_THREAD_SERIALIZED) only the library may call MPI while the map lives.
+    std::int64_t counts[2] = {static_cast<std::int64_t>(map.local_size()), static_cast<std::int64_t>(model.size())};
+    std::int64_t totals[2] = {0, 0};
+    {
+        mpidict::runtime::engine_lock lock(map.engine());
+        map.engine().sum(counts, totals);
+    }
+    const auto stored = totals[0];
+    const auto expected = totals[1];
     MPIDICT_CHECK_MSG(stored == expected, setup.name + ": stored " + std::to_string(stored) + " expected " +
                                               std::to_string(expected));
 
