@@ -172,7 +172,10 @@ public:
 
     // The client's image (i', n'); reset_image() forgets everything learnt (the
     // image of a client that just joined).
-    image client_image() const { return m_core->client_image(); }
+    image client_image() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->client_image();
+    }
     void reset_image() {
         runtime::engine_lock lock(m_core->engine());
         m_core->reset_image();
@@ -183,20 +186,38 @@ public:
     bool is_server() const { return m_core->is_server(); }
     bool is_client() const { return m_core->is_client(); }
     // This rank's bucket address, or -1 (not a server, or dormant).
-    int server_address() const { return m_core->server_address(); }
-    std::size_t local_size() const { return m_core->local_entries(); }
-    std::size_t local_payload_bytes() const { return m_core->local_payload_bytes(); }
-    double local_load_factor() const { return m_core->local_load_factor(); }
+    int server_address() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->server_address();
+    }
+    std::size_t local_size() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->local_entries();
+    }
+    std::size_t local_payload_bytes() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->local_payload_bytes();
+    }
+    double local_load_factor() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->local_load_factor();
+    }
     // Calls f(key, value) for every entry this server holds (call after flush()).
     template <class Function>
     void local_for_each(Function&& function) const {
+        runtime::engine_lock lock(m_core->engine());  // a progress thread may be splitting
         m_core->local_table().for_each([&](const local::linear_table::entry& e) {
             function(detail::from_payload<K>(e.key()), detail::from_payload<V>(e.value()));
         });
     }
 
-    const lh_local_statistics& local_statistics() const { return m_core->local_statistics(); }
+    // A copy: with a progress thread the counters move while you read them.
+    lh_local_statistics local_statistics() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->local_statistics();
+    }
     void reset_statistics() {
+        runtime::engine_lock lock(m_core->engine());
         m_core->engine().reset_statistics();
         m_core->reset_local_statistics();
     }
