@@ -45,9 +45,14 @@ constexpr std::size_t request_header_bytes = 28;
 // bytes from `status` on.
 constexpr std::size_t reply_header_bytes = 20;
 constexpr std::size_t reply_result_offset = 19;
-// Shipment record: {u32 sequence, u32 entries, u8 last, 3 x u8 0} then entries
-// {u64 hash, u32 key_bytes, u32 value_bytes} key value.
-constexpr std::size_t ship_header_bytes = 12;
+// Shipment record: {u32 sequence, u32 entries, u32 complete_below, u8 last,
+// 3 x u8 0} then entries {u64 hash, u32 key_bytes, u32 value_bytes} key value.
+// complete_below: every odd LH bucket of the splitter below it has now arrived.
+constexpr std::size_t ship_header_bytes = 16;
+// Activation record: {u32 address, u32 level, u32 from_address, u32 lh_level,
+// u32 lh_next}: the new bucket, its level, and the shape of the splitter's LH
+// table (to tell which of its buckets a key came from).
+constexpr std::size_t activate_bytes = 20;
 constexpr std::size_t ship_entry_header_bytes = 16;
 // A request forwarded this often is a bug (LH* proves two); it fails instead of looping.
 constexpr unsigned forward_limit = 8;
@@ -342,6 +347,16 @@ int lh_core::server_check(std::uint64_t hash) const {
     return static_cast<int>(target);
 }
 
+std::size_t lh_core::source_bucket(std::uint64_t hash) const {
+    // The bucket of the splitter's LH table (level m_source_level, split pointer
+    // m_source_next, divisor N*2^(j-1)) that held this key.
+    const std::uint64_t g = hash / (m_initial << (m_level - 1));
+    std::uint64_t index = g & ((std::uint64_t{1} << m_source_level) - 1);
+    if (index < m_source_next)
+        index = g & ((std::uint64_t{1} << (m_source_level + 1)) - 1);
+    return static_cast<std::size_t>(index);
+}
+
 bool lh_core::held_here_during_split(std::uint64_t hash, std::string_view key) const {
     const std::size_t bucket = m_table.bucket_of(hash);
     if (bucket > m_ship_cursor)
@@ -366,10 +381,13 @@ void lh_core::serve_request(int source, const std::byte* record, std::uint32_t r
                            " for bucket " + std::to_string(header.address) + " of client " +
                            std::to_string(header.client) + " reached rank " + std::to_string(rank()) +
                            ", which does not host that bucket");
-    if (!m_active || m_receiving) {
-        // The bucket is being created: hold the request until its data is here.
+    auto hold = [&] {
         m_deferred.emplace_back(record, record + record_bytes);
-        ++m_stats.deferred;
+        if (!m_releasing)
+            ++m_stats.deferred;
+    };
+    if (!m_active) {
+        hold();  // a dormant rank addressed before its activation arrived
         return;
     }
     const std::string_view key(reinterpret_cast<const char*>(record + request_header_bytes), header.key_bytes);
@@ -379,6 +397,10 @@ void lh_core::serve_request(int source, const std::byte* record, std::uint32_t r
     const int target = server_check(hash);
     if (target != m_address && !(m_splitting && target == m_split_target && held_here_during_split(hash, key))) {
         forward(target, record, record_bytes);
+        return;
+    }
+    if (m_receiving && source_bucket(hash) >= m_complete_below) {
+        hold();  // its LH bucket is still on the way from the splitter
         return;
     }
     answer(header, key, value, hash);
@@ -509,10 +531,12 @@ void lh_core::start_split() {
     m_current_split.to_rank = m_server_ranks[target];
     m_current_split.start_seconds = runtime::now_seconds();
 
-    std::byte* out = m_engine->reserve(m_current_split.to_rank, m_activate, 12);
+    std::byte* out = m_engine->reserve(m_current_split.to_rank, m_activate, activate_bytes);
     store<std::uint32_t>(out, static_cast<std::uint32_t>(target));
     store<std::uint32_t>(out + 4, static_cast<std::uint32_t>(m_level));
     store<std::uint32_t>(out + 8, static_cast<std::uint32_t>(m_address));
+    store<std::uint32_t>(out + 12, m_table.level());
+    store<std::uint32_t>(out + 16, static_cast<std::uint32_t>(m_table.next()));
     for (std::size_t sent = 0; sent < m_config.ship_window && !m_ship_all_sent; ++sent)
         ship_next_chunk();
 }
@@ -549,9 +573,10 @@ void lh_core::ship_next_chunk() {
     std::byte* out = m_engine->reserve(m_current_split.to_rank, m_ship, ship_header_bytes + packed.size());
     store<std::uint32_t>(out, m_ship_sequence++);
     store<std::uint32_t>(out + 4, entries);
-    store<std::uint8_t>(out + 8, m_ship_all_sent ? 1 : 0);
-    store<std::uint8_t>(out + 9, 0);
-    store<std::uint16_t>(out + 10, 0);
+    store<std::uint32_t>(out + 8, static_cast<std::uint32_t>(std::min(m_ship_cursor, m_table.bucket_count())));
+    store<std::uint8_t>(out + 12, m_ship_all_sent ? 1 : 0);
+    store<std::uint8_t>(out + 13, 0);
+    store<std::uint16_t>(out + 14, 0);
     if (!packed.empty())
         std::memcpy(out + ship_header_bytes, packed.data(), packed.size());
     ++m_ship_unacknowledged;
@@ -602,11 +627,17 @@ void lh_core::finish_split() {
 void lh_core::handle_activate(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                               std::uint32_t count) {
     auto& self = *static_cast<lh_core*>(context);
-    if (record_bytes != 12 || count != 1)
+    if (record_bytes != activate_bytes || count != 1)
         throw decode_error("mpidict: linear_hash_map activation from rank " + std::to_string(source) +
                            " is malformed");
     const auto address = load<std::uint32_t>(records);
     const auto level = load<std::uint32_t>(records + 4);
+    const auto source_level = load<std::uint32_t>(records + 12);
+    const auto source_next = load<std::uint32_t>(records + 16);
+    if (source_level < 1 || source_level > 40 || source_next >= (std::uint64_t{1} << source_level))
+        throw decode_error("mpidict: linear_hash_map activation from rank " + std::to_string(source) +
+                           " describes an impossible LH table (level " + std::to_string(source_level) +
+                           ", next " + std::to_string(source_next) + ")");
     // Bucket `address` is created at level j + 1 by the split of bucket
     // address - N*2^j, so N*2^j <= address < N*2^(j+1).
     if (self.m_active || address >= self.m_server_ranks.size() || self.m_server_ranks[address] != self.rank() ||
@@ -619,6 +650,11 @@ void lh_core::handle_activate(void* context, int source, const std::byte* record
     self.m_level = static_cast<int>(level);
     self.m_table = local::linear_table(self.m_initial << level, self.m_config.bucket_entries);
     self.m_receive_sequence = 0;
+    self.m_source_level = source_level;
+    self.m_source_next = source_next;
+    self.m_complete_below = 0;
+    // Requests that arrived before the activation: some may be for other buckets.
+    self.release_deferred();
 }
 
 void lh_core::handle_ship(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -629,7 +665,8 @@ void lh_core::handle_ship(void* context, int source, const std::byte* records, s
             throw decode_error("mpidict: unexpected linear_hash_map shipment from rank " + std::to_string(source));
         const auto sequence = load<std::uint32_t>(records);
         const auto entries = load<std::uint32_t>(records + 4);
-        const bool last = load<std::uint8_t>(records + 8) != 0;
+        const auto complete_below = load<std::uint32_t>(records + 8);
+        const bool last = load<std::uint8_t>(records + 12) != 0;
         if (sequence != self.m_receive_sequence)
             throw decode_error("mpidict: linear_hash_map shipment " + std::to_string(sequence) + " from rank " +
                                std::to_string(source) + " arrived when " +
@@ -647,19 +684,25 @@ void lh_core::handle_ship(void* context, int source, const std::byte* records, s
         }
         std::byte* out = self.m_engine->reserve(source, self.m_ship_ack, 4);
         store<std::uint32_t>(out, sequence);
-        if (last) {
+        self.m_complete_below = std::max<std::size_t>(self.m_complete_below, complete_below);
+        if (last)
             self.m_receiving = false;
-            self.release_deferred();
-        }
+        // Answer what waited for the buckets that are complete now, in arrival order.
+        self.release_deferred();
     }
 }
 
 void lh_core::release_deferred() {
+    if (m_deferred.empty())
+        return;
+    // Those still not answerable are held again, in the same order.
     std::deque<std::vector<std::byte>> held;
     held.swap(m_deferred);
+    m_releasing = true;
     for (const auto& record : held)
         serve_request(load<std::uint32_t>(record.data() + 8), record.data(),
                       static_cast<std::uint32_t>(record.size()));
+    m_releasing = false;
 }
 
 // ---------------------------------------------------------------------------

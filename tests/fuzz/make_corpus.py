@@ -88,12 +88,12 @@ def lh_entry(hash_value, key, value):
 seeds.update({
     # This rank is dormant: activation as bucket 1, one shipment, then requests for it.
     'lh_activate_ship_request': fuzz_input(LH | 0x02, 0,
-        group(LH_ACTIVATE, [u32(1) + u32(1) + u32(0)])
-        + group(LH_SHIP, [u32(0) + u32(2) + bytes([1, 0, 0, 0]) + lh_entry(3, b'ab', b'xy') + lh_entry(7, b'cd', b'')])
+        group(LH_ACTIVATE, [u32(1) + u32(1) + u32(0) + u32(1) + u32(0)])
+        + group(LH_SHIP, [u32(0) + u32(2) + u32(3) + bytes([1, 0, 0, 0]) + lh_entry(3, b'ab', b'xy') + lh_entry(7, b'cd', b'')])
         + group(LH_REQUEST, [lh_request(1, NO_SLOT, 1, 1, b'ab')])),
     'lh_request_before_activation': fuzz_input(LH | 0x02, 0,
         group(LH_REQUEST, [lh_request(0, NO_SLOT, 1, 1, b'key', b'v', hops=1)]),
-        group(LH_ACTIVATE, [u32(1) + u32(1) + u32(0)]) + group(LH_SHIP, [u32(0) + u32(0) + bytes([1, 0, 0, 0])])),
+        group(LH_ACTIVATE, [u32(1) + u32(1) + u32(0) + u32(1) + u32(0)]) + group(LH_SHIP, [u32(0) + u32(0) + u32(1) + bytes([1, 0, 0, 0])])),
     # Replies to this client's pending find / insert / erase (slots 0, 1, 2).
     'lh_replies': fuzz_input(LH | 0x02, 3,
         group(LH_REPLY, [u32(0) + u32(0) + u32(0) + u32(0) + bytes([1, 0, 0, 1]) + b'val'])

@@ -167,6 +167,7 @@ private:
     void forward(int target_address, const std::byte* record, std::uint32_t record_bytes);
     int server_check(std::uint64_t hash) const;
     bool held_here_during_split(std::uint64_t hash, std::string_view key) const;
+    std::size_t source_bucket(std::uint64_t hash) const;
     void maybe_split();
     void start_split();
     void ship_next_chunk();
@@ -215,6 +216,10 @@ private:
     std::uint64_t m_forwarded = 0;
     // Receiving side of a split.
     std::uint32_t m_receive_sequence = 0;
+    std::uint32_t m_source_level = 1;          // the splitter's LH table: level,
+    std::uint32_t m_source_next = 0;           // split pointer,
+    std::size_t m_complete_below = 0;          // and its odd buckets below this have arrived
+    bool m_releasing = false;                  // re-serving held requests (not counted again)
 
     lh_local_statistics m_stats;
 };
