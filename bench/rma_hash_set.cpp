@@ -32,8 +32,6 @@
 //          [--no-lock-free] [--no-owner-lock] [--no-serial]
 
 #include <mpi.h>
-#include <sched.h>
-#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -50,6 +48,7 @@
 #include "common/options.hpp"
 #include "common/host.hpp"
 #include "common/report.hpp"
+#include "apps/common/yielding.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/rma_hash_set.hpp"
@@ -113,28 +112,8 @@ T make_object(std::uint64_t seed, int rank, std::uint64_t volume, std::uint64_t 
     return result;
 }
 
-void wait_yielding(MPI_Request& request) {
-    unsigned polls = 0;
-    for (;;) {
-        int done = 0;
-        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-        if (done)
-            return;
-        // Yield to ranks with work; a long wait sleeps so it takes no time share.
-        if (++polls > 2048) {
-            const timespec pause{0, 50'000};
-            nanosleep(&pause, nullptr);
-        } else if (polls > 4) {
-            sched_yield();
-        }
-    }
-}
-
-void barrier(MPI_Comm comm) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibarrier(comm, &request);
-    wait_yielding(request);
-}
+using mpidict::apps::barrier_yielding;
+using mpidict::apps::wait_yielding;
 
 std::uint64_t sum(MPI_Comm comm, std::uint64_t value) {
     std::uint64_t total = 0;
@@ -161,14 +140,14 @@ outcome run_rma(MPI_Comm comm, const std::vector<T>& objects, mpidict::rma_sync 
     mpidict::rma_hash_set<T> set(comm, config);
     outcome result;
     result.shared_memory = set.shared_memory();
-    barrier(comm);
+    barrier_yielding(comm);
     const double start = MPI_Wtime();
     for (const T& each : objects)
         result.inserted += set.insert_if_absent(each) ? 1 : 0;
     for (int pass = 0; pass < 3; ++pass)
         for (const T& each : objects)
             result.found += set.contains(each) ? 1 : 0;
-    barrier(comm);
+    barrier_yielding(comm);
     result.seconds = MPI_Wtime() - start;
     set.destroy();
     return result;
@@ -180,7 +159,7 @@ outcome run_hash_map(MPI_Comm comm, const std::vector<T>& objects) {
     config.expected_keys_per_rank = objects.size() + objects.size() / 16 + 64;
     mpidict::hash_map<T, std::uint8_t> map(comm, config);
     outcome result;
-    barrier(comm);
+    barrier_yielding(comm);
     const double start = MPI_Wtime();
     // "Was new" comes back through requests; issue them in windows so the
     // request table stays bounded, as a visited-set user would.
@@ -277,7 +256,7 @@ public:
                 else if (m_rank == 0)
                     result = run_serial(objects);
                 // Ranks idle during the serial run wait here yielding their cores.
-                barrier(m_comm);
+                barrier_yielding(m_comm);
                 shared_memory = result.shared_memory;
                 // Checksums: every object new exactly once, every probe found.
                 const std::uint64_t inserted = backend.distributed ? sum(m_comm, result.inserted) : result.inserted;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/app_support.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/runtime/request.hpp"
 
@@ -469,34 +470,6 @@ spread spread_of(std::vector<double> samples) {
     return out;
 }
 
-std::string json_number(double value) {
-    if (!std::isfinite(value))
-        return "null";
-    char text[40];
-    if (value == std::floor(value) && std::fabs(value) < 9.0e15)
-        std::snprintf(text, sizeof text, "%.0f", value);
-    else
-        std::snprintf(text, sizeof text, "%.9g", value);
-    return text;
-}
-
-std::string json_string(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-            out += escaped;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
 // JSON lines in DESIGN.md's format: bench, metric, value, unit, ranks, seed, then
 // the fields describing the run, then the line's own fields.
 class json_writer {
@@ -508,8 +481,8 @@ public:
     void emit(std::string_view metric, double value, std::string_view unit,
               const std::vector<std::pair<std::string, std::string>>& extra = {}) const {
         std::string line = "{\"bench\":\"matrix_scatter\",\"metric\":" + json_string(metric) +
-                           ",\"value\":" + json_number(value) + ",\"unit\":" + json_string(unit) + m_tail +
-                           m_description;
+                           ",\"value\":" + json_number_exact_integers(value) + ",\"unit\":" + json_string(unit) +
+                           m_tail + m_description;
         for (const auto& [key, json] : extra)
             line.append(",").append(json_string(key)).append(":").append(json);
         line += "}\n";
@@ -709,19 +682,22 @@ private:
         json_writer json(m_ranks);
         json.describe("matrix", json_string(name));
         json.describe("file", json_string(m_options.file));
-        json.describe("rows", json_number(static_cast<double>(m_facts.rows)));
-        json.describe("columns", json_number(static_cast<double>(m_facts.columns)));
-        json.describe("file_entries", json_number(static_cast<double>(m_facts.file_entries)));
+        json.describe("rows", json_number_exact_integers(static_cast<double>(m_facts.rows)));
+        json.describe("columns", json_number_exact_integers(static_cast<double>(m_facts.columns)));
+        json.describe("file_entries", json_number_exact_integers(static_cast<double>(m_facts.file_entries)));
         json.describe("field", json_string(to_string(field)));
         json.describe("symmetry", json_string(to_string(symmetry)));
-        json.describe("blocking_factor", json_number(static_cast<double>(m_options.blocking_factor)));
-        json.describe("buffer_bytes", json_number(static_cast<double>(m_options.buffer_bytes)));
-        json.describe("release_queue", json_number(static_cast<double>(m_options.release_queue)));
-        json.describe("reps", json_number(static_cast<double>(m_options.repeat)));
-        json.describe("warmup", json_number(static_cast<double>(m_options.warmup)));
+        json.describe("blocking_factor",
+                      json_number_exact_integers(static_cast<double>(m_options.blocking_factor)));
+        json.describe("buffer_bytes", json_number_exact_integers(static_cast<double>(m_options.buffer_bytes)));
+        json.describe("release_queue", json_number_exact_integers(static_cast<double>(m_options.release_queue)));
+        json.describe("reps", json_number_exact_integers(static_cast<double>(m_options.repeat)));
+        json.describe("warmup", json_number_exact_integers(static_cast<double>(m_options.warmup)));
         auto stats = [](const spread& s) {
             return std::vector<std::pair<std::string, std::string>>{
-                {"median", json_number(s.median)}, {"min", json_number(s.minimum)}, {"max", json_number(s.maximum)}};
+                {"median", json_number_exact_integers(s.median)},
+                {"min", json_number_exact_integers(s.minimum)},
+                {"max", json_number_exact_integers(s.maximum)}};
         };
         json.emit("read_seconds", read.median, "s", stats(read));
         json.emit("initiation_us_per_nnz", initiation.median, "us", stats(initiation));
@@ -734,7 +710,7 @@ private:
         ratio_fields.insert(ratio_fields.begin(), {"of", json_string("median sendrecv barrier / median hash_map barrier")});
         json.emit("scatter_vs_sendrecv", ratio, "ratio", ratio_fields);
         json.emit("messages", static_cast<double>(messages), "messages",
-                  {{"sendrecv_messages", json_number(static_cast<double>(sendrecv_messages))}});
+                  {{"sendrecv_messages", json_number_exact_integers(static_cast<double>(sendrecv_messages))}});
         json.emit("nnz", static_cast<double>(m_facts.nnz), "entries");
         json.emit("verified", m_verified ? 1 : 0, "bool");
         std::fflush(stdout);
@@ -759,16 +735,7 @@ int run_matrix_scatter(int argc, char** argv, MPI_Comm comm) {
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     scatter_options options;
-    bool trace_exit = false;
-    for (int index = 1; index < argc; ++index)
-        trace_exit = trace_exit || std::string_view(argv[index]) == "--trace-exit";
-    auto finish = [&](int code) {
-        if (trace_exit) {
-            std::fprintf(stderr, "%s: rank %d exits with code %d\n", program.c_str(), rank, code);
-            std::fflush(stderr);
-        }
-        return code;
-    };
+    const exit_reporter finish(argc, argv, program, comm);
 
     // Every rank parses the same argv; they still agree before going on.
     std::string problem;
@@ -777,10 +744,7 @@ int run_matrix_scatter(int argc, char** argv, MPI_Comm comm) {
     } catch (const usage_error& bad) {
         problem = bad.what();
     }
-    int failed = problem.empty() ? 0 : 1;
-    int any_failed = 0;
-    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, comm);
-    if (any_failed) {
+    if (!agree_on_failure(comm, problem).empty()) {
         if (rank == 0)
             std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for usage.\n", program.c_str(),
                          problem.empty() ? "another rank rejected the options" : problem.c_str(), program.c_str());

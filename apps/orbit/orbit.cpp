@@ -2,9 +2,6 @@
 
 #include "orbit/orbit.hpp"
 
-#include <sched.h>
-#include <time.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -21,6 +18,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/app_support.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/local/hash.hpp"
 
@@ -147,30 +145,7 @@ private:
     std::vector<std::vector<std::uint32_t>> m_tables;
 };
 
-// ---- MPI helpers that yield while waiting ----------------------------------------
-
-void wait_yielding(MPI_Request& request) {
-    unsigned polls = 0;
-    for (;;) {
-        int done = 0;
-        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-        if (done)
-            return;
-        // Yield to ranks with work; a long wait sleeps so it takes no time share.
-        if (++polls > 2048) {
-            const timespec pause{0, 50'000};
-            nanosleep(&pause, nullptr);
-        } else if (polls > 4) {
-            sched_yield();
-        }
-    }
-}
-
-void barrier_yielding(MPI_Comm comm) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibarrier(comm, &request);
-    wait_yielding(request);
-}
+// ---- MPI helpers that yield while waiting (wait_yielding: common/yielding.hpp) ------
 
 template <std::size_t N>
 std::array<std::uint64_t, N> reduce_yielding(std::array<std::uint64_t, N> values, MPI_Op op, MPI_Comm comm) {
@@ -675,55 +650,6 @@ orbit_options parse_options(int argc, char** argv) {
     return options;
 }
 
-// Every rank reports `problem` (empty: fine); all learn whether any failed, and
-// rank 0 learns the first failing rank's message.
-std::string agree_on_failure(MPI_Comm comm, const std::string& problem) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    const int mine = problem.empty() ? INT_MAX : rank;
-    int first = INT_MAX;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-    if (first == INT_MAX)
-        return {};
-    std::string message = problem;
-    if (first != 0) {
-        int length = static_cast<int>(message.size());
-        if (rank == first) {
-            MPI_Send(&length, 1, MPI_INT, 0, 0, comm);
-            MPI_Send(message.data(), length, MPI_CHAR, 0, 1, comm);
-        } else if (rank == 0) {
-            MPI_Recv(&length, 1, MPI_INT, first, 0, comm, MPI_STATUS_IGNORE);
-            message.assign(static_cast<std::size_t>(length), '\0');
-            MPI_Recv(message.data(), length, MPI_CHAR, first, 1, comm, MPI_STATUS_IGNORE);
-        }
-    }
-    return message.empty() ? std::string("failed on rank ") + std::to_string(first) : message;
-}
-
-std::string json_number(double value) {
-    if (!std::isfinite(value))
-        return "null";
-    char text[40];
-    std::snprintf(text, sizeof text, "%.10g", value);
-    return text;
-}
-
-std::string json_string(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\')
-            out += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-            out += escaped;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
 void json_line(int ranks, std::string_view metric, double value, std::string_view unit, const std::string& fields) {
     std::printf("{\"bench\":\"orbit\",\"metric\":%s,\"value\":%s,\"unit\":%s,\"ranks\":%d,\"seed\":0%s}\n",
                 json_string(metric).c_str(), json_number(value).c_str(), json_string(unit).c_str(), ranks,
@@ -734,23 +660,12 @@ void json_line(int ranks, std::string_view metric, double value, std::string_vie
 }  // namespace
 
 int run_orbit(int argc, char** argv, MPI_Comm comm) {
-    std::string program = argc > 0 ? argv[0] : "orbit";
-    if (const auto slash = program.find_last_of('/'); slash != std::string::npos)
-        program = program.substr(slash + 1);
+    const std::string program = program_name(argc, argv, "orbit");
     int rank = 0;
     int ranks = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &ranks);
-    bool trace_exit = false;
-    for (int index = 1; index < argc; ++index)
-        trace_exit = trace_exit || std::string_view(argv[index]) == "--trace-exit";
-    auto finish = [&](int code) {
-        if (trace_exit) {
-            std::fprintf(stderr, "%s: rank %d exits with code %d\n", program.c_str(), rank, code);
-            std::fflush(stderr);
-        }
-        return code;
-    };
+    const exit_reporter finish(argc, argv, program, comm);
 
     orbit_options options;
     std::string trouble;
@@ -759,12 +674,8 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
     } catch (const usage_error& bad) {
         trouble = bad.what();
     }
-    if (const std::string message = agree_on_failure(comm, trouble); !message.empty()) {
-        if (rank == 0)
-            std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for usage.\n", program.c_str(), message.c_str(),
-                         program.c_str());
+    if (usage_failed(comm, trouble, program))
         return finish(2);
-    }
     if (options.help) {
         if (rank == 0)
             std::fputs(help_text(program).c_str(), stdout);

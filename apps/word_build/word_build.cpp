@@ -2,8 +2,6 @@
 
 #include "word_build/word_build.hpp"
 
-#include <sched.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +17,7 @@
 #include <span>
 #include <unordered_set>
 
+#include "common/app_support.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/linear_hash_map.hpp"
 #include "mpidict/local/hash.hpp"
@@ -166,29 +165,7 @@ std::string check_options(const word_build_options& options, int ranks) {
 
 namespace {
 
-// ---- MPI helpers that yield while waiting --------------------------------------------
-
-void wait_yielding(MPI_Request& request) {
-    unsigned polls = 0;
-    for (;;) {
-        int done = 0;
-        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-        if (done)
-            return;
-        if (++polls > 2048) {
-            const timespec pause{0, 50'000};
-            nanosleep(&pause, nullptr);
-        } else if (polls > 4) {
-            sched_yield();
-        }
-    }
-}
-
-void barrier_yielding(MPI_Comm comm) {
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibarrier(comm, &request);
-    wait_yielding(request);
-}
+// ---- MPI helpers that yield while waiting (wait_yielding: common/yielding.hpp) --------
 
 template <class T>
 MPI_Datatype mpi_type();
@@ -246,24 +223,6 @@ double reduce_max(MPI_Comm comm, double value) {
     MPI_Iallreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, comm, &request);
     wait_yielding(request);
     return result;
-}
-
-// Every rank reports `problem` (empty: fine); all learn whether any failed and
-// every rank gets the first failing rank's message.
-std::string agree_on_failure(MPI_Comm comm, const std::string& problem) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    const int mine = problem.empty() ? INT_MAX : rank;
-    int first = INT_MAX;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-    if (first == INT_MAX)
-        return {};
-    std::string message = problem;
-    int length = static_cast<int>(message.size());
-    MPI_Bcast(&length, 1, MPI_INT, first, comm);
-    message.resize(static_cast<std::size_t>(length));
-    MPI_Bcast(message.data(), length, MPI_CHAR, first, comm);
-    return message.empty() ? "failed on rank " + std::to_string(first) : message;
 }
 
 // Rank 0's bytes to every rank (in pieces below 2^31).
@@ -684,30 +643,6 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-std::string json_number(double value) {
-    if (!std::isfinite(value))
-        return "null";
-    char text[40];
-    std::snprintf(text, sizeof text, "%.10g", value);
-    return text;
-}
-
-std::string json_string(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\')
-            out += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-            out += escaped;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
 std::string base_name(const std::string& path) {
     const auto slash = path.find_last_of('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -1096,23 +1031,12 @@ word_build_options parse_options(int argc, char** argv) {
 }  // namespace
 
 int word_build_main(int argc, char** argv, MPI_Comm comm) {
-    std::string program = argc > 0 ? argv[0] : "word_build";
-    if (const auto slash = program.find_last_of('/'); slash != std::string::npos)
-        program = program.substr(slash + 1);
+    const std::string program = program_name(argc, argv, "word_build");
     int rank = 0;
     int ranks = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &ranks);
-    bool trace_exit = false;
-    for (int index = 1; index < argc; ++index)
-        trace_exit = trace_exit || std::string_view(argv[index]) == "--trace-exit";
-    auto finish = [&](int code) {
-        if (trace_exit) {
-            std::fprintf(stderr, "%s: rank %d exits with code %d\n", program.c_str(), rank, code);
-            std::fflush(stderr);
-        }
-        return code;
-    };
+    const exit_reporter finish(argc, argv, program, comm);
 
     word_build_options options;
     std::string trouble;
@@ -1123,12 +1047,8 @@ int word_build_main(int argc, char** argv, MPI_Comm comm) {
     } catch (const usage_error& bad) {
         trouble = bad.what();
     }
-    if (const std::string message = agree_on_failure(comm, trouble); !message.empty()) {
-        if (rank == 0)
-            std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for usage.\n", program.c_str(), message.c_str(),
-                         program.c_str());
+    if (usage_failed(comm, trouble, program))
         return finish(2);
-    }
     if (options.help) {
         if (rank == 0)
             std::fputs(help_text(program).c_str(), stdout);

@@ -40,6 +40,8 @@
 #include <utility>
 #include <vector>
 
+#include "apps/common/json.hpp"
+
 namespace mpidict::bench {
 
 // A JSON object built field by field.  Values are rendered when added: numbers
@@ -80,36 +82,9 @@ public:
     }
     std::string str() const { return "{" + body() + "}"; }
 
-    static std::string quote(std::string_view text) {
-        std::string out = "\"";
-        for (const char c : text) {
-            switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            case '\r': out += "\\r"; break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char escaped[8];
-                    std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-                    out += escaped;
-                } else {
-                    out += c;
-                }
-            }
-        }
-        out += '"';
-        return out;
-    }
-
-    static std::string number(double value) {
-        if (!std::isfinite(value))
-            return "null";
-        char text[40];
-        std::snprintf(text, sizeof text, "%.10g", value);
-        return text;
-    }
+    // Strings escape \n, \t and \r short; numbers have 10 significant digits.
+    static std::string quote(std::string_view text) { return apps::json_string(text, "\n\t\r"); }
+    static std::string number(double value) { return apps::json_number(value); }
 
 private:
     template <class T>

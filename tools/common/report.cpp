@@ -6,6 +6,8 @@
 
 #include <sys/resource.h>
 
+#include "apps/common/json.hpp"
+
 namespace mpidict::tool {
 
 json_lines::json_lines(std::string bench, int ranks, std::uint64_t seed)
@@ -43,37 +45,11 @@ void json_lines::emit(std::FILE* out, std::string_view metric, double value, std
     std::fprintf(out, "%s\n", text.c_str());
 }
 
-std::string json_lines::quote(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                char escaped[8];
-                std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-                out += escaped;
-            } else {
-                out += c;
-            }
-        }
-    }
-    return out + "\"";
-}
+// The JSON helpers the apps and benchmarks share; the tool has always written
+// \n and \t short and whole numbers in full.
+std::string json_lines::quote(std::string_view text) { return apps::json_string(text, "\n\t"); }
 
-std::string json_lines::number(double value) {
-    if (!std::isfinite(value))
-        return "null";  // JSON has no NaN or infinity
-    char text[40];
-    if (value == std::floor(value) && std::fabs(value) < 9.0e15)
-        std::snprintf(text, sizeof text, "%.0f", value);
-    else
-        std::snprintf(text, sizeof text, "%.9g", value);
-    return text;
-}
+std::string json_lines::number(double value) { return apps::json_number_exact_integers(value); }
 
 void text_table::add_row(std::vector<std::string> cells) { m_rows.push_back(std::move(cells)); }
 

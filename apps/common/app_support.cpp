@@ -1,0 +1,82 @@
+// See app_support.hpp.
+
+#include "common/app_support.hpp"
+
+#include <climits>
+#include <cstdio>
+#include <exception>
+#include <utility>
+
+namespace mpidict::apps {
+
+int app_main(int argc, char** argv, const char* name, app_run run) {
+    MPI_Init(&argc, &argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int exit_code = 1;
+    try {
+        exit_code = run(argc, argv, MPI_COMM_WORLD);
+    } catch (const std::exception& problem) {
+        // Anything not foreseen may have left other ranks inside a collective.
+        std::fprintf(stderr, "%s: error on rank %d: %s\n", name, rank, problem.what());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Finalize();
+    return exit_code;
+}
+
+std::string program_name(int argc, char** argv, std::string_view fallback) {
+    std::string program(argc > 0 && argv[0] != nullptr ? std::string_view(argv[0]) : fallback);
+    if (const auto slash = program.find_last_of('/'); slash != std::string::npos)
+        program = program.substr(slash + 1);
+    return program;
+}
+
+exit_reporter::exit_reporter(int argc, char** argv, std::string program, MPI_Comm comm)
+    : m_program(std::move(program)) {
+    MPI_Comm_rank(comm, &m_rank);
+    for (int index = 1; index < argc; ++index)
+        m_trace = m_trace || std::string_view(argv[index]) == "--trace-exit";
+}
+
+int exit_reporter::operator()(int code) const {
+    if (m_trace) {
+        std::fprintf(stderr, "%s: rank %d exits with code %d\n", m_program.c_str(), m_rank, code);
+        std::fflush(stderr);
+    }
+    return code;
+}
+
+std::string agree_on_failure(MPI_Comm comm, const std::string& problem) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    const int mine = problem.empty() ? INT_MAX : rank;
+    int first = INT_MAX;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first == INT_MAX)
+        return {};
+    std::string message = problem;
+    int length = static_cast<int>(message.size());
+    MPI_Bcast(&length, 1, MPI_INT, first, comm);
+    message.resize(static_cast<std::size_t>(length));
+    MPI_Bcast(message.data(), length, MPI_CHAR, first, comm);
+    return message.empty() ? "failed on rank " + std::to_string(first) : message;
+}
+
+bool usage_failed(MPI_Comm comm, const std::string& problem, const std::string& program) {
+    const std::string message = agree_on_failure(comm, problem);
+    if (message.empty())
+        return false;
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0)
+        std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for usage.\n", program.c_str(), message.c_str(),
+                     program.c_str());
+    return true;
+}
+
+}  // namespace mpidict::apps
