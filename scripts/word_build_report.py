@@ -380,7 +380,7 @@ mpidict::lh_statistics s = words.gather_statistics();  // collective: splits, se
 | `initial_servers` | 1 | N, servers active at the start; the rest are dormant until a split wakes them |
 | `server_capacity_bytes` | 256 MiB | per server, key + value payload bytes; the load factor is payload / capacity; an insert beyond it is refused (`stored = false`), not an error |
 | `split_load` | 0.8 | the token holder splits when its load factor passes this and a dormant server remains |
-| `max_key_bytes`, `max_value_bytes` | 1024, 16 KiB | largest key and value; a request must fit one message (`runtime.buffer_bytes`) |
+| `max_key_bytes`, `max_value_bytes` | 1024, 16 KiB | largest key and value; one record of both must fit a message: `runtime.buffer_bytes` at least `config.required_buffer_bytes()` (the constructor says so otherwise) |
 | `bucket_entries` | 8 | local LH table: average entries per LH bucket before it grows |
 | `ship_window` | 2 | split shipment messages in flight, unacknowledged |
 | `runtime` | | the engine's tunables (buffer size B, blocking factor L, release queue q, progress thread; `docs/runtime.md`) |

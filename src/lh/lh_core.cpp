@@ -140,15 +140,12 @@ lh_core::lh_core(std::unique_ptr<runtime::engine> engine, const linear_hash_map_
         throw invalid_argument_error("mpidict: linear_hash_map max_key_bytes must be positive");
     if (settings.ship_window == 0 || settings.bucket_entries == 0)
         throw invalid_argument_error("mpidict: linear_hash_map ship_window and bucket_entries must be positive");
-    const std::size_t largest_record =
-        std::max(request_header_bytes, ship_header_bytes + ship_entry_header_bytes) + settings.max_key_bytes +
-        settings.max_value_bytes;
-    if (largest_record > m_engine->max_record_bytes())
+    if (settings.required_buffer_bytes() > m_engine->settings().buffer_bytes)
         throw invalid_argument_error("mpidict: linear_hash_map max_key_bytes + max_value_bytes = " +
                                      std::to_string(settings.max_key_bytes + settings.max_value_bytes) +
                                      " does not fit one message of buffer_bytes = " +
                                      std::to_string(m_engine->settings().buffer_bytes) + " (needs " +
-                                     std::to_string(largest_record + runtime::group_header_bytes) + ")");
+                                     std::to_string(settings.required_buffer_bytes()) + ")");
 
     m_initial = settings.initial_servers;
     m_image_buckets = m_pending_buckets = m_initial;
@@ -837,4 +834,11 @@ lh_statistics lh_core::gather_statistics() {
 }
 
 }  // namespace detail
+
+std::size_t linear_hash_map_config::required_buffer_bytes() const {
+    return runtime::group_header_bytes +
+           std::max(detail::request_header_bytes, detail::ship_header_bytes + detail::ship_entry_header_bytes) +
+           max_key_bytes + max_value_bytes;
+}
+
 }  // namespace mpidict

@@ -17,7 +17,7 @@ namespace {
 using map_type = mpidict::linear_hash_map<std::string, std::string>;
 using mpidict::invalid_argument_error;
 
-void bad_configurations(int size) {
+void bad_configurations(int rank, int size) {
     auto make = [](mpidict::linear_hash_map_config config) { map_type map(MPI_COMM_WORLD, config); };
     mpidict::linear_hash_map_config config;
     config.server_ranks = std::vector<int>{};
@@ -41,6 +41,20 @@ void bad_configurations(int size) {
     config.runtime.buffer_bytes = 4096;
     config.max_value_bytes = 8192;
     MPIDICT_EXPECT_ERROR(invalid_argument_error, make(config), "does not fit one message", "buffer_bytes = 4096");
+    // required_buffer_bytes() is exactly the boundary.
+    config.max_key_bytes = 100;
+    config.max_value_bytes = 1000;
+    config.runtime.buffer_bytes = config.required_buffer_bytes() - 1;
+    MPIDICT_EXPECT_ERROR(invalid_argument_error, make(config), "does not fit one message");
+    config.runtime.buffer_bytes = config.required_buffer_bytes();
+    {
+        map_type fits(MPI_COMM_WORLD, config);
+        if (rank == 0) {
+            const std::string key(100, 'k'), value(1000, 'v');
+            MPIDICT_CHECK(fits.insert(key, value).get().stored);
+            MPIDICT_CHECK(fits.find(key).get() == value);
+        }
+    }
     config = {};
     config.split_load = 0;
     MPIDICT_EXPECT_ERROR(invalid_argument_error, make(config), "split_load");
@@ -127,7 +141,7 @@ void capacity(int rank, int size) {
 int main(int argc, char** argv) {
     return mpidict::testing::run_mpi_test(argc, argv, [](int rank, int size) {
         mpidict::testing::watchdog guard(rank, std::chrono::seconds(100), "mpi_linear_hash_map_errors");
-        bad_configurations(size);
+        bad_configurations(rank, size);
         bad_operations(rank, size);
         capacity(rank, size);
     });

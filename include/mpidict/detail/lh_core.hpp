@@ -33,6 +33,11 @@ struct linear_hash_map_config {
     std::size_t max_value_bytes = 16 * 1024;
     std::size_t bucket_entries = 8;                     // LH: average entries per local bucket
     std::size_t ship_window = 2;                        // split messages in flight, unacknowledged
+
+    // The smallest runtime.buffer_bytes that holds one record of the largest key
+    // and value (a request, or one entry of a split shipment); the constructor
+    // throws invalid_argument_error below it.
+    std::size_t required_buffer_bytes() const;
 };
 
 struct lh_insert_result {
