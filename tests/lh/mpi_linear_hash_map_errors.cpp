@@ -41,6 +41,13 @@ void bad_configurations(int rank, int size) {
     config.runtime.buffer_bytes = 4096;
     config.max_value_bytes = 8192;
     MPIDICT_EXPECT_ERROR(invalid_argument_error, make(config), "does not fit one message", "buffer_bytes = 4096");
+    // Ranks that disagree about the file's shape: an error on every rank, no hang.
+    if (size > 1) {
+        config = {};
+        config.server_capacity_bytes = 100000 + static_cast<std::size_t>(rank);
+        MPIDICT_EXPECT_ERROR(mpidict::collective_mismatch_error, make(config), "linear_hash_map configuration");
+    }
+    config = {};
     // required_buffer_bytes() is exactly the boundary.
     config.max_key_bytes = 100;
     config.max_value_bytes = 1000;
