@@ -388,7 +388,7 @@ mpidict::lh_statistics s = words.gather_statistics();  // collective: splits, se
 Statistics (`gather_statistics()`, collective): `forwards[op][h]` (operations
 answered after h forwards, h = 3 meaning more than two, which never happens),
 `iams_sent` / `iams_applied`, `rejected` (inserts refused for capacity),
-`deferred` (requests a new server held until its shipment completed), one
+`deferred` (requests a new server held until the bucket they need had arrived), one
 `lh_split_record` per split (addresses, ranks, start and end time, bytes,
 entries and messages shipped) and one `lh_server_info` per server (address,
 entries, payload, load factor, requests served and forwarded).

@@ -26,8 +26,9 @@
 // ships its odd LH buckets in bulk (whole buckets per message, at most
 // ship_window messages unacknowledged), keeps answering meanwhile (a key whose
 // bucket has not left yet is answered here; one that has is forwarded), then
-// keeps its even buckets renumbered and passes the token.  The new server holds
-// every request that reaches it until the shipment is complete.  When no
+// keeps its even buckets renumbered and passes the token.  The new server
+// answers a key once the LH bucket that held it has arrived, and holds requests
+// for the buckets still on the way.  When no
 // dormant rank remains, splitting stops and servers fill up to their capacity:
 // an insert beyond it is refused and reported (stored = false).
 //
