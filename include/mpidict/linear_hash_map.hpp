@@ -28,9 +28,9 @@
 // bucket has not left yet is answered here; one that has is forwarded), then
 // keeps its even buckets renumbered and passes the token.  The new server
 // answers a key once the LH bucket that held it has arrived, and holds requests
-// for the buckets still on the way.  When no
-// dormant rank remains, splitting stops and servers fill up to their capacity:
-// an insert beyond it is refused and reported (stored = false).
+// for the buckets still on the way.  When no dormant rank remains, splitting
+// stops and servers fill up to their capacity: an insert beyond it is refused
+// and reported (stored = false).
 //
 // When operations complete.  Every operation is acknowledged by the server that
 // answers it.  insert/find/erase return a request; async_insert/async_erase
