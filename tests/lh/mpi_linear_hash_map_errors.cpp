@@ -128,6 +128,13 @@ void capacity(int rank, int size) {
     // 40*p*p inserts of 100+ bytes into p servers of 2000 bytes: most are refused.
     MPIDICT_CHECK(total_refused > 0);
     MPIDICT_CHECK(map.local_payload_bytes() <= 2000);
+    // What this server holds adds up: every stored entry's key and value bytes.
+    std::size_t held = 0;
+    map.local_for_each([&](const std::string& key, const std::string& v) { held += key.size() + v.size(); });
+    MPIDICT_CHECK(held == map.local_payload_bytes());
+    const auto all_held = mpidict::testing::sum_over_ranks(static_cast<std::int64_t>(held));
+    MPIDICT_CHECK(all_held > 0);
+    MPIDICT_CHECK(map.local_load_factor() == static_cast<double>(map.local_payload_bytes()) / 2000.0);
     for (const auto& name : stored) {
         const auto got = map.find(name).get();
         MPIDICT_CHECK_MSG(got && *got == value, name);

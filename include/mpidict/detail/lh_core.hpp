@@ -135,7 +135,7 @@ public:
     bool is_client() const { return m_is_client; }
     int server_address() const { return m_active ? m_address : -1; }
     std::size_t local_entries() const { return m_table.size(); }
-    std::size_t local_payload_bytes() const { return m_stored_bytes; }
+    std::size_t local_payload_bytes() const { return m_table.payload_bytes(); }
     double local_load_factor() const;
     const local::linear_table& local_table() const { return m_table; }
 
@@ -204,7 +204,6 @@ private:
     int m_address = -1;
     int m_level = 0;                           // j
     local::linear_table m_table;
-    std::size_t m_stored_bytes = 0;
     std::deque<std::vector<std::byte>> m_deferred;
     bool m_has_token = false;
     std::uint64_t m_token_next = 0;            // n
