@@ -180,7 +180,6 @@ private:
     void release_deferred();
 
     void apply_adjustment(std::uint64_t buckets);
-    std::uint64_t image_buckets() const { return m_image_buckets; }
     int client_address(std::uint64_t hash) const;
     std::uint64_t split_source(std::uint64_t buckets) const;
 
