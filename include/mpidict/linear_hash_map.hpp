@@ -169,7 +169,10 @@ public:
 
     // Inserts refused for capacity among this rank's async_insert calls (known
     // once their acknowledgements arrived, e.g. after flush()).
-    std::uint64_t async_rejected() const { return m_core->async_rejected(); }
+    std::uint64_t async_rejected() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->async_rejected();
+    }
 
     // The client's image (i', n'); reset_image() forgets everything learnt (the
     // image of a client that just joined).
