@@ -269,7 +269,17 @@ void lh_core::send(lh_op op, std::uint32_t slot, std::string_view key, std::stri
     const std::uint64_t hash = key_hash(key);
     const int address = client_address(hash);
     const std::size_t bytes = request_header_bytes + key.size() + value.size();
-    std::byte* out = m_engine->reserve(m_server_ranks[static_cast<std::size_t>(address)], m_request, bytes);
+    // Counted before reserve(): reserve may make progress, and an image
+    // adjustment applied there must not move this key's route while this
+    // operation (addressed with the old image) is on its way.
+    ++m_in_flight[static_cast<std::size_t>(address)];
+    std::byte* out = nullptr;
+    try {
+        out = m_engine->reserve(m_server_ranks[static_cast<std::size_t>(address)], m_request, bytes);
+    } catch (...) {
+        --m_in_flight[static_cast<std::size_t>(address)];
+        throw;
+    }
     store<std::uint8_t>(out, static_cast<std::uint8_t>(op));
     store<std::uint8_t>(out + 1, 0);
     store<std::uint16_t>(out + 2, 0);
@@ -282,7 +292,6 @@ void lh_core::send(lh_op op, std::uint32_t slot, std::string_view key, std::stri
     std::memcpy(out + request_header_bytes, key.data(), key.size());
     if (!value.empty())
         std::memcpy(out + request_header_bytes + key.size(), value.data(), value.size());
-    ++m_in_flight[static_cast<std::size_t>(address)];
 }
 
 void lh_core::handle_reply(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
