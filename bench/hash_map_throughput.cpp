@@ -48,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mpi_main.hpp"
 #include "common/options.hpp"
 #include "common/host.hpp"
 #include "common/report.hpp"
@@ -94,11 +95,7 @@ struct settings {
     mpidict::runtime::config runtime{};
 };
 
-struct world {
-    MPI_Comm comm = MPI_COMM_NULL;
-    int rank = 0;
-    int size = 1;
-};
+using mpidict::bench::world;
 
 // ---- keys ------------------------------------------------------------------
 
@@ -437,7 +434,7 @@ constexpr char usage[] =
     "         [--corrupt-expected-checksum]  (tests the verification: must exit 1)\n"
     "JSON lines on stdout (rank 0), a table on stderr; exit 1 on a wrong checksum.\n";
 
-struct help_requested {};
+using mpidict::bench::help_requested;
 
 settings parse(int argc, char** argv) {
     mpidict::bench::options args(argc, argv);
@@ -698,39 +695,5 @@ int run(const settings& s, const world& w) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    MPI_Init(&argc, &argv);
-    world w;
-    MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
-    MPI_Comm_rank(w.comm, &w.rank);
-    MPI_Comm_size(w.comm, &w.size);
-
-    settings s;
-    try {
-        s = parse(argc, argv);
-    } catch (const help_requested&) {
-        if (w.rank == 0)
-            std::fputs(usage, stdout);
-        MPI_Comm_free(&w.comm);
-        MPI_Finalize();
-        return 0;
-    } catch (const std::exception& problem) {
-        // Every rank parsed the same argv, so every rank leaves here together.
-        if (w.rank == 0)
-            std::fprintf(stderr, "%s: %s\n%s", bench_name, problem.what(), usage);
-        MPI_Comm_free(&w.comm);
-        MPI_Finalize();
-        return 2;
-    }
-
-    int status = 0;
-    try {
-        status = run(s, w);
-    } catch (const std::exception& problem) {
-        std::fprintf(stderr, "%s: rank %d: %s\n", bench_name, w.rank, problem.what());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    MPI_Comm_free(&w.comm);
-    MPI_Finalize();
-    return status;
+    return mpidict::bench::mpi_main(argc, argv, bench_name, usage, parse, run);
 }

@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "common/host.hpp"
+#include "common/mpi_main.hpp"
 #include "common/options.hpp"
 #include "common/report.hpp"
 #include "mpidict/hash_map.hpp"
@@ -114,11 +115,7 @@ struct settings {
     bool corrupt_expected_checksum = false;
 };
 
-struct world {
-    MPI_Comm comm = MPI_COMM_NULL;
-    int rank = 0;
-    int size = 1;
-};
+using mpidict::bench::world;
 
 double seconds_since(clock_type::time_point start) {
     return std::chrono::duration<double>(clock_type::now() - start).count();
@@ -569,7 +566,7 @@ constexpr char usage[] =
     "                [--corrupt-expected-checksum]  (tests the verification: must exit 1)\n"
     "JSON lines on stdout (rank 0), a table on stderr; exit 1 on a wrong result.\n";
 
-struct help_requested {};
+using mpidict::bench::help_requested;
 
 settings parse(int argc, char** argv) {
     mpidict::bench::options args(argc, argv);
@@ -662,38 +659,5 @@ int run(const settings& s, const world& w) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    MPI_Init(&argc, &argv);
-    world w;
-    MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
-    MPI_Comm_rank(w.comm, &w.rank);
-    MPI_Comm_size(w.comm, &w.size);
-
-    settings s;
-    try {
-        s = parse(argc, argv);
-    } catch (const help_requested&) {
-        if (w.rank == 0)
-            std::fputs(usage, stdout);
-        MPI_Comm_free(&w.comm);
-        MPI_Finalize();
-        return 0;
-    } catch (const std::exception& problem) {
-        if (w.rank == 0)
-            std::fprintf(stderr, "%s: %s\n%s", bench_name, problem.what(), usage);
-        MPI_Comm_free(&w.comm);
-        MPI_Finalize();
-        return 2;
-    }
-
-    int status = 0;
-    try {
-        status = run(s, w);
-    } catch (const std::exception& problem) {
-        std::fprintf(stderr, "%s: rank %d: %s\n", bench_name, w.rank, problem.what());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    MPI_Comm_free(&w.comm);
-    MPI_Finalize();
-    return status;
+    return mpidict::bench::mpi_main(argc, argv, bench_name, usage, parse, run);
 }
