@@ -353,9 +353,9 @@ json_object engine_statistics(const map_type& map) {
         .add("barrier_seconds", stats.barrier_seconds)
         .add("queue_stalls", stats.queue_stalls)
         .add("window_stalls", stats.window_stalls)
-        .add("insert_initiation_seconds", stats[mpidict::runtime::op_kind::insert].initiation_seconds)
-        .add("find_initiation_seconds", stats[mpidict::runtime::op_kind::find].initiation_seconds)
-        .add("find_completion_seconds", stats[mpidict::runtime::op_kind::find].completion_seconds);
+        .add("insert_initiation_seconds", stats[mpidict::hash_map_op::insert].initiation_seconds)
+        .add("find_initiation_seconds", stats[mpidict::hash_map_op::find].initiation_seconds)
+        .add("find_completion_seconds", stats[mpidict::hash_map_op::find].completion_seconds);
     return out;
 }
 

@@ -88,6 +88,13 @@ struct insert_result {
 
 struct nothing {};
 
+// hash_map's operation kinds, registered with its engine in this order; index
+// `stats()` with them (e.g. `map.stats()[hash_map_op::find].completion_seconds`).
+struct hash_map_op {
+    enum kind : runtime::op_kind { insert, find, take, erase, visit, insert_if_absent };
+    static constexpr std::string_view names[] = {"insert", "find", "take", "erase", "visit", "insert_if_absent"};
+};
+
 template <class K, class V, class Hash = hasher<K>>
 class hash_map {
     static_assert(encodable<K>, "hash_map keys must be trivially copyable or byte strings.");
@@ -178,7 +185,7 @@ public:
     void async_insert(const K& key, const V& value) { async_insert(target_rank{owner(key)}, key, value); }
     void async_insert(target_rank target, const K& key, const V& value) {
         check_value(value);
-        initiation_timer timer(*this, runtime::op_kind::insert);
+        initiation_timer timer(*this, hash_map_op::insert);
         if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
             std::byte* out = reserve(target, m_insert_one, sizeof(K) + sizeof(V));
             out = codec<K>::encode(out, key);
@@ -191,7 +198,7 @@ public:
     void async_insert(target_rank target, const K& key, std::span<const V> values) {
         for (const V& value : values)
             check_value(value);
-        initiation_timer timer(*this, runtime::op_kind::insert);
+        initiation_timer timer(*this, hash_map_op::insert);
         encode_insert(target, no_slot, key, values);
     }
 
@@ -202,9 +209,9 @@ public:
     request<insert_result> insert(target_rank target, const K& key, std::span<const V> values) {
         for (const V& value : values)
             check_value(value);
-        initiation_timer timer(*this, runtime::op_kind::insert, true);
+        initiation_timer timer(*this, hash_map_op::insert, true);
         check_target(target);
-        const std::uint32_t slot = m_engine->open_request(runtime::op_kind::insert);
+        const std::uint32_t slot = m_engine->open_request(hash_map_op::insert);
         slot_guard guard(*m_engine, slot);
         encode_insert(target, slot, key, values);
         return request<insert_result>(*m_engine, guard.release(), &decode_insert);
@@ -217,7 +224,7 @@ public:
         return find(target_rank{owner(key)}, key, limit);
     }
     request<std::vector<V>> find(target_rank target, const K& key, std::size_t limit = unlimited) {
-        return keyed_request(target, m_find, runtime::op_kind::find, key, limit);
+        return keyed_request(target, m_find, hash_map_op::find, key, limit);
     }
 
     // Removes and returns up to `limit` values of `key` (oldest first), atomically.
@@ -225,22 +232,22 @@ public:
         return take(target_rank{owner(key)}, key, limit);
     }
     request<std::vector<V>> take(target_rank target, const K& key, std::size_t limit = unlimited) {
-        return keyed_request(target, m_take, runtime::op_kind::take, key, limit);
+        return keyed_request(target, m_take, hash_map_op::take, key, limit);
     }
 
     // Removes `key` and all its values; the request yields how many values it had.
     request<std::size_t> erase(const K& key) { return erase(target_rank{owner(key)}, key); }
     request<std::size_t> erase(target_rank target, const K& key) {
-        initiation_timer timer(*this, runtime::op_kind::erase, true);
+        initiation_timer timer(*this, hash_map_op::erase, true);
         check_target(target);
-        const std::uint32_t slot = m_engine->open_request(runtime::op_kind::erase);
+        const std::uint32_t slot = m_engine->open_request(hash_map_op::erase);
         slot_guard guard(*m_engine, slot);
         encode_keyed(target, m_erase, slot, key, 0);
         return request<std::size_t>(*m_engine, guard.release(), &decode_count);
     }
     void async_erase(const K& key) { async_erase(target_rank{owner(key)}, key); }
     void async_erase(target_rank target, const K& key) {
-        initiation_timer timer(*this, runtime::op_kind::erase);
+        initiation_timer timer(*this, hash_map_op::erase);
         encode_keyed(target, m_erase, no_slot, key, 0);
     }
 
@@ -252,9 +259,9 @@ public:
     }
     request<bool> insert_if_absent(target_rank target, const K& key, const V& value) {
         check_value(value);
-        initiation_timer timer(*this, runtime::op_kind::insert_if_absent, true);
+        initiation_timer timer(*this, hash_map_op::insert_if_absent, true);
         check_target(target);
-        const std::uint32_t slot = m_engine->open_request(runtime::op_kind::insert_if_absent);
+        const std::uint32_t slot = m_engine->open_request(hash_map_op::insert_if_absent);
         slot_guard guard(*m_engine, slot);
         encode_keyed_value(target, m_insert_if_absent, slot, key, value);
         return request<bool>(*m_engine, guard.release(), &decode_flag);
@@ -264,7 +271,7 @@ public:
     }
     void async_insert_if_absent(target_rank target, const K& key, const V& value) {
         check_value(value);
-        initiation_timer timer(*this, runtime::op_kind::insert_if_absent);
+        initiation_timer timer(*this, hash_map_op::insert_if_absent);
         encode_keyed_value(target, m_insert_if_absent, no_slot, key, value);
     }
 
@@ -314,9 +321,9 @@ public:
     template <class Arg, class Result>
     auto visit(target_rank target, const K& key, visitor<Arg, Result> which, const Arg& arg) {
         using returned = std::conditional_t<std::is_void_v<Result>, nothing, Result>;
-        initiation_timer timer(*this, runtime::op_kind::visit, true);
+        initiation_timer timer(*this, hash_map_op::visit, true);
         check_target(target);
-        const std::uint32_t slot = m_engine->open_request(runtime::op_kind::visit);
+        const std::uint32_t slot = m_engine->open_request(hash_map_op::visit);
         slot_guard guard(*m_engine, slot);
         encode_visit(target, slot, key, which.id, arg);
         return request<returned>(*m_engine, guard.release(), &decode_visit<returned>);
@@ -327,7 +334,7 @@ public:
     }
     template <class Arg, class Result>
     void async_visit(target_rank target, const K& key, visitor<Arg, Result> which, const Arg& arg) {
-        initiation_timer timer(*this, runtime::op_kind::visit);
+        initiation_timer timer(*this, hash_map_op::visit);
         encode_visit(target, no_slot, key, which.id, arg);
     }
 
@@ -339,22 +346,22 @@ public:
     // but they answer only while inside some library call (or with a progress thread).
     template <class Function>
     void find_many(std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_find_many, runtime::op_kind::find, nullptr, keys, limit, on_result);
+        bulk_lookup(m_find_many, hash_map_op::find, nullptr, keys, limit, on_result);
     }
     // The same, every key sent to `target` (explicit placement).
     template <class Function>
     void find_many(target_rank target, std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_find_many, runtime::op_kind::find, &target, keys, limit, on_result);
+        bulk_lookup(m_find_many, hash_map_op::find, &target, keys, limit, on_result);
     }
     // Removes and returns up to `limit` oldest values of every key, calling
     // on_result(index, values) with what was taken.  Each key is taken atomically.
     template <class Function>
     void take_many(std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_take_many, runtime::op_kind::take, nullptr, keys, limit, on_result);
+        bulk_lookup(m_take_many, hash_map_op::take, nullptr, keys, limit, on_result);
     }
     template <class Function>
     void take_many(target_rank target, std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_take_many, runtime::op_kind::take, &target, keys, limit, on_result);
+        bulk_lookup(m_take_many, hash_map_op::take, &target, keys, limit, on_result);
     }
 
     // ---- collective ----------------------------------------------------------
@@ -460,7 +467,7 @@ private:
     public:
         initiation_timer(hash_map& self, runtime::op_kind kind, bool always = false)
             : m_lock(*self.m_engine), m_self(self), m_kind(kind) {
-            self.m_engine->check_alive(runtime::op_kind_name(kind).data());
+            self.m_engine->check_alive(self.m_engine->op_kind_name(kind).data());
             ++self.m_engine->stats()[kind].operations;
             if (always) {
                 m_weight = 1;
@@ -588,7 +595,7 @@ private:
     void bulk_lookup(runtime::handler_id handler, runtime::op_kind kind_id, const target_rank* target,
                      std::span<const K> keys, std::size_t limit, Function& on_result) {
         runtime::engine_lock lock(*m_engine);
-        m_engine->check_alive(runtime::op_kind_name(kind_id).data());
+        m_engine->check_alive(m_engine->op_kind_name(kind_id).data());
         if (m_engine->in_handler())
             throw error("mpidict: find_many/take_many cannot be called from inside a visitor");
         if (m_batch_pending != 0)
@@ -719,6 +726,8 @@ private:
     }
 
     void register_handlers() {
+        for (const std::string_view name : hash_map_op::names)
+            m_engine->register_op_kind(name);
         m_insert_one = m_engine->register_handler("hash_map.insert_one", &handle_insert_one, this);
         m_insert = m_engine->register_handler("hash_map.insert", &handle_insert, this);
         m_find = m_engine->register_handler("hash_map.find", &handle_find, this);

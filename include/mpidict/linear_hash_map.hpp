@@ -96,6 +96,13 @@ inline constexpr bool lh_storable = std::is_same_v<T, std::string> || std::is_sa
                                     std::is_trivially_copyable_v<T>;
 }  // namespace detail
 
+// linear_hash_map's operation kinds, registered with its engine in this order;
+// index `stats()` with them.
+struct linear_hash_map_op {
+    enum kind : runtime::op_kind { insert, find, erase };
+    static constexpr std::string_view names[] = {"insert", "find", "erase"};
+};
+
 template <class K, class V>
 class linear_hash_map {
     static_assert(detail::lh_storable<K>, "linear_hash_map keys must be std::string, std::vector<std::byte> or trivially copyable.");
@@ -113,6 +120,8 @@ public:
     // Collective.  Creates the file over an engine it takes over (e.g. a simulated one).
     linear_hash_map(std::unique_ptr<runtime::engine> engine, const linear_hash_map_config& settings)
         : m_core(std::make_unique<detail::lh_core>(std::move(engine), settings)) {
+        for (const std::string_view name : linear_hash_map_op::names)
+            m_core->engine().register_op_kind(name);
         if constexpr (!std::is_same_v<V, std::string> && !std::is_same_v<V, std::vector<std::byte>>) {
             if (sizeof(V) > settings.max_value_bytes)
                 throw invalid_argument_error("mpidict: linear_hash_map value type of " + std::to_string(sizeof(V)) +
@@ -152,20 +161,20 @@ public:
 
     // Inserts or replaces.  stored = false: the answering server was full.
     request<lh_insert_result> insert(const K& key, const V& value) {
-        return start<lh_insert_result>(lh_op::insert, runtime::op_kind::insert, key, detail::payload_of(value),
+        return start<lh_insert_result>(lh_op::insert, linear_hash_map_op::insert, key, detail::payload_of(value),
                                        &decode_insert);
     }
     void async_insert(const K& key, const V& value) {
-        start_async(lh_op::insert, runtime::op_kind::insert, key, detail::payload_of(value));
+        start_async(lh_op::insert, linear_hash_map_op::insert, key, detail::payload_of(value));
     }
     request<std::optional<V>> find(const K& key) {
-        return start<std::optional<V>>(lh_op::find, runtime::op_kind::find, key, {}, &decode_find);
+        return start<std::optional<V>>(lh_op::find, linear_hash_map_op::find, key, {}, &decode_find);
     }
     // True if the key was there.
     request<bool> erase(const K& key) {
-        return start<bool>(lh_op::erase, runtime::op_kind::erase, key, {}, &decode_erase);
+        return start<bool>(lh_op::erase, linear_hash_map_op::erase, key, {}, &decode_erase);
     }
-    void async_erase(const K& key) { start_async(lh_op::erase, runtime::op_kind::erase, key, {}); }
+    void async_erase(const K& key) { start_async(lh_op::erase, linear_hash_map_op::erase, key, {}); }
 
     // Inserts refused for capacity among this rank's async_insert calls (known
     // once their acknowledgements arrived, e.g. after flush()).
@@ -230,8 +239,8 @@ public:
 
 private:
     void prepare(lh_op op, runtime::op_kind kind, const K& key, std::string_view value) {
-        m_core->engine().check_alive(runtime::op_kind_name(kind).data());
-        m_core->check_client(runtime::op_kind_name(kind).data());
+        m_core->engine().check_alive(m_core->engine().op_kind_name(kind).data());
+        m_core->check_client(m_core->engine().op_kind_name(kind).data());
         m_core->check_key(detail::payload_of(key));
         if (op == lh_op::insert)
             m_core->check_value(value.size());
@@ -245,7 +254,6 @@ private:
         prepare(op, kind, key, value);
         auto& engine = m_core->engine();
         const std::uint32_t slot = engine.open_request(kind);
-        ++engine.stats()[kind].requests;
         try {
             m_core->send(op, slot, detail::payload_of(key), value);
         } catch (...) {

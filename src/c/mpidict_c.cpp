@@ -310,13 +310,12 @@ public:
             *items = item_total;
     }
     void statistics(mpidict_statistics& out) override {
-        using mpidict::runtime::op_kind;
         const mpidict::runtime::statistics& in = m_map.stats();
         out = mpidict_statistics{};
-        copy_op(in[op_kind::insert], out.op_insert);
-        copy_op(in[op_kind::find], out.op_find);
-        copy_op(in[op_kind::take], out.op_delete);
-        copy_op(in[op_kind::erase], out.op_delete);
+        copy_op(in[mpidict::hash_map_op::insert], out.op_insert);
+        copy_op(in[mpidict::hash_map_op::find], out.op_find);
+        copy_op(in[mpidict::hash_map_op::take], out.op_delete);
+        copy_op(in[mpidict::hash_map_op::erase], out.op_delete);
         out.messages_sent = in.messages_sent;
         out.messages_received = in.messages_received;
         out.bytes_sent = in.bytes_sent;

@@ -491,6 +491,9 @@ void engine::ship_all() {
 }
 
 std::uint32_t engine::open_request(op_kind kind) {
+    if (kind >= m_stats.by_kind.size())
+        throw invalid_argument_error("mpidict: operation kind " + std::to_string(kind) +
+                                     " was never registered (engine::register_op_kind)");
     // Inside a handler the window may overflow: a handler must never wait.
     if (m_outstanding >= m_config.blocking_factor && !in_handler()) {
         ++m_stats.window_stalls;
@@ -692,8 +695,17 @@ void engine::destroy() {
     m_destroyed = true;
 }
 
+op_kind engine::register_op_kind(std::string_view name) {
+    if (m_stats.kind_names.size() >= max_op_kinds)
+        throw invalid_argument_error("mpidict: more than " + std::to_string(max_op_kinds) +
+                                     " operation kinds registered with one engine");
+    m_stats.kind_names.emplace_back(name);
+    m_stats.by_kind.emplace_back();
+    return static_cast<op_kind>(m_stats.kind_names.size() - 1);
+}
+
 void engine::reset_statistics() {
-    m_stats = statistics{};
+    m_stats.clear();
     update_high_water();
 }
 

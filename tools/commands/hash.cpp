@@ -389,7 +389,7 @@ private:
         }
         // find_many times its own start (encoding every key) exactly, without
         // sampling; the rest of the call waited for answers.
-        return in_find_many - map.stats()[runtime::op_kind::find].initiation_seconds;
+        return in_find_many - map.stats()[hash_map_op::find].initiation_seconds;
     }
 
     double take_phase(map_type& map) { return windowed_lookup(map, true); }

@@ -116,6 +116,12 @@ public:
     // invalid_argument_error if the record cannot fit in one message.
     std::byte* reserve(int destination, handler_id handler, std::size_t bytes);
 
+    // Local.  Names an operation kind of the owning container for the statistics
+    // and returns its id: 0, 1, ... in registration order (a container mirrors
+    // that order in an enum of its own).  Kinds cost nothing on the wire.
+    op_kind register_op_kind(std::string_view name);
+    std::string_view op_kind_name(op_kind kind) const { return m_stats.kind_names.at(kind); }
+
     // Requests.  open_request waits while L requests are outstanding and returns
     // a slot to carry in the operation's record; the owner answers with
     // reserve_reply, and the caller reads the result once request_done.
@@ -235,7 +241,7 @@ private:
     struct request_slot {
         std::uint32_t generation = 0;
         slot_state state = slot_state::free;
-        op_kind kind = op_kind::other;
+        op_kind kind = 0;
         bool failed = false;
         std::uint32_t count = 0;
         std::vector<std::byte> result;

@@ -6,29 +6,22 @@
 // sampled (one call in `initiation_sample_period` is timed and scaled) because
 // reading the clock costs as much as the operation itself.
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 namespace mpidict::runtime {
 
-enum class op_kind : std::uint8_t {
-    insert,
-    find,
-    take,
-    erase,
-    visit,
-    insert_if_absent,
-    other,
-};
-inline constexpr std::size_t op_kind_count = 7;
-
-constexpr std::string_view op_kind_name(op_kind kind) {
-    constexpr std::array<std::string_view, op_kind_count> names{
-        "insert", "find", "take", "erase", "visit", "insert_if_absent", "other"};
-    return names[static_cast<std::size_t>(kind)];
-}
+// An operation kind is whatever a container says it is: each container registers
+// the names of its kinds with its engine (engine::register_op_kind), in an order
+// that gives them the ids 0, 1, ...; a container usually mirrors that order in an
+// enum of its own and indexes the statistics with it.  The runtime knows no
+// container verbs.
+using op_kind = std::uint8_t;
+inline constexpr std::size_t max_op_kinds = 32;
 
 inline constexpr std::uint32_t initiation_sample_period = 16;
 
@@ -41,7 +34,8 @@ struct op_statistics {
 };
 
 struct statistics {
-    std::array<op_statistics, op_kind_count> by_kind{};
+    std::vector<op_statistics> by_kind;     // indexed by op_kind
+    std::vector<std::string> kind_names;    // what the container registered, same index
     std::uint64_t messages_sent = 0;
     std::uint64_t messages_received = 0;
     std::uint64_t bytes_sent = 0;
@@ -58,8 +52,29 @@ struct statistics {
     std::size_t in_flight_high_water = 0;         // send buffers awaiting release, at most
     std::size_t outstanding_requests_high_water = 0;
 
-    const op_statistics& operator[](op_kind kind) const { return by_kind[static_cast<std::size_t>(kind)]; }
-    op_statistics& operator[](op_kind kind) { return by_kind[static_cast<std::size_t>(kind)]; }
+    const op_statistics& operator[](op_kind kind) const { return by_kind.at(kind); }
+    op_statistics& operator[](op_kind kind) { return by_kind.at(kind); }
+    // A container's own enum of its registered kinds.
+    template <class Kind>
+        requires std::is_enum_v<Kind>
+    const op_statistics& operator[](Kind kind) const { return (*this)[static_cast<op_kind>(kind)]; }
+    template <class Kind>
+        requires std::is_enum_v<Kind>
+    op_statistics& operator[](Kind kind) { return (*this)[static_cast<op_kind>(kind)]; }
+    // The counters of the kind registered under `name`, or nullptr.
+    const op_statistics* find(std::string_view name) const {
+        for (std::size_t index = 0; index < kind_names.size(); ++index)
+            if (kind_names[index] == name)
+                return &by_kind[index];
+        return nullptr;
+    }
+    // Zeroes every counter; the registered kinds stay.
+    void clear() {
+        statistics fresh;
+        fresh.kind_names = std::move(kind_names);
+        fresh.by_kind.resize(fresh.kind_names.size());
+        *this = std::move(fresh);
+    }
 };
 
 }  // namespace mpidict::runtime
