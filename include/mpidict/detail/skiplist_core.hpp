@@ -1,0 +1,237 @@
+#pragma once
+// The type-erased part of skiplist_map: keys are order-preserving encoded byte
+// strings here (memcmp order == key order) and values are byte strings;
+// skiplist_map<K, V> encodes and decodes around it.  Compiled once in
+// src/skiplist/skiplist_core.cpp.  See skiplist_map.hpp for the design.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mpidict/local/codec.hpp"
+#include "mpidict/runtime/engine.hpp"
+
+namespace mpidict {
+
+struct skiplist_map_config {
+    runtime::config runtime{};
+    // Ranks that host nodes (the free-node managers form a ring in this order;
+    // the head node lives on the first).  nullopt: every rank.
+    std::optional<std::vector<int>> server_ranks{};
+    std::size_t granularity = 64;            // G: keys per node before it splits
+    std::size_t node_slots_per_rank = 1u << 16;  // P: nodes one server rank can host
+    unsigned max_height = 16;                // the head's tower; every tower is at most this tall
+    double tower_probability = 0.5;          // P(height > h | height >= h)
+    std::size_t max_key_bytes = 256;         // encoded key
+    std::size_t max_value_bytes = 4096;
+    std::uint64_t seed = 0x736b69706c697374ULL;  // tower heights (per rank: seed + rank)
+    std::size_t caller_window = 256;         // W: requests one find_many/insert_many keeps in flight
+
+    // The smallest runtime.buffer_bytes the constructor accepts: one message must
+    // carry the upper half of a full node when it splits.
+    std::size_t required_buffer_bytes() const;
+};
+
+// insert (insert or replace).
+struct skiplist_insert_result {
+    bool stored = false;    // false never happens today: a full list throws list_full
+    bool replaced = false;  // the key existed and its value was replaced
+};
+
+// A node id: (rank, slot, generation).  A slot reused for a new node gets a new
+// generation, so a reference to the old node is detected as stale.
+struct skiplist_node_id {
+    std::int32_t rank = -1;
+    std::uint32_t slot = 0;
+    std::uint32_t generation = 0;
+    bool null() const { return rank < 0; }
+    friend bool operator==(const skiplist_node_id&, const skiplist_node_id&) = default;
+};
+
+struct skiplist_local_statistics {
+    std::uint64_t nodes = 0;             // live nodes hosted here
+    std::uint64_t entries = 0;           // key-value pairs held by them
+    std::uint64_t payload_bytes = 0;     // key + value bytes held
+    std::uint64_t splits = 0;            // splits started by nodes hosted here
+    std::uint64_t allocations_forwarded = 0;  // free-node requests passed on around the ring
+    std::uint64_t list_full = 0;         // inserts refused: no free node anywhere
+    std::uint64_t hops = 0;              // forwards sent by nodes hosted here
+    std::uint64_t handled = 0;           // operations answered here
+    std::uint64_t held = 0;              // requests queued behind a node's split or ordering marker
+    std::uint64_t expired = 0;           // entries removed because their expiry passed
+    std::uint64_t range_parts = 0;       // range parts sent from here
+};
+
+namespace detail {
+
+// Expiry: seconds since the Unix epoch (std::chrono::system_clock); 0 = never.
+using expiry_time = double;
+double skiplist_clock_now();
+
+class skiplist_core {
+public:
+    enum class op : std::uint8_t { find = 0, insert = 1, insert_if_absent = 2, erase = 3, marker = 4 };
+    static constexpr std::uint32_t no_slot = 0xffffffffu;
+    // Status byte of a point answer.
+    static constexpr std::uint8_t status_miss = 0, status_hit = 1, status_stored = 2, status_replaced = 3,
+                                  status_duplicate = 4;
+
+    skiplist_core(std::unique_ptr<runtime::engine> engine, const skiplist_map_config& settings);
+    ~skiplist_core();
+    skiplist_core(const skiplist_core&) = delete;
+    skiplist_core& operator=(const skiplist_core&) = delete;
+
+    runtime::engine& engine() { return *m_engine; }
+    const runtime::engine& engine() const { return *m_engine; }
+    const skiplist_map_config& config() const { return m_config; }
+    int rank() const { return m_engine->rank(); }
+
+    // Caller side.  Sends a point operation into the list at the head.  `slot` is
+    // a request slot (its reply completes it) or no_slot (fire-and-forget).
+    void send_point(op kind, std::uint32_t slot, std::string_view key, std::string_view value, expiry_time expires);
+    // Caller side.  Starts a range query over [lo, hi) (hi empty and !bounded: to
+    // the end), at most `limit` entries (0: no limit).  Completes `slot` with
+    // {u32 key bytes, key, u32 value bytes, value}* in key order, count = entries.
+    void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit);
+
+    void check_key(std::size_t bytes) const;
+    void check_value(std::size_t bytes) const;
+    std::uint64_t async_rejected() const { return m_async_rejected; }
+
+    // Local.  Every live entry of the nodes hosted here, in key order per node.
+    void for_all_local(const std::function<void(std::string_view, std::string_view)>& visit);
+    // Local.  Removes expired entries from every node hosted here.
+    std::size_t sweep_expired();
+    skiplist_local_statistics local_statistics() const;
+    void reset_local_statistics();
+    std::size_t local_size() const;
+
+    // Collective.
+    void flush();
+    void destroy();
+
+    // Test support: checks the structure of the list as seen from this rank's nodes
+    // (sorted runs, separators increasing along every level) and returns a
+    // description of the first problem, or an empty string.
+    std::string check_local_invariants() const;
+
+private:
+    struct link {
+        std::string separator;      // the successor's lower bound (fixed when it was created)
+        skiplist_node_id to{};      // null: end of this level
+        bool set = false;           // false: this level is not linked yet (skip it)
+    };
+    struct entry {
+        std::string key;
+        std::string value;
+        expiry_time expires = 0;
+    };
+    struct held_record {
+        runtime::handler_id handler;
+        int source;
+        std::string bytes;
+    };
+    struct node {
+        std::uint32_t generation = 0;
+        bool live = false;
+        std::string separator;              // lower bound of this node's key range
+        std::vector<link> tower;            // height = tower.size()
+        std::vector<entry> run;             // sorted by key, at most G (G + 1 while splitting)
+        expiry_time earliest_expiry = 0;    // 0: nothing expires
+        int holds = 0;                      // ordering clears still expected
+        bool allocating = false;            // waiting for the free-node service
+        std::deque<held_record> held;       // requests that arrived while holding
+        // The insert that made the node split, answered once the split is decided.
+        int pending_source = -1;
+        std::uint32_t pending_slot = no_slot;
+        std::string pending_key;
+        // The split in progress: the new node's separator, height and the levels
+        // linked directly after this node (bit l).
+        std::string split_separator;
+        unsigned split_height = 0;
+        std::uint32_t split_direct = 0;
+    };
+
+    // Handlers (static trampolines to the members below).
+    static void on_point(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_range(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_range_part(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_alloc(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_alloc_reply(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_link_up(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_set_links(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_expect(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_marker(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_clear(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_rejected(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+
+    void handle_point(int source, std::string_view record);
+    void handle_range(int source, std::string_view record);
+    void handle_range_part(int source, std::string_view record);
+    void handle_alloc(int source, std::string_view record);
+    void handle_alloc_reply(std::string_view record);
+    void handle_link_up(int source, std::string_view record);
+    void handle_set_links(int source, std::string_view record);
+    void handle_clear(std::string_view record);
+
+    // Returns the node a record addresses, or throws decode_error.
+    node& addressed(skiplist_node_id id, const char* what);
+    // Queues the record if the node holds (split in progress, clears expected).
+    bool hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record);
+    void release_held(skiplist_node_id id);
+    // The level-l forward for `key` from `here`, scanning down from `level`:
+    // returns the level to forward on, or -1 when the key belongs here.
+    static int forward_level(const node& here, std::string_view key, int level, bool strictly_less);
+    void forward(runtime::handler_id handler, skiplist_node_id to, std::string_view record_tail, int level);
+    void send_record(int destination, runtime::handler_id handler, std::string_view bytes);
+
+    void answer_point(node& here, skiplist_node_id id, op kind, int caller, std::uint32_t slot, std::string_view key,
+                      std::string_view value, expiry_time expires);
+    void reply_status(int caller, std::uint32_t slot, std::uint8_t status, std::string_view value = {});
+    void start_split(node& here, skiplist_node_id id);
+    void purge_expired(node& here, expiry_time now);
+    unsigned draw_height();
+    skiplist_node_id allocate_local(std::string_view separator, unsigned height);
+    // Ordering (see skiplist_map.hpp, "Non-overtaking"): `from` now links `target`
+    // directly; requests that took the old way must reach `target` (and
+    // `old_successor`) before any that take the new one.
+    void order_new_link(node& from, skiplist_node_id from_id, int level, skiplist_node_id target,
+                        std::string_view target_separator, skiplist_node_id old_successor);
+
+    std::unique_ptr<runtime::engine> m_engine;
+    skiplist_map_config m_config;
+    std::vector<int> m_servers;
+    int m_server_index = -1;             // position of this rank in m_servers, -1: hosts no nodes
+    skiplist_node_id m_head{};
+    std::deque<node> m_nodes;            // this rank's slots (a deque: references stay valid)
+    std::vector<std::uint32_t> m_free;   // free slots (LIFO)
+    std::size_t m_placement_counter = 0;
+    std::mt19937_64 m_random;
+
+    // Caller side: ranges in progress, by request slot.
+    struct range_state {
+        std::map<std::uint32_t, std::string> parts;   // sequence -> encoded entries
+        std::map<std::uint32_t, std::uint32_t> counts;
+        std::uint32_t last = no_slot;                  // sequence of the final part, once known
+    };
+    std::map<std::uint32_t, range_state> m_ranges;
+    std::uint64_t m_async_rejected = 0;
+
+    skiplist_local_statistics m_stats{};
+
+    runtime::handler_id m_h_point = 0, m_h_range = 0, m_h_range_part = 0, m_h_alloc = 0, m_h_alloc_reply = 0,
+                        m_h_link_up = 0, m_h_set_links = 0, m_h_expect = 0, m_h_marker = 0, m_h_clear = 0,
+                        m_h_rejected = 0;
+};
+
+}  // namespace detail
+}  // namespace mpidict

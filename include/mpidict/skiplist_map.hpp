@@ -1,0 +1,429 @@
+#pragma once
+// skiplist_map<K, V>: an ordered distributed dictionary, the service-oriented
+// skip list of seed 004 (Alam, Kamal and Wagner) on the mpidict runtime.
+//
+// Layout.  The list is a chain of nodes, each a light actor hosted on a server
+// rank (config.server_ranks, default every rank) in one of that rank's P slots.
+// A node holds a sorted run of up to G keys with their values and a tower of
+// links, one per level: (separator of the successor on that level, its id).  A
+// node id is (rank, slot, generation); a slot reused for another node gets a new
+// generation, so a stale reference is detected.  The head node lives on the
+// first server rank, has the maximum height and the empty separator.
+//
+// Separators instead of min-keys.  A node's separator is the lower bound of its
+// key range, fixed when the node is created by a split; its range is
+// [separator, successor's separator).  The seed stores each successor's current
+// min-key at the predecessors, so deleting a node's min-key has to update them
+// and hold replies back until that is done (its Figure 7).  A separator never
+// changes, so erasing any key, the smallest included, touches one node and no
+// link: that delay and its hold-back disappear.
+//
+// Operations travel forward only (Listings 1-4 with G keys per node).  A request
+// enters at the head at the top level; a node forwards it on the highest level
+// (at or below the one it arrived on) whose successor's separator is <= the key,
+// else the key is in its own range and the node answers the caller directly.  A
+// node handles one request at a time, atomically (every rank handles records in
+// order, one at a time).
+//   - insert / insert_if_absent / find / erase: one answer from the node that
+//     holds the key's range.  Cost: O(log(n / G)) expected hops + 1 answer.
+//   - An insert that takes a node past G keys splits it: the node keeps the
+//     lower half, asks the free-node service for a node with the upper half
+//     (a record to a manager on another rank; managers form a ring, a manager
+//     without a free slot passes the request on, and after a full cycle the
+//     insert fails with list_full and is taken back out: nothing stored is
+//     lost), and holds every request that reaches it meanwhile.  The new node's
+//     tower height h is drawn (geometric, tower_probability).  On the levels it
+//     shares with the splitting node it is linked right after it; if it is
+//     taller (Figure 6(c)), a link_up operation travels from the head and
+//     splices it in on its upper levels, which stay unlinked (skipped by
+//     routing) until then.  Nodes are placed round robin over the servers,
+//     starting at the next one, so even ascending keys spread over the ranks.
+//   - range(lo, hi): travels to the node holding lo like a find, then along
+//     level 0; every node with keys in range sends its part straight to the
+//     caller (as many messages as needed), numbered; the last part says so, and
+//     the caller completes the request once every part up to it has arrived.
+//     With a limit the query stops after that many entries.  Cost:
+//     O(log(n / G)) hops to the start, then one hop and at least one part per
+//     node in range.  (The seed splits a range across levels to parallelise it;
+//     this version walks level 0 in order, which a limit needs anyway.)
+//   - Expiry: insert(key, value, expires_at) stores a deadline; an expired entry
+//     is never returned and is removed by its node when the node is next
+//     accessed, and by flush() on every rank.
+//
+// Non-overtaking (the seed's Lemma 2.2 and Theorem 2.3).  The runtime delivers
+// the records one rank sends another in order (per rank pair FIFO, loopback
+// included) and each rank handles them one at a time in that order.  With an
+// unchanging list, two requests for keys in the same node take the same path,
+// so they cannot overtake one another.  A path changes only when a link does,
+// and the seed protects that moment with a synchronous send; here, a node that
+// starts to hold and a marker do it:
+//   - split of X into X, Y (levels shared with X): X sends a marker to every
+//     old successor Z on those levels, behind what it sent Z before; Z's rank
+//     answers the marker with a clear to Y; Y is created holding one clear per
+//     marker and handles nothing until they have arrived.  Requests that now
+//     pass X -> Y -> Z therefore reach Z after those that went X -> Z.
+//   - link_up splicing Y after P on a level, and Y learning an upper link to T:
+//     the node that gained the link sends the new target an expect record (on
+//     the same rank pair as everything it will send over the new link, so it
+//     arrives first), routes a marker along the old way (the route a request for
+//     the target's separator took below that level), and markers its old
+//     successor; the target holds until those markers' clears arrive.
+// A held node queues requests in arrival order and replays them in that order.
+// The simulation test checks the property directly with a test-only switch that
+// disables the markers.
+//
+// Completion.  Request forms complete when the answering node's reply arrives;
+// async forms are acknowledged by nothing and complete by flush() (the
+// runtime's termination detection counts every record, forwards included).
+//
+// Cost in memory.  Per entry: key and value bytes plus a std::string pair and
+// an expiry (about 72 bytes of overhead with 8-byte keys and values); per node:
+// its tower.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <mpi.h>
+
+#include "mpidict/detail/payload.hpp"
+#include "mpidict/detail/skiplist_core.hpp"
+#include "mpidict/ordered_key.hpp"
+#include "mpidict/runtime/request.hpp"
+
+namespace mpidict {
+
+// skiplist_map's operation kinds, registered with its engine in this order;
+// index `stats()` with them.
+struct skiplist_map_op {
+    enum kind : runtime::op_kind { insert, insert_if_absent, find, erase, range };
+    static constexpr std::string_view names[] = {"insert", "insert_if_absent", "find", "erase", "range"};
+};
+
+struct range_options {
+    std::uint64_t limit = 0;   // at most this many entries (0: all); with descending, the last ones
+    bool descending = false;   // largest key first
+};
+
+template <class K, class V>
+class skiplist_map {
+    static_assert(requires { ordered_codec<K>::encode; },
+                  "skiplist_map keys need an order-preserving encoding: integers, float/double, std::string, "
+                  "std::vector<std::byte>, std::array/std::tuple/std::pair of fixed-width ones, or a specialisation "
+                  "of mpidict::ordered_codec<K>.");
+    static_assert(detail::payload_storable<V>,
+                  "skiplist_map values must be std::string, std::vector<std::byte> or trivially copyable.");
+
+public:
+    using key_type = K;
+    using mapped_type = V;
+    using entry_list = std::vector<std::pair<K, V>>;
+    using clock = std::chrono::system_clock;
+
+    // Collective over `communicator`.
+    explicit skiplist_map(MPI_Comm communicator, skiplist_map_config settings = {})
+        : skiplist_map(std::make_unique<runtime::engine>(communicator, settings.runtime), settings) {}
+    // Collective.  Builds the list over an engine it takes over (e.g. a simulated one).
+    skiplist_map(std::unique_ptr<runtime::engine> engine, const skiplist_map_config& settings)
+        : m_core(std::make_unique<detail::skiplist_core>(std::move(engine), settings)) {
+        for (const std::string_view name : skiplist_map_op::names)
+            m_core->engine().register_op_kind(name);
+        if constexpr (!std::is_same_v<V, std::string> && !std::is_same_v<V, std::vector<std::byte>>) {
+            if (sizeof(V) > settings.max_value_bytes)
+                throw invalid_argument_error("mpidict: skiplist_map value type of " + std::to_string(sizeof(V)) +
+                                             " bytes exceeds max_value_bytes = " +
+                                             std::to_string(settings.max_value_bytes));
+        }
+    }
+    skiplist_map(const skiplist_map&) = delete;
+    skiplist_map& operator=(const skiplist_map&) = delete;
+
+    // Collective unless an exception is unwinding (then it abandons without waiting).
+    ~skiplist_map() {
+        if (m_core && !m_core->engine().destroyed() && std::uncaught_exceptions() == 0) {
+            try {
+                m_core->destroy();
+            } catch (const std::exception& problem) {
+                std::fprintf(stderr, "mpidict: skiplist_map teardown on rank %d failed: %s\n", rank(), problem.what());
+            }
+        }
+    }
+
+    // Collective.  Applies everything pending and releases the communicator.
+    void destroy() { m_core->destroy(); }
+    // Collective.  Returns once every operation started anywhere has been
+    // answered (splits included); then removes expired entries here.
+    void flush() {
+        runtime::engine_lock lock(m_core->engine());
+        m_core->flush();
+    }
+
+    int rank() const { return m_core->rank(); }
+    int num_ranks() const { return m_core->engine().size(); }
+    const skiplist_map_config& settings() const { return m_core->config(); }
+    runtime::engine& engine() { return m_core->engine(); }
+    const runtime::statistics& stats() const { return m_core->engine().stats(); }
+
+    // ---- point operations --------------------------------------------------
+
+    // Inserts or replaces.  Throws (from get()) list_full when the key needed a
+    // new node and none was free anywhere.
+    request<skiplist_insert_result> insert(const K& key, const V& value) { return insert(key, value, never); }
+    request<skiplist_insert_result> insert(const K& key, const V& value, clock::time_point expires_at) {
+        return start<skiplist_insert_result>(skiplist_map_op::insert, detail::skiplist_core::op::insert, key,
+                                             detail::payload_of(value), expiry_of(expires_at), &decode_insert);
+    }
+    void async_insert(const K& key, const V& value) { async_insert(key, value, never); }
+    void async_insert(const K& key, const V& value, clock::time_point expires_at) {
+        start_async(skiplist_map_op::insert, detail::skiplist_core::op::insert, key, detail::payload_of(value),
+                    expiry_of(expires_at));
+    }
+    // True if the key was new and is now stored; false if it was there (unchanged).
+    request<bool> insert_if_absent(const K& key, const V& value) { return insert_if_absent(key, value, never); }
+    request<bool> insert_if_absent(const K& key, const V& value, clock::time_point expires_at) {
+        return start<bool>(skiplist_map_op::insert_if_absent, detail::skiplist_core::op::insert_if_absent, key,
+                           detail::payload_of(value), expiry_of(expires_at), &decode_inserted);
+    }
+    void async_insert_if_absent(const K& key, const V& value) {
+        start_async(skiplist_map_op::insert_if_absent, detail::skiplist_core::op::insert_if_absent, key,
+                    detail::payload_of(value), 0);
+    }
+    request<std::optional<V>> find(const K& key) {
+        return start<std::optional<V>>(skiplist_map_op::find, detail::skiplist_core::op::find, key, {}, 0,
+                                       &decode_find);
+    }
+    // True if the key was there.
+    request<bool> erase(const K& key) {
+        return start<bool>(skiplist_map_op::erase, detail::skiplist_core::op::erase, key, {}, 0, &decode_hit);
+    }
+    void async_erase(const K& key) {
+        start_async(skiplist_map_op::erase, detail::skiplist_core::op::erase, key, {}, 0);
+    }
+
+    // Inserts refused with list_full among this rank's async inserts (known once
+    // their refusals arrived, e.g. after flush()).
+    std::uint64_t async_rejected() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->async_rejected();
+    }
+
+    // ---- batches -------------------------------------------------------------
+
+    // Looks every key up, with up to settings().caller_window requests in
+    // flight, and calls on_result(index, std::optional<V>) in index order.
+    // Local: other ranks answer while inside any library call.
+    template <class Function>
+    void find_many(std::span<const K> keys, Function&& on_result) {
+        windowed(keys.size(), [&](std::size_t index) { return find(keys[index]); },
+                 [&](std::size_t index, request<std::optional<V>>& answer) { on_result(index, answer.get()); });
+    }
+    // Inserts (or replaces) keys[i] -> values[i]; returns how many keys were new.
+    std::size_t insert_many(std::span<const K> keys, std::span<const V> values) {
+        if (keys.size() != values.size())
+            throw invalid_argument_error("mpidict: skiplist_map insert_many got " + std::to_string(keys.size()) +
+                                         " keys and " + std::to_string(values.size()) + " values");
+        std::size_t fresh = 0;
+        windowed(keys.size(), [&](std::size_t index) { return insert(keys[index], values[index]); },
+                 [&](std::size_t, request<skiplist_insert_result>& answer) { fresh += !answer.get().replaced; });
+        return fresh;
+    }
+
+    // ---- ordered queries -----------------------------------------------------
+
+    // Every entry with lo <= key <= hi, in key order (descending if asked).
+    request<entry_list> range(const K& lo, const K& hi, range_options options = {}) {
+        std::string bound = encode(hi);
+        bound.push_back('\0');  // the smallest encoding above hi
+        return start_range(encode(lo), bound, true, options);
+    }
+    // Every entry with key >= lo.
+    request<entry_list> range_from(const K& lo, range_options options = {}) {
+        return start_range(encode(lo), {}, false, options);
+    }
+    // Every entry whose key starts with `prefix` (byte-string keys).
+    request<entry_list> prefix(std::string_view prefix, range_options options = {})
+        requires(std::is_same_v<K, std::string> || std::is_same_v<K, std::vector<std::byte>>)
+    {
+        m_core->check_key(prefix.size());
+        const std::string bound = prefix_successor(prefix);
+        return start_range(std::string(prefix), bound, !bound.empty(), options);
+    }
+
+    // ---- this rank's nodes ---------------------------------------------------
+
+    // Live entries held by the nodes hosted here.
+    std::size_t local_size() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->local_size();
+    }
+    // Collective.  Live entries over all ranks.
+    std::size_t global_size() {
+        const std::int64_t mine = static_cast<std::int64_t>(local_size());
+        std::int64_t total = 0;
+        m_core->engine().sum(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&total, 1));
+        return static_cast<std::size_t>(total);
+    }
+    // Calls f(key, value) for every live entry hosted here (in key order within
+    // each node, nodes in slot order).  Call it after flush() for a settled view.
+    template <class Function>
+    void for_all(Function&& function) const {
+        runtime::engine_lock lock(m_core->engine());
+        m_core->for_all_local([&](std::string_view key, std::string_view value) {
+            function(ordered_codec<K>::decode(key), detail::from_payload<V>(value));
+        });
+    }
+    skiplist_local_statistics local_statistics() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->local_statistics();
+    }
+    void reset_statistics() {
+        runtime::engine_lock lock(m_core->engine());
+        m_core->engine().reset_statistics();
+        m_core->reset_local_statistics();
+    }
+    // Test support: empty if the nodes hosted here are well formed (call after flush()).
+    std::string check_local_invariants() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->check_local_invariants();
+    }
+
+private:
+    static constexpr clock::time_point never{};
+
+    static detail::expiry_time expiry_of(clock::time_point at) {
+        if (at == never)
+            return 0;
+        const double seconds = std::chrono::duration<double>(at.time_since_epoch()).count();
+        return seconds > 0 ? seconds : 1e-9;  // a deadline in the past still expires
+    }
+
+    std::string encode(const K& key) const {
+        std::string out;
+        ordered_codec<K>::encode(key, out);
+        m_core->check_key(out.size());
+        return out;
+    }
+
+    void prepare(runtime::op_kind kind, std::string_view value) {
+        m_core->engine().check_alive(m_core->engine().op_kind_name(kind).data());
+        m_core->check_value(value.size());
+        ++m_core->engine().stats()[kind].operations;
+    }
+
+    template <class T>
+    request<T> start(runtime::op_kind kind, detail::skiplist_core::op operation, const K& key, std::string_view value,
+                     detail::expiry_time expires, typename request<T>::decoder decode, const void* context = nullptr) {
+        const std::string encoded = encode(key);
+        runtime::engine_lock lock(m_core->engine());
+        prepare(kind, value);
+        auto& engine = m_core->engine();
+        const std::uint32_t slot = engine.open_request(kind);
+        try {
+            m_core->send_point(operation, slot, encoded, value, expires);
+        } catch (...) {
+            engine.cancel_request(slot);
+            throw;
+        }
+        return request<T>(engine, slot, decode, context);
+    }
+
+    void start_async(runtime::op_kind kind, detail::skiplist_core::op operation, const K& key, std::string_view value,
+                     detail::expiry_time expires) {
+        const std::string encoded = encode(key);
+        runtime::engine_lock lock(m_core->engine());
+        prepare(kind, value);
+        m_core->send_point(operation, detail::skiplist_core::no_slot, encoded, value, expires);
+    }
+
+    request<entry_list> start_range(const std::string& lo, const std::string& hi, bool bounded, range_options options) {
+        runtime::engine_lock lock(m_core->engine());
+        prepare(skiplist_map_op::range, {});
+        auto& engine = m_core->engine();
+        const std::uint32_t slot = engine.open_request(skiplist_map_op::range);
+        // Descending with a limit wants the last entries: collect all, cut at the caller.
+        const std::uint64_t limit = options.descending ? 0 : options.limit;
+        try {
+            m_core->send_range(slot, lo, hi, bounded, limit);
+        } catch (...) {
+            engine.cancel_request(slot);
+            throw;
+        }
+        if (!options.descending)
+            return request<entry_list>(engine, slot, &decode_range, nullptr);
+        // The context carries the limit (0: all) for the descending decoder.
+        return request<entry_list>(engine, slot, &decode_range_descending,
+                                   reinterpret_cast<const void*>(static_cast<std::uintptr_t>(options.limit)));
+    }
+
+    template <class Start, class Finish>
+    void windowed(std::size_t count, Start&& start_one, Finish&& finish_one) {
+        using request_type = decltype(start_one(std::size_t{0}));
+        const std::size_t window = std::max<std::size_t>(1, m_core->config().caller_window);
+        std::vector<request_type> in_flight;
+        in_flight.reserve(std::min(window, count));
+        std::size_t done = 0;
+        for (std::size_t index = 0; index < count; ++index) {
+            if (index - done == window) {
+                finish_one(done, in_flight[done % window]);
+                ++done;
+            }
+            if (in_flight.size() < window)
+                in_flight.push_back(start_one(index));
+            else
+                in_flight[index % window] = start_one(index);
+        }
+        for (; done < count; ++done)
+            finish_one(done, in_flight[done % window]);
+    }
+
+    static skiplist_insert_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
+        const auto status = reader.read<std::uint8_t>();
+        return skiplist_insert_result{true, status == detail::skiplist_core::status_replaced};
+    }
+    static bool decode_inserted(std::uint32_t, byte_reader& reader, const void*) {
+        return reader.read<std::uint8_t>() == detail::skiplist_core::status_stored;
+    }
+    static bool decode_hit(std::uint32_t, byte_reader& reader, const void*) {
+        return reader.read<std::uint8_t>() == detail::skiplist_core::status_hit;
+    }
+    static std::optional<V> decode_find(std::uint32_t, byte_reader& reader, const void*) {
+        if (reader.read<std::uint8_t>() != detail::skiplist_core::status_hit)
+            return std::nullopt;
+        const std::size_t bytes = reader.remaining();
+        const std::byte* data = reader.take(bytes);
+        return detail::from_payload<V>(std::string_view(reinterpret_cast<const char*>(data), bytes));
+    }
+    static entry_list decode_range(std::uint32_t count, byte_reader& reader, const void*) {
+        entry_list out;
+        out.reserve(count);
+        for (std::uint32_t index = 0; index < count; ++index) {
+            const auto key_bytes = reader.read<std::uint32_t>();
+            const std::string_view key(reinterpret_cast<const char*>(reader.take(key_bytes)), key_bytes);
+            const auto value_bytes = reader.read<std::uint32_t>();
+            const std::string_view value(reinterpret_cast<const char*>(reader.take(value_bytes)), value_bytes);
+            out.emplace_back(ordered_codec<K>::decode(key), detail::from_payload<V>(value));
+        }
+        return out;
+    }
+    static entry_list decode_range_descending(std::uint32_t count, byte_reader& reader, const void* context) {
+        entry_list out = decode_range(count, reader, nullptr);
+        std::reverse(out.begin(), out.end());
+        const auto limit = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(context));
+        if (limit != 0 && out.size() > limit)
+            out.resize(static_cast<std::size_t>(limit));
+        return out;
+    }
+
+    std::unique_ptr<detail::skiplist_core> m_core;
+};
+
+}  // namespace mpidict

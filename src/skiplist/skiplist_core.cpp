@@ -1,0 +1,1036 @@
+// skiplist_map's distributed skip list: nodes hosted on server ranks, requests
+// that travel forward from the head, splits with free-node allocation around a
+// ring of managers, and the ordering markers that keep operations from
+// overtaking one another when links change.  See skiplist_map.hpp for the design.
+
+#include "mpidict/detail/skiplist_core.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "mpidict/error.hpp"
+
+namespace mpidict {
+
+namespace {
+
+constexpr std::size_t node_id_bytes = 12;
+constexpr std::size_t header_bytes = 4 + 4 + 1;  // slot, generation, level
+constexpr std::size_t entry_overhead = 4 + 4 + 8;  // key and value lengths, expiry
+constexpr std::uint64_t unlimited = std::numeric_limits<std::uint64_t>::max();
+
+// Appends fixed-width fields and length-prefixed byte strings to a record.
+class record_writer {
+public:
+    template <class T>
+    record_writer& put(T value) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        char bytes[sizeof(T)];
+        std::memcpy(bytes, &value, sizeof(T));
+        m_bytes.append(bytes, sizeof(T));
+        return *this;
+    }
+    record_writer& put_bytes(std::string_view bytes) {
+        put<std::uint32_t>(static_cast<std::uint32_t>(bytes.size()));
+        m_bytes.append(bytes);
+        return *this;
+    }
+    record_writer& put_id(const skiplist_node_id& id) { return put(id.rank).put(id.slot).put(id.generation); }
+    record_writer& append(std::string_view raw) {
+        m_bytes.append(raw);
+        return *this;
+    }
+    const std::string& bytes() const { return m_bytes; }
+
+private:
+    std::string m_bytes;
+};
+
+// Reads what record_writer wrote; every read is bounds-checked (decode_error).
+class record_reader {
+public:
+    explicit record_reader(std::string_view bytes)
+        : m_reader(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()) {}
+    template <class T>
+    T get() {
+        return m_reader.read<T>();
+    }
+    std::string_view get_bytes() {
+        const auto size = m_reader.read<std::uint32_t>();
+        return {reinterpret_cast<const char*>(m_reader.take(size)), size};
+    }
+    skiplist_node_id get_id() {
+        skiplist_node_id id;
+        id.rank = get<std::int32_t>();
+        id.slot = get<std::uint32_t>();
+        id.generation = get<std::uint32_t>();
+        return id;
+    }
+    std::string_view rest() {
+        const std::size_t size = m_reader.remaining();
+        return {reinterpret_cast<const char*>(m_reader.take(size)), size};
+    }
+    bool empty() const { return m_reader.empty(); }
+
+private:
+    byte_reader m_reader;
+};
+
+std::string describe(const skiplist_node_id& id) {
+    return "(rank " + std::to_string(id.rank) + ", slot " + std::to_string(id.slot) + ", generation " +
+           std::to_string(id.generation) + ")";
+}
+
+template <class Member>
+void for_each_record(const std::byte* records, std::uint32_t record_bytes, std::uint32_t count, Member&& member) {
+    for (std::uint32_t index = 0; index < count; ++index)
+        member(std::string_view(reinterpret_cast<const char*>(records) + std::size_t(index) * record_bytes,
+                                record_bytes));
+}
+
+}  // namespace
+
+std::size_t skiplist_map_config::required_buffer_bytes() const {
+    // The largest record: a split's allocation request carrying the upper half
+    // of a full node (G / 2 + 1 entries), its separator and its tower.
+    const std::size_t entry = max_key_bytes + max_value_bytes + entry_overhead;
+    const std::size_t link = 1 + node_id_bytes + 4 + max_key_bytes;
+    const std::size_t alloc = node_id_bytes + 4 + 4 + max_key_bytes + 1 + 4 + 1 + std::size_t(max_height) * link + 4 +
+                              (granularity / 2 + 1) * entry;
+    return runtime::group_header_bytes + alloc;
+}
+
+namespace detail {
+
+double skiplist_clock_now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skiplist_map_config& settings)
+    : m_engine(std::move(engine)), m_config(settings) {
+    const int ranks = m_engine->size();
+    if (!settings.server_ranks) {
+        for (int r = 0; r < ranks; ++r)
+            m_servers.push_back(r);
+    } else {
+        if (settings.server_ranks->empty())
+            throw invalid_argument_error("mpidict: skiplist_map configuration has no server rank (server_ranks is empty)");
+        std::set<int> seen;
+        for (int r : *settings.server_ranks) {
+            if (r < 0 || r >= ranks)
+                throw invalid_argument_error("mpidict: skiplist_map server_ranks names rank " + std::to_string(r) +
+                                             ", outside the communicator of " + std::to_string(ranks) + " ranks");
+            if (!seen.insert(r).second)
+                throw invalid_argument_error("mpidict: skiplist_map server_ranks lists rank " + std::to_string(r) +
+                                             " twice");
+        }
+        m_servers = *settings.server_ranks;
+    }
+    if (settings.granularity < 1 || settings.granularity > (1u << 20))
+        throw invalid_argument_error("mpidict: skiplist_map granularity G = " + std::to_string(settings.granularity) +
+                                     " must be between 1 and 1048576");
+    if (settings.max_height < 1 || settings.max_height > 32)
+        throw invalid_argument_error("mpidict: skiplist_map max_height = " + std::to_string(settings.max_height) +
+                                     " must be between 1 and 32");
+    if (!(settings.tower_probability > 0 && settings.tower_probability < 1))
+        throw invalid_argument_error("mpidict: skiplist_map tower_probability = " +
+                                     std::to_string(settings.tower_probability) + " must be in (0, 1)");
+    if (settings.node_slots_per_rank < 1 || settings.node_slots_per_rank > (std::size_t(1) << 31))
+        throw invalid_argument_error("mpidict: skiplist_map node_slots_per_rank = " +
+                                     std::to_string(settings.node_slots_per_rank) + " must be between 1 and 2^31");
+    if (settings.max_key_bytes < 1 || settings.max_key_bytes > (1u << 20) || settings.max_value_bytes > (1u << 30))
+        throw invalid_argument_error("mpidict: skiplist_map max_key_bytes must be in [1, 2^20] and max_value_bytes at "
+                                     "most 2^30");
+    if (settings.required_buffer_bytes() > m_engine->settings().buffer_bytes)
+        throw invalid_argument_error(
+            "mpidict: skiplist_map needs runtime.buffer_bytes >= " + std::to_string(settings.required_buffer_bytes()) +
+            " (half a node of G = " + std::to_string(settings.granularity) + " entries of up to " +
+            std::to_string(settings.max_key_bytes) + " + " + std::to_string(settings.max_value_bytes) +
+            " bytes must fit one message), but it is " + std::to_string(m_engine->settings().buffer_bytes) +
+            "; lower G or max_value_bytes, or raise buffer_bytes");
+
+    const auto me = std::find(m_servers.begin(), m_servers.end(), rank());
+    if (me != m_servers.end())
+        m_server_index = static_cast<int>(me - m_servers.begin());
+    m_random.seed(settings.seed + static_cast<std::uint64_t>(rank()) * 0x9e3779b97f4a7c15ULL);
+
+    m_h_point = m_engine->register_handler("skiplist.point", &on_point, this);
+    m_h_range = m_engine->register_handler("skiplist.range", &on_range, this);
+    m_h_range_part = m_engine->register_handler("skiplist.range_part", &on_range_part, this);
+    m_h_alloc = m_engine->register_handler("skiplist.alloc", &on_alloc, this);
+    m_h_alloc_reply = m_engine->register_handler("skiplist.alloc_reply", &on_alloc_reply, this);
+    m_h_link_up = m_engine->register_handler("skiplist.link_up", &on_link_up, this);
+    m_h_set_links = m_engine->register_handler("skiplist.set_links", &on_set_links, this);
+    m_h_expect = m_engine->register_handler("skiplist.expect", &on_expect, this);
+    m_h_marker = m_engine->register_handler("skiplist.marker", &on_marker, this);
+    m_h_clear = m_engine->register_handler("skiplist.clear", &on_clear, this);
+    m_h_rejected = m_engine->register_handler("skiplist.rejected", &on_rejected, this);
+    m_engine->verify_handlers();
+    // Every rank must agree on the tunables that shape the list.
+    m_engine->check_same(static_cast<std::int64_t>(settings.granularity), "skiplist_map granularity", false);
+    m_engine->check_same(static_cast<std::int64_t>(settings.max_height), "skiplist_map max_height", false);
+    m_engine->check_same(static_cast<std::int64_t>(m_servers.size()) * 1000003 + m_servers.front(),
+                         "skiplist_map server_ranks", false);
+
+    m_head = skiplist_node_id{m_servers.front(), 0, 1};
+    if (rank() == m_servers.front()) {
+        const skiplist_node_id head = allocate_local("", settings.max_height);
+        MPIDICT_ASSERT(head == m_head, "the head node must take slot 0");
+        for (auto& level : m_nodes[head.slot].tower)
+            level.set = true;  // every level of the head exists: it ends the empty list
+    }
+    m_engine->start_progress_thread();
+}
+
+skiplist_core::~skiplist_core() = default;
+
+void skiplist_core::check_key(std::size_t bytes) const {
+    if (bytes > m_config.max_key_bytes)
+        throw invalid_argument_error("mpidict: skiplist_map key of " + std::to_string(bytes) +
+                                     " encoded bytes exceeds max_key_bytes = " + std::to_string(m_config.max_key_bytes));
+}
+
+void skiplist_core::check_value(std::size_t bytes) const {
+    if (bytes > m_config.max_value_bytes)
+        throw invalid_argument_error("mpidict: skiplist_map value of " + std::to_string(bytes) +
+                                     " bytes exceeds max_value_bytes = " + std::to_string(m_config.max_value_bytes));
+}
+
+// ---------------------------------------------------------------------------
+// Sending
+// ---------------------------------------------------------------------------
+
+void skiplist_core::send_record(int destination, runtime::handler_id handler, std::string_view bytes) {
+    std::byte* out = m_engine->reserve(destination, handler, bytes.size());
+    std::memcpy(out, bytes.data(), bytes.size());
+}
+
+void skiplist_core::forward(runtime::handler_id handler, skiplist_node_id to, std::string_view record_tail, int level) {
+    record_writer record;
+    record.put(to.slot).put(to.generation).put(static_cast<std::uint8_t>(level)).append(record_tail);
+    send_record(to.rank, handler, record.bytes());
+}
+
+void skiplist_core::send_point(op kind, std::uint32_t slot, std::string_view key, std::string_view value,
+                               expiry_time expires) {
+    record_writer tail;
+    tail.put(static_cast<std::uint8_t>(kind)).put(static_cast<std::int32_t>(rank())).put(slot).put(expires);
+    tail.put_bytes(key).put_bytes(value);
+    forward(m_h_point, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
+}
+
+void skiplist_core::send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
+                               std::uint64_t limit) {
+    m_ranges[slot] = range_state{};
+    record_writer tail;
+    tail.put(static_cast<std::int32_t>(rank())).put(slot).put(std::uint32_t{0});
+    tail.put(static_cast<std::uint8_t>(bounded)).put(limit == 0 ? unlimited : limit);
+    tail.put_bytes(lo).put_bytes(hi);
+    forward(m_h_range, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
+}
+
+void skiplist_core::reply_status(int caller, std::uint32_t slot, std::uint8_t status, std::string_view value) {
+    if (slot == no_slot)
+        return;
+    std::byte* out = m_engine->reserve_reply(caller, slot, 1, 1 + value.size());
+    out[0] = static_cast<std::byte>(status);
+    if (!value.empty())
+        std::memcpy(out + 1, value.data(), value.size());
+}
+
+// ---------------------------------------------------------------------------
+// Nodes
+// ---------------------------------------------------------------------------
+
+skiplist_node_id skiplist_core::allocate_local(std::string_view separator, unsigned height) {
+    std::uint32_t slot;
+    if (!m_free.empty()) {
+        slot = m_free.back();
+        m_free.pop_back();
+    } else {
+        if (m_server_index < 0 || m_nodes.size() >= m_config.node_slots_per_rank)
+            return skiplist_node_id{};
+        slot = static_cast<std::uint32_t>(m_nodes.size());
+        m_nodes.emplace_back();
+    }
+    node& fresh = m_nodes[slot];
+    const std::uint32_t generation = fresh.generation + 1;
+    fresh = node{};
+    fresh.generation = generation;
+    fresh.live = true;
+    fresh.separator = std::string(separator);
+    fresh.tower.resize(height);
+    ++m_stats.nodes;
+    return skiplist_node_id{rank(), slot, generation};
+}
+
+skiplist_core::node& skiplist_core::addressed(skiplist_node_id id, const char* what) {
+    if (id.slot >= m_nodes.size() || !m_nodes[id.slot].live || m_nodes[id.slot].generation != id.generation)
+        throw decode_error(std::string("mpidict: skiplist_map ") + what + " record addresses node " + describe(id) +
+                           ", which is not live on rank " + std::to_string(rank()));
+    return m_nodes[id.slot];
+}
+
+bool skiplist_core::hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record) {
+    if (target.holds == 0 && !target.allocating)
+        return false;
+    target.held.push_back(held_record{handler, source, std::string(record)});
+    ++m_stats.held;
+    return true;
+}
+
+void skiplist_core::release_held(skiplist_node_id id) {
+    while (true) {
+        node& here = m_nodes[id.slot];
+        if (here.holds != 0 || here.allocating || here.held.empty())
+            return;
+        held_record next = std::move(here.held.front());
+        here.held.pop_front();
+        if (next.handler == m_h_point)
+            handle_point(next.source, next.bytes);
+        else if (next.handler == m_h_range)
+            handle_range(next.source, next.bytes);
+        else if (next.handler == m_h_link_up)
+            handle_link_up(next.source, next.bytes);
+        else if (next.handler == m_h_set_links)
+            handle_set_links(next.source, next.bytes);
+        else
+            MPIDICT_ASSERT(false, "held record of an unexpected kind");
+    }
+}
+
+int skiplist_core::forward_level(const node& here, std::string_view key, int level, bool strictly_less) {
+    level = std::min(level, static_cast<int>(here.tower.size()) - 1);
+    for (; level >= 0; --level) {
+        const link& next = here.tower[static_cast<std::size_t>(level)];
+        if (!next.set || next.to.null())
+            continue;
+        if (strictly_less ? std::string_view(next.separator) < key : std::string_view(next.separator) <= key)
+            return level;
+    }
+    return -1;
+}
+
+unsigned skiplist_core::draw_height() {
+    std::uniform_real_distribution<double> coin(0.0, 1.0);
+    unsigned height = 1;
+    while (height < m_config.max_height && coin(m_random) < m_config.tower_probability)
+        ++height;
+    return height;
+}
+
+void skiplist_core::purge_expired(node& here, expiry_time now) {
+    if (here.earliest_expiry == 0 || now < here.earliest_expiry)
+        return;
+    expiry_time earliest = 0;
+    auto kept = here.run.begin();
+    for (auto it = here.run.begin(); it != here.run.end(); ++it) {
+        if (it->expires != 0 && it->expires <= now) {
+            m_stats.payload_bytes -= it->key.size() + it->value.size();
+            --m_stats.entries;
+            ++m_stats.expired;
+            continue;
+        }
+        if (it->expires != 0 && (earliest == 0 || it->expires < earliest))
+            earliest = it->expires;
+        if (kept != it)
+            *kept = std::move(*it);
+        ++kept;
+    }
+    here.run.erase(kept, here.run.end());
+    here.earliest_expiry = earliest;
+}
+
+std::size_t skiplist_core::sweep_expired() {
+    const std::uint64_t before = m_stats.expired;
+    const expiry_time now = skiplist_clock_now();
+    for (auto& here : m_nodes)
+        if (here.live && here.holds == 0 && !here.allocating)
+            purge_expired(here, now);
+    return static_cast<std::size_t>(m_stats.expired - before);
+}
+
+// ---------------------------------------------------------------------------
+// Point operations (Listings 1, 3 and 4 with G keys per node)
+// ---------------------------------------------------------------------------
+
+void skiplist_core::on_point(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                             std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_point(source, record); });
+}
+
+void skiplist_core::handle_point(int source, std::string_view record) {
+    record_reader in(record);
+    skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+    const int level = in.get<std::uint8_t>();
+    node& here = addressed(id, "point operation");
+    const std::string_view tail = record.substr(header_bytes);
+    const auto kind = static_cast<op>(in.get<std::uint8_t>());
+    const auto caller = in.get<std::int32_t>();
+    const auto slot = in.get<std::uint32_t>();
+    const auto expires = in.get<expiry_time>();
+    const std::string_view key = in.get_bytes();
+    const std::string_view value = in.get_bytes();
+    if (static_cast<std::uint8_t>(kind) > static_cast<std::uint8_t>(op::marker) || caller < 0 ||
+        caller >= m_engine->size())
+        throw decode_error("mpidict: skiplist_map point record with a bad operation or caller");
+    // A routed marker that has reached the node it clears is handled at once:
+    // that node is holding because of it.  Everything it followed is already
+    // handled here, or queued here ahead of whatever the clear releases.
+    const bool marker_home = kind == op::marker && value.size() == node_id_bytes &&
+                             record_reader(value).get_id() == id;
+    if (!marker_home && hold_if_busy(here, m_h_point, source, record))
+        return;
+    const int next = forward_level(here, key, level, false);
+    if (next >= 0) {
+        ++m_stats.hops;
+        forward(m_h_point, here.tower[static_cast<std::size_t>(next)].to, tail, next);
+        return;
+    }
+    answer_point(here, id, kind, caller, slot, key, value, expires);
+}
+
+void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int caller, std::uint32_t slot,
+                                 std::string_view key, std::string_view value, expiry_time expires) {
+    if (kind == op::marker) {
+        // A routed ordering marker (order_new_link): it has reached the end of the
+        // old way (the node it names, unless that node has split meanwhile); the
+        // node it was meant for may stop holding.
+        (void)id;
+        record_reader in(value);
+        const skiplist_node_id target = in.get_id();
+        if (target.rank < 0 || target.rank >= m_engine->size())
+            throw decode_error("mpidict: skiplist_map marker names a bad node");
+        record_writer clear;
+        clear.put(target.slot).put(target.generation);
+        if (target.rank == rank())
+            handle_clear(clear.bytes());
+        else
+            send_record(target.rank, m_h_clear, clear.bytes());
+        return;
+    }
+    ++m_stats.handled;
+    purge_expired(here, skiplist_clock_now());
+    auto position = std::lower_bound(here.run.begin(), here.run.end(), key,
+                                     [](const entry& e, std::string_view k) { return std::string_view(e.key) < k; });
+    const bool present = position != here.run.end() && position->key == key;
+    switch (kind) {
+    case op::find:
+        if (present)
+            reply_status(caller, slot, status_hit, position->value);
+        else
+            reply_status(caller, slot, status_miss);
+        return;
+    case op::erase:
+        if (present) {
+            m_stats.payload_bytes -= position->key.size() + position->value.size();
+            --m_stats.entries;
+            here.run.erase(position);
+        }
+        reply_status(caller, slot, present ? status_hit : status_miss);
+        return;
+    case op::insert:
+    case op::insert_if_absent:
+        if (present) {
+            if (kind == op::insert_if_absent) {
+                reply_status(caller, slot, status_duplicate);
+                return;
+            }
+            m_stats.payload_bytes += value.size();
+            m_stats.payload_bytes -= position->value.size();
+            position->value = std::string(value);
+            position->expires = expires;
+            if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
+                here.earliest_expiry = expires;
+            reply_status(caller, slot, status_replaced);
+            return;
+        }
+        here.run.insert(position, entry{std::string(key), std::string(value), expires});
+        m_stats.payload_bytes += key.size() + value.size();
+        ++m_stats.entries;
+        if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
+            here.earliest_expiry = expires;
+        if (here.run.size() > m_config.granularity) {
+            // Answered when the split is decided (list_full takes the key back out).
+            here.pending_source = caller;
+            here.pending_slot = slot;
+            here.pending_key = std::string(key);
+            start_split(here, id);
+            return;
+        }
+        reply_status(caller, slot, status_stored);
+        return;
+    case op::marker:
+        break;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Splits and the free-node service (Section 2.2, Figure 6)
+// ---------------------------------------------------------------------------
+
+void skiplist_core::start_split(node& here, skiplist_node_id id) {
+    ++m_stats.splits;
+    const std::size_t middle = here.run.size() / 2;
+    const unsigned height = draw_height();
+    here.split_separator = here.run[middle].key;
+    here.split_height = height;
+    here.split_direct = 0;
+    here.allocating = true;
+
+    record_writer alloc;
+    alloc.put_id(id).put(std::uint32_t{0}).put_bytes(here.split_separator).put(static_cast<std::uint8_t>(height));
+    std::uint32_t holds = 0;
+    std::uint8_t links = 0;
+    record_writer tower;
+    for (unsigned level = 0; level < height && level < here.tower.size(); ++level) {
+        const link& next = here.tower[level];
+        if (!next.set)
+            continue;
+        here.split_direct |= 1u << level;
+        ++links;
+        if (!next.to.null())
+            ++holds;  // one marker per replaced link (order_new_link)
+        tower.put(static_cast<std::uint8_t>(level)).put_id(next.to).put_bytes(next.separator);
+    }
+    alloc.put(holds).put(links).append(tower.bytes());
+    alloc.put(static_cast<std::uint32_t>(here.run.size() - middle));
+    for (std::size_t index = middle; index < here.run.size(); ++index)
+        alloc.put_bytes(here.run[index].key).put_bytes(here.run[index].value).put(here.run[index].expires);
+
+    // Placement: round robin from the next server, so that even ascending keys
+    // (every split at the tail) spread their nodes over the ranks.
+    const std::size_t servers = m_servers.size();
+    const std::size_t start = m_server_index < 0 ? 0 : static_cast<std::size_t>(m_server_index) + 1;
+    const int target = m_servers[(start + m_placement_counter++) % servers];
+    send_record(target, m_h_alloc, alloc.bytes());
+}
+
+void skiplist_core::on_alloc(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                             std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_alloc(source, record); });
+}
+
+void skiplist_core::handle_alloc(int, std::string_view record) {
+    record_reader in(record);
+    const skiplist_node_id origin = in.get_id();
+    const auto hops = in.get<std::uint32_t>();
+    const std::string_view separator = in.get_bytes();
+    const unsigned height = in.get<std::uint8_t>();
+    if (origin.rank < 0 || origin.rank >= m_engine->size() || height < 1 || height > m_config.max_height ||
+        hops >= m_servers.size())
+        throw decode_error("mpidict: skiplist_map allocation record with a bad origin, height or hop count");
+    const skiplist_node_id fresh = allocate_local(separator, height);
+    if (fresh.null()) {
+        // This manager has no free slot: ask the next one around the ring; after
+        // a full cycle the list is full.
+        record_writer reply;
+        if (hops + 1 >= m_servers.size()) {
+            reply.put(origin.slot).put(origin.generation).put(std::uint8_t{0}).put_id(skiplist_node_id{});
+            send_record(origin.rank, m_h_alloc_reply, reply.bytes());
+            return;
+        }
+        ++m_stats.allocations_forwarded;
+        record_writer onward;
+        onward.put_id(origin).put(hops + 1).append(record.substr(node_id_bytes + 4));
+        const std::size_t me = m_server_index < 0 ? 0 : static_cast<std::size_t>(m_server_index);
+        send_record(m_servers[(me + 1) % m_servers.size()], m_h_alloc, onward.bytes());
+        return;
+    }
+    node& created = m_nodes[fresh.slot];
+    created.holds = static_cast<int>(in.get<std::uint32_t>());
+    const unsigned links = in.get<std::uint8_t>();
+    for (unsigned index = 0; index < links; ++index) {
+        const unsigned level = in.get<std::uint8_t>();
+        const skiplist_node_id to = in.get_id();
+        const std::string_view next_separator = in.get_bytes();
+        if (level >= height)
+            throw decode_error("mpidict: skiplist_map allocation record links a level above the node's height");
+        created.tower[level] = link{std::string(next_separator), to, true};
+    }
+    const auto entries = in.get<std::uint32_t>();
+    if (entries > m_config.granularity + 1)
+        throw decode_error("mpidict: skiplist_map allocation record carries more entries than a node holds");
+    created.run.reserve(entries);
+    for (std::uint32_t index = 0; index < entries; ++index) {
+        entry moved;
+        moved.key = std::string(in.get_bytes());
+        moved.value = std::string(in.get_bytes());
+        moved.expires = in.get<expiry_time>();
+        if (moved.expires != 0 && (created.earliest_expiry == 0 || moved.expires < created.earliest_expiry))
+            created.earliest_expiry = moved.expires;
+        m_stats.payload_bytes += moved.key.size() + moved.value.size();
+        ++m_stats.entries;
+        created.run.push_back(std::move(moved));
+    }
+    record_writer reply;
+    reply.put(origin.slot).put(origin.generation).put(std::uint8_t{1}).put_id(fresh);
+    send_record(origin.rank, m_h_alloc_reply, reply.bytes());
+}
+
+void skiplist_core::on_alloc_reply(void* self, int, const std::byte* records, std::uint32_t bytes,
+                                   std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_alloc_reply(record); });
+}
+
+void skiplist_core::handle_alloc_reply(std::string_view record) {
+    record_reader in(record);
+    const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+    const bool ok = in.get<std::uint8_t>() != 0;
+    const skiplist_node_id fresh = in.get_id();
+    node& here = addressed(id, "allocation reply");
+    if (!here.allocating)
+        throw decode_error("mpidict: skiplist_map allocation reply for a node that is not splitting");
+    here.allocating = false;
+    const int caller = here.pending_source;
+    const std::uint32_t slot = here.pending_slot;
+    if (ok) {
+        // The upper half now lives in the new node: drop it here and link the new
+        // node directly after this one on every level it shares with this tower.
+        auto first_moved = std::lower_bound(
+            here.run.begin(), here.run.end(), here.split_separator,
+            [](const entry& e, const std::string& k) { return e.key < k; });
+        for (auto it = first_moved; it != here.run.end(); ++it) {
+            m_stats.payload_bytes -= it->key.size() + it->value.size();
+            --m_stats.entries;
+        }
+        here.run.erase(first_moved, here.run.end());
+        std::uint32_t link_up_levels = 0;
+        for (unsigned level = 0; level < here.split_height; ++level) {
+            if (here.split_direct & (1u << level)) {
+                const skiplist_node_id old = here.tower[level].to;
+                here.tower[level] = link{here.split_separator, fresh, true};
+                if (!old.null()) {
+                    // Requests this node sent to `old` before must reach it before
+                    // those the new node will send it: a marker behind them.
+                    record_writer marker;
+                    marker.put_id(fresh);
+                    send_record(old.rank, m_h_marker, marker.bytes());
+                }
+            } else {
+                link_up_levels |= 1u << level;
+            }
+        }
+        if (link_up_levels != 0) {
+            // A taller tower than this node's (Figure 6(c)): its upper levels are
+            // linked by an operation that travels from the head.
+            record_writer tail;
+            tail.put_id(fresh).put_bytes(here.split_separator).put(link_up_levels).put(std::uint8_t{0});
+            forward(m_h_link_up, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
+        }
+        if (slot != no_slot)
+            reply_status(caller, slot, status_stored);
+    } else {
+        // list_full: take the key that made the node overflow back out.
+        ++m_stats.list_full;
+        auto position = std::lower_bound(
+            here.run.begin(), here.run.end(), here.pending_key,
+            [](const entry& e, const std::string& k) { return e.key < k; });
+        if (position != here.run.end() && position->key == here.pending_key) {
+            m_stats.payload_bytes -= position->key.size() + position->value.size();
+            --m_stats.entries;
+            here.run.erase(position);
+        }
+        if (slot != no_slot) {
+            m_engine->reply_error(
+                caller, slot,
+                "mpidict: skiplist_map is full (list_full): no free node on any of the " +
+                    std::to_string(m_servers.size()) + " server ranks (node_slots_per_rank = " +
+                    std::to_string(m_config.node_slots_per_rank) + ", G = " + std::to_string(m_config.granularity) +
+                    " keys per node); the insert was not applied");
+        } else if (caller >= 0) {
+            record_writer rejected;
+            rejected.put(std::uint32_t{1});
+            send_record(caller, m_h_rejected, rejected.bytes());
+        }
+    }
+    here.pending_source = -1;
+    here.pending_slot = no_slot;
+    here.pending_key.clear();
+    here.split_separator.clear();
+    release_held(id);
+}
+
+void skiplist_core::on_rejected(void* self, int, const std::byte* records, std::uint32_t bytes,
+                                std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) {
+        record_reader in(record);
+        core->m_async_rejected += in.get<std::uint32_t>();
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Linking the upper levels of a taller node (the SPLIT of Figure 6(c))
+// ---------------------------------------------------------------------------
+
+void skiplist_core::on_link_up(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                               std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_link_up(source, record); });
+}
+
+void skiplist_core::handle_link_up(int source, std::string_view record) {
+    record_reader in(record);
+    const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+    int level = in.get<std::uint8_t>();
+    node& here = addressed(id, "link_up");
+    if (hold_if_busy(here, m_h_link_up, source, record))
+        return;
+    const skiplist_node_id fresh = in.get_id();
+    const std::string separator(in.get_bytes());
+    std::uint32_t levels = in.get<std::uint32_t>();
+    const unsigned collected_count = in.get<std::uint8_t>();
+    const std::string_view collected_start = in.rest();
+    record_reader collected_in(collected_start);
+    std::string collected(collected_start);
+    unsigned collected_total = collected_count;
+    for (unsigned index = 0; index < collected_count; ++index) {  // validate
+        collected_in.get<std::uint8_t>();
+        collected_in.get_id();
+        collected_in.get_bytes();
+    }
+    if (fresh.rank < 0 || fresh.rank >= m_engine->size())
+        throw decode_error("mpidict: skiplist_map link_up record names a bad node");
+
+    for (level = std::min(level, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
+        link& next = here.tower[static_cast<std::size_t>(level)];
+        if (next.set && !next.to.null() && std::string_view(next.separator) < separator) {
+            // The new node lies further on: travel forward on this level.
+            record_writer tail;
+            tail.put_id(fresh).put_bytes(separator).put(levels).put(static_cast<std::uint8_t>(collected_total));
+            tail.append(collected);
+            ++m_stats.hops;
+            forward(m_h_link_up, next.to, tail.bytes(), level);
+            return;
+        }
+        if ((levels & (1u << level)) == 0)
+            continue;
+        levels &= ~(1u << level);
+        if (!next.set)
+            continue;  // this level of ours is not linked yet: the new node stays lower here
+        // This node precedes the new one on `level`: splice it in.
+        record_writer entry_out;
+        entry_out.put(static_cast<std::uint8_t>(level)).put_id(next.to).put_bytes(next.separator);
+        collected += entry_out.bytes();
+        ++collected_total;
+        const skiplist_node_id old = next.to;
+        next = link{separator, fresh, true};
+        order_new_link(here, id, level, fresh, separator, old);
+    }
+    // Every level is decided: tell the new node its upper links.
+    record_writer links;
+    links.put(fresh.slot).put(fresh.generation).put(std::uint8_t{0});
+    links.put(static_cast<std::uint8_t>(collected_total)).append(collected);
+    send_record(fresh.rank, m_h_set_links, links.bytes());
+}
+
+void skiplist_core::on_set_links(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                                 std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_set_links(source, record); });
+}
+
+void skiplist_core::handle_set_links(int source, std::string_view record) {
+    record_reader in(record);
+    const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+    in.get<std::uint8_t>();
+    node& here = addressed(id, "set_links");
+    if (hold_if_busy(here, m_h_set_links, source, record))
+        return;
+    const unsigned count = in.get<std::uint8_t>();
+    for (unsigned index = 0; index < count; ++index) {
+        const unsigned level = in.get<std::uint8_t>();
+        const skiplist_node_id to = in.get_id();
+        const std::string separator(in.get_bytes());
+        if (level >= here.tower.size())
+            throw decode_error("mpidict: skiplist_map set_links record names a level above the node's height");
+        here.tower[level] = link{separator, to, true};
+        if (!to.null())
+            order_new_link(here, id, static_cast<int>(level), to, separator, skiplist_node_id{});
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Non-overtaking when a link changes
+// ---------------------------------------------------------------------------
+
+void skiplist_core::order_new_link(node& from, skiplist_node_id, int level, skiplist_node_id target,
+                                   std::string_view target_separator, skiplist_node_id old_successor) {
+    // 1. The target holds every request until the clears below arrive.  This
+    //    record travels on the same rank pair as every request `from` will send
+    //    it over the new link, so it arrives first.
+    int expected = 1;
+    if (!old_successor.null())
+        ++expected;
+    record_writer expect;
+    expect.put(target.slot).put(target.generation).put(static_cast<std::int32_t>(expected));
+    send_record(target.rank, m_h_expect, expect.bytes());
+    // 2. A marker along the old way to the target: the route a request for the
+    //    target's separator took before the change (below `level`).  It queues
+    //    behind everything `from` sent that way and clears the target on arrival.
+    record_writer tail;
+    tail.put(static_cast<std::uint8_t>(op::marker)).put(static_cast<std::int32_t>(target.rank)).put(no_slot);
+    record_writer target_bytes;
+    target_bytes.put_id(target);
+    tail.put(expiry_time{0}).put_bytes(target_separator).put_bytes(target_bytes.bytes());
+    const int below = forward_level(from, target_separator, level - 1, false);
+    if (below >= 0) {
+        forward(m_h_point, from.tower[static_cast<std::size_t>(below)].to, tail.bytes(), below);
+    } else {
+        // Before the change the target's keys were this node's own: nothing of
+        // ours is on the way to it.
+        record_writer clear;
+        clear.put(target.slot).put(target.generation);
+        send_record(target.rank, m_h_clear, clear.bytes());
+    }
+    // 3. The successor the link used to reach: what we sent it directly must be
+    //    handled there before what now reaches it through the target.
+    if (!old_successor.null()) {
+        record_writer marker;
+        marker.put_id(target);
+        send_record(old_successor.rank, m_h_marker, marker.bytes());
+    }
+}
+
+void skiplist_core::on_expect(void* self, int, const std::byte* records, std::uint32_t bytes, std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) {
+        record_reader in(record);
+        const skiplist_node_id id{core->rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+        const auto expected = in.get<std::int32_t>();
+        if (expected < 0 || expected > 2)
+            throw decode_error("mpidict: skiplist_map expect record with a bad count");
+        node& here = core->addressed(id, "expect");
+        here.holds += expected;
+        core->release_held(id);
+    });
+}
+
+void skiplist_core::on_marker(void* self, int, const std::byte* records, std::uint32_t bytes, std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) {
+        // Everything the marker's sender sent to this rank before it has been
+        // handled (or is queued, in order, at its node): the new node may go on.
+        record_reader in(record);
+        const skiplist_node_id target = in.get_id();
+        if (target.rank < 0 || target.rank >= core->m_engine->size())
+            throw decode_error("mpidict: skiplist_map marker record names a bad node");
+        record_writer clear;
+        clear.put(target.slot).put(target.generation);
+        core->send_record(target.rank, core->m_h_clear, clear.bytes());
+    });
+}
+
+void skiplist_core::on_clear(void* self, int, const std::byte* records, std::uint32_t bytes, std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_clear(record); });
+}
+
+void skiplist_core::handle_clear(std::string_view record) {
+    record_reader in(record);
+    const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+    node& here = addressed(id, "clear");
+    --here.holds;
+    release_held(id);
+}
+
+// ---------------------------------------------------------------------------
+// Range queries (Listing 2): located like a find, then along level 0
+// ---------------------------------------------------------------------------
+
+void skiplist_core::on_range(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                             std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_range(source, record); });
+}
+
+void skiplist_core::handle_range(int source, std::string_view record) {
+    record_reader in(record);
+    const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+    const int level = in.get<std::uint8_t>();
+    node& here = addressed(id, "range");
+    if (hold_if_busy(here, m_h_range, source, record))
+        return;
+    const std::string_view tail = record.substr(header_bytes);
+    const auto caller = in.get<std::int32_t>();
+    const auto slot = in.get<std::uint32_t>();
+    auto sequence = in.get<std::uint32_t>();
+    const bool bounded = in.get<std::uint8_t>() != 0;
+    std::uint64_t limit = in.get<std::uint64_t>();
+    const std::string_view lo = in.get_bytes();
+    const std::string_view hi = in.get_bytes();
+    if (caller < 0 || caller >= m_engine->size() || limit == 0)
+        throw decode_error("mpidict: skiplist_map range record with a bad caller or limit");
+    const int next_level = forward_level(here, lo, level, false);
+    if (next_level >= 0) {
+        ++m_stats.hops;
+        forward(m_h_range, here.tower[static_cast<std::size_t>(next_level)].to, tail, next_level);
+        return;
+    }
+    ++m_stats.handled;
+    purge_expired(here, skiplist_clock_now());
+    auto it = std::lower_bound(here.run.begin(), here.run.end(), lo,
+                               [](const entry& e, std::string_view k) { return std::string_view(e.key) < k; });
+    const link& next = here.tower[0];
+    const std::size_t room = m_engine->max_record_bytes() - runtime::reply_header_bytes - 16;
+    // Parts of at most one message each; the last part of the query says so.
+    while (true) {
+        record_writer part;
+        std::uint32_t entries = 0;
+        std::size_t bytes = 0;
+        for (; it != here.run.end() && limit != 0; ++it) {
+            if (bounded && std::string_view(it->key) >= hi)
+                break;
+            const std::size_t size = 8 + it->key.size() + it->value.size();
+            if (entries > 0 && bytes + size > room)
+                break;
+            part.put_bytes(it->key).put_bytes(it->value);
+            bytes += size;
+            ++entries;
+            if (limit != unlimited)
+                --limit;
+        }
+        const bool node_done = it == here.run.end() || limit == 0 || (bounded && std::string_view(it->key) >= hi);
+        const bool more_nodes = node_done && limit != 0 && next.set && !next.to.null() &&
+                                (!bounded || std::string_view(next.separator) < hi);
+        const bool last = node_done && !more_nodes;
+        record_writer out;
+        out.put(slot).put(sequence).put(static_cast<std::uint8_t>(last)).put(entries).append(part.bytes());
+        send_record(caller, m_h_range_part, out.bytes());
+        ++m_stats.range_parts;
+        ++sequence;
+        if (!node_done)
+            continue;
+        if (more_nodes) {
+            record_writer onward;
+            onward.put(caller).put(slot).put(sequence).put(static_cast<std::uint8_t>(bounded)).put(limit);
+            onward.put_bytes(next.separator).put_bytes(hi);
+            ++m_stats.hops;
+            forward(m_h_range, next.to, onward.bytes(), 0);
+        }
+        return;
+    }
+}
+
+void skiplist_core::on_range_part(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                                  std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_range_part(source, record); });
+}
+
+void skiplist_core::handle_range_part(int source, std::string_view record) {
+    record_reader in(record);
+    const auto slot = in.get<std::uint32_t>();
+    const auto sequence = in.get<std::uint32_t>();
+    const bool last = in.get<std::uint8_t>() != 0;
+    const auto entries = in.get<std::uint32_t>();
+    auto found = m_ranges.find(slot);
+    if (found == m_ranges.end())
+        throw decode_error("mpidict: skiplist_map range part for request slot " + std::to_string(slot) +
+                           ", which has no range in progress");
+    range_state& state = found->second;
+    if (state.parts.count(sequence) != 0 || (state.last != no_slot && sequence > state.last))
+        throw decode_error("mpidict: skiplist_map range part " + std::to_string(sequence) + " arrived twice or late");
+    state.parts.emplace(sequence, std::string(in.rest()));
+    state.counts.emplace(sequence, entries);
+    if (last)
+        state.last = sequence;
+    if (state.last == no_slot || state.parts.size() != std::size_t(state.last) + 1)
+        return;
+    // Every part is here: hand the request its entries in key order.
+    std::string result;
+    std::uint32_t total = 0;
+    for (auto& [index, bytes] : state.parts) {
+        result += bytes;
+        total += state.counts[index];
+    }
+    m_ranges.erase(found);
+    m_engine->complete_request(source, slot, total,
+                               std::span<const std::byte>(reinterpret_cast<const std::byte*>(result.data()), result.size()));
+}
+
+// ---------------------------------------------------------------------------
+// Local views, statistics, collectives
+// ---------------------------------------------------------------------------
+
+void skiplist_core::for_all_local(const std::function<void(std::string_view, std::string_view)>& visit) {
+    const expiry_time now = skiplist_clock_now();
+    for (const auto& here : m_nodes) {
+        if (!here.live)
+            continue;
+        for (const auto& item : here.run)
+            if (item.expires == 0 || item.expires > now)
+                visit(item.key, item.value);
+    }
+}
+
+std::size_t skiplist_core::local_size() const {
+    const expiry_time now = skiplist_clock_now();
+    std::size_t total = 0;
+    for (const auto& here : m_nodes) {
+        if (!here.live)
+            continue;
+        for (const auto& item : here.run)
+            total += item.expires == 0 || item.expires > now;
+    }
+    return total;
+}
+
+skiplist_local_statistics skiplist_core::local_statistics() const { return m_stats; }
+
+void skiplist_core::reset_local_statistics() {
+    const auto nodes = m_stats.nodes;
+    const auto entries = m_stats.entries;
+    const auto payload = m_stats.payload_bytes;
+    m_stats = skiplist_local_statistics{};
+    m_stats.nodes = nodes;
+    m_stats.entries = entries;
+    m_stats.payload_bytes = payload;
+}
+
+void skiplist_core::flush() {
+    m_engine->flush();
+    sweep_expired();
+}
+
+void skiplist_core::destroy() { m_engine->destroy(); }
+
+std::string skiplist_core::check_local_invariants() const {
+    for (std::size_t slot = 0; slot < m_nodes.size(); ++slot) {
+        const node& here = m_nodes[slot];
+        if (!here.live)
+            continue;
+        const std::string where = "node " + std::to_string(slot) + " on rank " + std::to_string(rank());
+        if (here.holds != 0 || here.allocating || !here.held.empty())
+            return where + " still holds requests after a flush";
+        for (std::size_t index = 0; index < here.run.size(); ++index) {
+            if (index > 0 && !(here.run[index - 1].key < here.run[index].key))
+                return where + " has an unsorted run";
+            if (here.run[index].key < here.separator)
+                return where + " holds a key below its separator";
+        }
+        if (here.run.size() > m_config.granularity)
+            return where + " holds more than G keys";
+        for (std::size_t level = 0; level < here.tower.size(); ++level) {
+            const link& next = here.tower[level];
+            if (!next.set || next.to.null())
+                continue;
+            if (!(here.separator < next.separator))
+                return where + " links level " + std::to_string(level) + " backwards";
+            if (level == 0 && !here.run.empty() && !(here.run.back().key < next.separator))
+                return where + " holds a key at or above its successor's separator";
+        }
+    }
+    return {};
+}
+
+}  // namespace detail
+}  // namespace mpidict

@@ -1,0 +1,275 @@
+// skiplist_map against std::map models at 1-4 ranks.  Every rank is a caller and
+// owns the keys k with k % size == rank, spread over the whole key space so that
+// all ranks insert into, split and read the same nodes.  Request-form answers are
+// checked against the caller's model as they arrive; fire-and-forget chains on
+// one key after a flush; ranges (bounded, from, limited, descending) both while
+// others modify the list (the caller's own keys must match exactly) and after a
+// flush (every key, against the union of the models).  Configurations cover G = 1
+// (the seed's one item per node), G = 4 (splits everywhere, taller towers), G =
+// 1000 (few nodes), and a list too small for the keys (list_full).
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "mpi_test_util.hpp"
+#include "mpidict/skiplist_map.hpp"
+
+namespace {
+
+using key_type = std::int64_t;
+using map_type = mpidict::skiplist_map<key_type, std::uint64_t>;
+
+struct scenario {
+    const char* name;
+    std::size_t granularity;
+    unsigned max_height;
+    int operations;
+    key_type key_space;  // per rank
+};
+
+constexpr auto same_entry = [](const auto& a, const auto& b) { return a.first == b.first && a.second == b.second; };
+
+std::uint64_t value_for(key_type key, int version) { return static_cast<std::uint64_t>(key) * 1000 + version; }
+
+// Sums a count over all ranks (raw MPI: it serves no skip-list request, so call
+// it only after a flush).
+std::int64_t global_sum(std::int64_t value) {
+    std::int64_t total = 0;
+    MPI_Allreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return total;
+}
+
+void check_range(map_type& map, const std::map<key_type, std::uint64_t>& model, key_type lo, key_type hi, int rank,
+                 int size, bool exact_for_all, const std::map<key_type, std::uint64_t>* everything) {
+    auto result = map.range(lo, hi).get();
+    MPIDICT_CHECK(std::is_sorted(result.begin(), result.end(),
+                                 [](const auto& a, const auto& b) { return a.first < b.first; }));
+    for (std::size_t i = 1; i < result.size(); ++i)
+        MPIDICT_CHECK(result[i - 1].first < result[i].first);
+    std::map<key_type, std::uint64_t> mine;
+    for (const auto& [key, value] : result) {
+        MPIDICT_CHECK(key >= lo && key <= hi);
+        if (((key % size) + size) % size == rank)
+            mine.emplace(key, value);
+    }
+    std::map<key_type, std::uint64_t> expected(model.lower_bound(lo), model.upper_bound(hi));
+    MPIDICT_CHECK_MSG(mine == expected, "range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]: " +
+                                            std::to_string(mine.size()) + " own keys, expected " +
+                                            std::to_string(expected.size()));
+    if (exact_for_all && everything) {
+        std::map<key_type, std::uint64_t> all(everything->lower_bound(lo), everything->upper_bound(hi));
+        MPIDICT_CHECK(result.size() == all.size());
+        MPIDICT_CHECK(std::equal(result.begin(), result.end(), all.begin(), all.end(), same_entry));
+        // Limited and descending forms of the same query.
+        const auto limited = map.range(lo, hi, {.limit = 5}).get();
+        MPIDICT_CHECK(limited.size() == std::min<std::size_t>(5, all.size()));
+        MPIDICT_CHECK(std::equal(limited.begin(), limited.end(), all.begin(), same_entry));
+        const auto down = map.range(lo, hi, {.limit = 7, .descending = true}).get();
+        MPIDICT_CHECK(down.size() == std::min<std::size_t>(7, all.size()));
+        MPIDICT_CHECK(std::equal(down.begin(), down.end(), all.rbegin(), same_entry));
+        const auto tail = map.range_from(lo).get();
+        std::map<key_type, std::uint64_t> from(everything->lower_bound(lo), everything->end());
+        MPIDICT_CHECK(std::equal(tail.begin(), tail.end(), from.begin(), from.end(), same_entry));
+    }
+}
+
+void run_scenario(const scenario& s, int rank, int size) {
+    mpidict::skiplist_map_config config;
+    config.granularity = s.granularity;
+    config.max_height = s.max_height;
+    config.max_key_bytes = 8;
+    config.max_value_bytes = 8;
+    map_type map(MPI_COMM_WORLD, config);
+    std::mt19937_64 random(0x5eed + 7919 * rank + s.granularity);
+    std::map<key_type, std::uint64_t> model;
+    const key_type span = s.key_space * size;
+    auto own_key = [&] {
+        // Keys on both sides of zero, owned by this rank.
+        const key_type raw = static_cast<key_type>(random() % static_cast<std::uint64_t>(s.key_space));
+        return (raw - s.key_space / 2) * size + rank;
+    };
+    int version = 0;
+    for (int step = 0; step < s.operations; ++step) {
+        const key_type key = own_key();
+        const auto present = model.find(key);
+        switch (random() % 6) {
+        case 0:
+        case 1: {
+            const auto result = map.insert(key, value_for(key, ++version)).get();
+            MPIDICT_CHECK(result.stored);
+            MPIDICT_CHECK(result.replaced == (present != model.end()));
+            model[key] = value_for(key, version);
+            break;
+        }
+        case 2: {
+            const bool inserted = map.insert_if_absent(key, value_for(key, ++version)).get();
+            MPIDICT_CHECK(inserted == (present == model.end()));
+            if (inserted)
+                model[key] = value_for(key, version);
+            break;
+        }
+        case 3: {
+            const auto found = map.find(key).get();
+            MPIDICT_CHECK_MSG(found.has_value() == (present != model.end()), "find " + std::to_string(key));
+            if (found && present != model.end())
+                MPIDICT_CHECK(*found == present->second);
+            break;
+        }
+        case 4: {
+            const bool erased = map.erase(key).get();
+            MPIDICT_CHECK(erased == (present != model.end()));
+            model.erase(key);
+            break;
+        }
+        case 5: {
+            const key_type lo = (static_cast<key_type>(random() % static_cast<std::uint64_t>(span))) - span / 2;
+            check_range(map, model, lo, lo + static_cast<key_type>(random() % 64) * size, rank, size, false, nullptr);
+            break;
+        }
+        }
+    }
+    // Fire-and-forget chains on one key must apply in order: insert, erase,
+    // insert, erase, ..., ending with an insert for even chains.
+    std::vector<key_type> chain_keys;
+    for (int chain = 0; chain < 12; ++chain) {
+        const key_type key = own_key();
+        const int length = 2 + static_cast<int>(random() % 5);
+        for (int link = 0; link < length; ++link) {
+            if (link % 2 == 0)
+                map.async_insert(key, value_for(key, ++version));
+            else
+                map.async_erase(key);
+        }
+        if (length % 2 == 1)
+            model[key] = value_for(key, version);
+        else
+            model.erase(key);
+        chain_keys.push_back(key);
+    }
+    map.flush();
+    for (key_type key : chain_keys) {
+        const auto found = map.find(key).get();
+        const auto expected = model.find(key);
+        MPIDICT_CHECK_MSG(found.has_value() == (expected != model.end()), "chain key " + std::to_string(key));
+        if (found && expected != model.end())
+            MPIDICT_CHECK(*found == expected->second);
+    }
+    map.flush();
+    MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+    MPIDICT_CHECK(static_cast<std::int64_t>(map.global_size()) == global_sum(static_cast<std::int64_t>(model.size())));
+
+    // The union of every model, for exact whole-list ranges.
+    std::vector<std::int64_t> flat;
+    for (const auto& [key, value] : model) {
+        flat.push_back(key);
+        flat.push_back(static_cast<std::int64_t>(value));
+    }
+    int mine = static_cast<int>(flat.size());
+    std::vector<int> counts(size), offsets(size);
+    MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    int total = 0;
+    for (int r = 0; r < size; ++r) {
+        offsets[r] = total;
+        total += counts[r];
+    }
+    std::vector<std::int64_t> all_flat(static_cast<std::size_t>(total));
+    MPI_Allgatherv(flat.data(), mine, MPI_INT64_T, all_flat.data(), counts.data(), offsets.data(), MPI_INT64_T,
+                   MPI_COMM_WORLD);
+    std::map<key_type, std::uint64_t> everything;
+    for (std::size_t i = 0; i + 1 < all_flat.size(); i += 2)
+        everything[all_flat[i]] = static_cast<std::uint64_t>(all_flat[i + 1]);
+    for (int query = 0; query < 6; ++query) {
+        const key_type lo = (static_cast<key_type>(random() % static_cast<std::uint64_t>(span))) - span / 2;
+        check_range(map, model, lo, lo + static_cast<key_type>(random() % static_cast<std::uint64_t>(span)), rank,
+                    size, true, &everything);
+    }
+    check_range(map, model, std::numeric_limits<key_type>::min(), std::numeric_limits<key_type>::max(), rank, size,
+                true, &everything);
+    // Every rank reads every key.
+    std::vector<key_type> keys;
+    for (const auto& [key, value] : everything)
+        keys.push_back(key);
+    keys.push_back(span * 4 + 1);  // absent
+    std::size_t hits = 0;
+    map.find_many(std::span<const key_type>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+        if (index + 1 == keys.size()) {
+            MPIDICT_CHECK(!value.has_value());
+            return;
+        }
+        MPIDICT_CHECK(value.has_value() && *value == everything[keys[index]]);
+        hits += value.has_value();
+    });
+    MPIDICT_CHECK(hits == everything.size());
+    // Raw MPI collectives below do not serve the list: everyone's queries must be done.
+    map.flush();
+    const auto stats = map.local_statistics();
+    if (std::getenv("SKIPLIST_TEST_VERBOSE"))
+        std::fprintf(stderr, "[rank %d] %s: nodes %llu entries %llu splits %llu hops %llu handled %llu held %llu parts %llu\n",
+                     rank, s.name, (unsigned long long)stats.nodes, (unsigned long long)stats.entries,
+                     (unsigned long long)stats.splits, (unsigned long long)stats.hops,
+                     (unsigned long long)stats.handled, (unsigned long long)stats.held,
+                     (unsigned long long)stats.range_parts);
+    if (s.granularity <= 4 && global_sum(static_cast<std::int64_t>(everything.size())) > 8 * size)
+        MPIDICT_CHECK(global_sum(static_cast<std::int64_t>(stats.splits)) > 0);
+    map.flush();
+}
+
+// A list with room for few nodes: inserts beyond it fail with list_full and
+// nothing stored is lost.
+void run_list_full(int rank, int size) {
+    mpidict::skiplist_map_config config;
+    config.granularity = 2;
+    config.node_slots_per_rank = 2;  // head + 1 on the first server, 2 elsewhere
+    config.max_key_bytes = 8;
+    config.max_value_bytes = 8;
+    map_type map(MPI_COMM_WORLD, config);
+    std::map<key_type, std::uint64_t> stored;
+    int refused = 0;
+    for (key_type i = 0; i < 40; ++i) {
+        const key_type key = i * size + rank;
+        try {
+            map.insert(key, value_for(key, 1)).get();
+            stored[key] = value_for(key, 1);
+        } catch (const mpidict::invalid_argument_error& problem) {
+            MPIDICT_CHECK_MSG(std::string(problem.what()).find("list_full") != std::string::npos, problem.what());
+            ++refused;
+        }
+    }
+    map.flush();
+    const std::int64_t capacity = static_cast<std::int64_t>(2 * (2 * size - 1) + 0);
+    MPIDICT_CHECK(global_sum(refused) > 0);
+    MPIDICT_CHECK(static_cast<std::int64_t>(map.global_size()) <= capacity + size);
+    for (const auto& [key, value] : stored) {
+        const auto found = map.find(key).get();
+        MPIDICT_CHECK_MSG(found && *found == value, "stored key " + std::to_string(key) + " lost after list_full");
+    }
+    MPIDICT_CHECK(static_cast<std::int64_t>(map.global_size()) == global_sum(static_cast<std::int64_t>(stored.size())));
+    map.flush();
+    MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return mpidict::testing::run_mpi_test(argc, argv, [](int rank, int size) {
+        mpidict::testing::watchdog guard(rank, std::chrono::seconds(150), "mpi_skiplist_map_model");
+        const scenario scenarios[] = {
+            {"G=4", 4, 12, 700, 300},
+            {"G=1", 1, 10, 300, 120},
+            {"G=1000", 1000, 16, 400, 500},
+            {"G=16 short towers", 16, 3, 500, 400},
+        };
+        for (const auto& s : scenarios)
+            run_scenario(s, rank, size);
+        run_list_full(rank, size);
+    });
+}
