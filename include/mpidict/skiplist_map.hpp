@@ -385,12 +385,21 @@ private:
             finish_one(done, in_flight[done % window]);
     }
 
-    static skiplist_insert_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
+    // A node answered list_full: the rest of the answer is the message.
+    static std::uint8_t read_status(byte_reader& reader) {
         const auto status = reader.read<std::uint8_t>();
+        if (status == detail::skiplist_core::status_full) {
+            const std::size_t bytes = reader.remaining();
+            throw invalid_argument_error(std::string(reinterpret_cast<const char*>(reader.take(bytes)), bytes));
+        }
+        return status;
+    }
+    static skiplist_insert_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
+        const auto status = read_status(reader);
         return skiplist_insert_result{true, status == detail::skiplist_core::status_replaced};
     }
     static bool decode_inserted(std::uint32_t, byte_reader& reader, const void*) {
-        return reader.read<std::uint8_t>() == detail::skiplist_core::status_stored;
+        return read_status(reader) == detail::skiplist_core::status_stored;
     }
     static bool decode_hit(std::uint32_t, byte_reader& reader, const void*) {
         return reader.read<std::uint8_t>() == detail::skiplist_core::status_hit;

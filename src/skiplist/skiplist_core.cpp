@@ -168,7 +168,7 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     m_h_expect = m_engine->register_handler("skiplist.expect", &on_expect, this);
     m_h_marker = m_engine->register_handler("skiplist.marker", &on_marker, this);
     m_h_clear = m_engine->register_handler("skiplist.clear", &on_clear, this);
-    m_h_rejected = m_engine->register_handler("skiplist.rejected", &on_rejected, this);
+    m_h_point_reply = m_engine->register_handler("skiplist.point_reply", &on_point_reply, this);
     m_engine->verify_handlers();
     // Every rank must agree on the tunables that shape the list.
     m_engine->check_same(static_cast<std::int64_t>(settings.granularity), "skiplist_map granularity", false);
@@ -217,9 +217,27 @@ void skiplist_core::forward(runtime::handler_id handler, skiplist_node_id to, st
 
 void skiplist_core::send_point(op kind, std::uint32_t slot, std::string_view key, std::string_view value,
                                expiry_time expires) {
+    // One operation per key in flight from this caller: a later one waits here
+    // until the earlier one is acknowledged, so this caller's operations on a key
+    // take effect in the order it issued them, whatever paths they take.
+    auto [state, fresh] = m_keys.try_emplace(std::string(key));
+    if (!fresh && state->second.outstanding > 0 && !m_config.unordered_for_testing) {
+        state->second.waiting.push_back(waiting_point{kind, slot, std::string(value), expires});
+        return;
+    }
+    dispatch_point(kind, slot, state->first, value, expires, state->second);
+}
+
+void skiplist_core::dispatch_point(op kind, std::uint32_t slot, const std::string& key, std::string_view value,
+                                   expiry_time expires, key_state& state) {
+    std::uint32_t ticket = m_next_ticket++;
+    if (ticket == no_slot)
+        ticket = m_next_ticket++;
+    m_tickets.emplace(ticket, key);
+    ++state.outstanding;
     record_writer tail;
-    tail.put(static_cast<std::uint8_t>(kind)).put(static_cast<std::int32_t>(rank())).put(slot).put(expires);
-    tail.put_bytes(key).put_bytes(value);
+    tail.put(static_cast<std::uint8_t>(kind)).put(static_cast<std::int32_t>(rank())).put(slot).put(ticket);
+    tail.put(expires).put_bytes(key).put_bytes(value);
     forward(m_h_point, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
 }
 
@@ -233,13 +251,54 @@ void skiplist_core::send_range(std::uint32_t slot, std::string_view lo, std::str
     forward(m_h_range, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
 }
 
-void skiplist_core::reply_status(int caller, std::uint32_t slot, std::uint8_t status, std::string_view value) {
-    if (slot == no_slot)
+void skiplist_core::reply_point(int caller, std::uint32_t slot, std::uint32_t ticket, std::uint8_t status,
+                                std::string_view value) {
+    if (ticket == no_slot)
+        return;  // a node's own record (an ordering marker): nobody waits for it
+    record_writer reply;
+    reply.put(slot).put(ticket).put(status).append(value);
+    send_record(caller, m_h_point_reply, reply.bytes());
+}
+
+void skiplist_core::on_point_reply(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                                   std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_point_reply(source, record); });
+}
+
+void skiplist_core::handle_point_reply(int source, std::string_view record) {
+    record_reader in(record);
+    const auto slot = in.get<std::uint32_t>();
+    const auto ticket = in.get<std::uint32_t>();
+    const auto status = in.get<std::uint8_t>();
+    const std::string_view value = in.rest();
+    auto owner = m_tickets.find(ticket);
+    if (owner == m_tickets.end() || status > status_full)
+        throw decode_error("mpidict: skiplist_map answer for ticket " + std::to_string(ticket) +
+                           ", which this caller did not send, or with a bad status");
+    const std::string key = std::move(owner->second);
+    m_tickets.erase(owner);
+    if (slot != no_slot) {
+        // The request's result: the status byte, then the value (or the message).
+        std::string result(1, static_cast<char>(status));
+        result += value;
+        m_engine->complete_request(source, slot, 1,
+                                   std::span<const std::byte>(reinterpret_cast<const std::byte*>(result.data()),
+                                                              result.size()));
+    } else if (status == status_full) {
+        ++m_async_rejected;
+    }
+    auto state = m_keys.find(key);
+    if (state == m_keys.end())
         return;
-    std::byte* out = m_engine->reserve_reply(caller, slot, 1, 1 + value.size());
-    out[0] = static_cast<std::byte>(status);
-    if (!value.empty())
-        std::memcpy(out + 1, value.data(), value.size());
+    --state->second.outstanding;
+    if (!state->second.waiting.empty()) {
+        waiting_point next = std::move(state->second.waiting.front());
+        state->second.waiting.pop_front();
+        dispatch_point(next.kind, next.slot, state->first, next.value, next.expires, state->second);
+    } else if (state->second.outstanding <= 0) {
+        m_keys.erase(state);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -373,6 +432,7 @@ void skiplist_core::handle_point(int source, std::string_view record) {
     const auto kind = static_cast<op>(in.get<std::uint8_t>());
     const auto caller = in.get<std::int32_t>();
     const auto slot = in.get<std::uint32_t>();
+    const auto ticket = in.get<std::uint32_t>();
     const auto expires = in.get<expiry_time>();
     const std::string_view key = in.get_bytes();
     const std::string_view value = in.get_bytes();
@@ -392,11 +452,12 @@ void skiplist_core::handle_point(int source, std::string_view record) {
         forward(m_h_point, here.tower[static_cast<std::size_t>(next)].to, tail, next);
         return;
     }
-    answer_point(here, id, kind, caller, slot, key, value, expires);
+    answer_point(here, id, kind, caller, slot, ticket, key, value, expires);
 }
 
 void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int caller, std::uint32_t slot,
-                                 std::string_view key, std::string_view value, expiry_time expires) {
+                                 std::uint32_t ticket, std::string_view key, std::string_view value,
+                                 expiry_time expires) {
     if (kind == op::marker) {
         // A routed ordering marker (order_new_link): it has reached the end of the
         // old way (the node it names, unless that node has split meanwhile); the
@@ -422,9 +483,9 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
     switch (kind) {
     case op::find:
         if (present)
-            reply_status(caller, slot, status_hit, position->value);
+            reply_point(caller, slot, ticket, status_hit, position->value);
         else
-            reply_status(caller, slot, status_miss);
+            reply_point(caller, slot, ticket, status_miss);
         return;
     case op::erase:
         if (present) {
@@ -432,13 +493,13 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
             --m_stats.entries;
             here.run.erase(position);
         }
-        reply_status(caller, slot, present ? status_hit : status_miss);
+        reply_point(caller, slot, ticket, present ? status_hit : status_miss);
         return;
     case op::insert:
     case op::insert_if_absent:
         if (present) {
             if (kind == op::insert_if_absent) {
-                reply_status(caller, slot, status_duplicate);
+                reply_point(caller, slot, ticket, status_duplicate);
                 return;
             }
             m_stats.payload_bytes += value.size();
@@ -447,7 +508,7 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
             position->expires = expires;
             if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
                 here.earliest_expiry = expires;
-            reply_status(caller, slot, status_replaced);
+            reply_point(caller, slot, ticket, status_replaced);
             return;
         }
         here.run.insert(position, entry{std::string(key), std::string(value), expires});
@@ -459,11 +520,12 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
             // Answered when the split is decided (list_full takes the key back out).
             here.pending_source = caller;
             here.pending_slot = slot;
+            here.pending_ticket = ticket;
             here.pending_key = std::string(key);
             start_split(here, id);
             return;
         }
-        reply_status(caller, slot, status_stored);
+        reply_point(caller, slot, ticket, status_stored);
         return;
     case op::marker:
         break;
@@ -491,10 +553,10 @@ void skiplist_core::start_split(node& here, skiplist_node_id id) {
     for (unsigned level = 0; level < height && level < here.tower.size(); ++level) {
         const link& next = here.tower[level];
         if (!next.set)
-            continue;
+            break;  // a node's linked levels are a prefix of its tower
         here.split_direct |= 1u << level;
         ++links;
-        if (!next.to.null())
+        if (!next.to.null() && !m_config.unordered_for_testing)
             ++holds;  // one marker per replaced link (order_new_link)
         tower.put(static_cast<std::uint8_t>(level)).put_id(next.to).put_bytes(next.separator);
     }
@@ -591,6 +653,7 @@ void skiplist_core::handle_alloc_reply(std::string_view record) {
     here.allocating = false;
     const int caller = here.pending_source;
     const std::uint32_t slot = here.pending_slot;
+    const std::uint32_t ticket = here.pending_ticket;
     if (ok) {
         // The upper half now lives in the new node: drop it here and link the new
         // node directly after this one on every level it shares with this tower.
@@ -602,31 +665,24 @@ void skiplist_core::handle_alloc_reply(std::string_view record) {
             --m_stats.entries;
         }
         here.run.erase(first_moved, here.run.end());
-        std::uint32_t link_up_levels = 0;
+        unsigned linked = 0;  // the direct levels form a prefix (see start_split)
         for (unsigned level = 0; level < here.split_height; ++level) {
-            if (here.split_direct & (1u << level)) {
-                const skiplist_node_id old = here.tower[level].to;
-                here.tower[level] = link{here.split_separator, fresh, true};
-                if (!old.null()) {
-                    // Requests this node sent to `old` before must reach it before
-                    // those the new node will send it: a marker behind them.
-                    record_writer marker;
-                    marker.put_id(fresh);
-                    send_record(old.rank, m_h_marker, marker.bytes());
-                }
-            } else {
-                link_up_levels |= 1u << level;
+            if ((here.split_direct & (1u << level)) == 0)
+                break;
+            ++linked;
+            const skiplist_node_id old = here.tower[level].to;
+            here.tower[level] = link{here.split_separator, fresh, true};
+            if (!old.null() && !m_config.unordered_for_testing) {
+                // Requests this node sent to `old` before must reach it before
+                // those the new node will send it: a marker behind them.
+                record_writer marker;
+                marker.put_id(fresh);
+                send_record(old.rank, m_h_marker, marker.bytes());
             }
         }
-        if (link_up_levels != 0) {
-            // A taller tower than this node's (Figure 6(c)): its upper levels are
-            // linked by an operation that travels from the head.
-            record_writer tail;
-            tail.put_id(fresh).put_bytes(here.split_separator).put(link_up_levels).put(std::uint8_t{0});
-            forward(m_h_link_up, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
-        }
-        if (slot != no_slot)
-            reply_status(caller, slot, status_stored);
+        if (linked < here.split_height)
+            send_link_up(fresh, here.split_separator, linked);
+        reply_point(caller, slot, ticket, status_stored);
     } else {
         // list_full: take the key that made the node overflow back out.
         ++m_stats.list_full;
@@ -638,33 +694,18 @@ void skiplist_core::handle_alloc_reply(std::string_view record) {
             --m_stats.entries;
             here.run.erase(position);
         }
-        if (slot != no_slot) {
-            m_engine->reply_error(
-                caller, slot,
-                "mpidict: skiplist_map is full (list_full): no free node on any of the " +
-                    std::to_string(m_servers.size()) + " server ranks (node_slots_per_rank = " +
-                    std::to_string(m_config.node_slots_per_rank) + ", G = " + std::to_string(m_config.granularity) +
-                    " keys per node); the insert was not applied");
-        } else if (caller >= 0) {
-            record_writer rejected;
-            rejected.put(std::uint32_t{1});
-            send_record(caller, m_h_rejected, rejected.bytes());
-        }
+        reply_point(caller, slot, ticket, status_full,
+                    "mpidict: skiplist_map is full (list_full): no free node on any of the " +
+                        std::to_string(m_servers.size()) + " server ranks (node_slots_per_rank = " +
+                        std::to_string(m_config.node_slots_per_rank) + ", G = " +
+                        std::to_string(m_config.granularity) + " keys per node); the insert was not applied");
     }
     here.pending_source = -1;
     here.pending_slot = no_slot;
+    here.pending_ticket = no_slot;
     here.pending_key.clear();
     here.split_separator.clear();
     release_held(id);
-}
-
-void skiplist_core::on_rejected(void* self, int, const std::byte* records, std::uint32_t bytes,
-                                std::uint32_t count) {
-    auto* core = static_cast<skiplist_core*>(self);
-    for_each_record(records, bytes, count, [&](std::string_view record) {
-        record_reader in(record);
-        core->m_async_rejected += in.get<std::uint32_t>();
-    });
 }
 
 // ---------------------------------------------------------------------------
@@ -677,58 +718,51 @@ void skiplist_core::on_link_up(void* self, int source, const std::byte* records,
     for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_link_up(source, record); });
 }
 
+void skiplist_core::send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level) {
+    record_writer tail;
+    tail.put_id(fresh).put_bytes(separator).put(static_cast<std::uint8_t>(level));
+    forward(m_h_link_up, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
+}
+
 void skiplist_core::handle_link_up(int source, std::string_view record) {
     record_reader in(record);
     const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
-    int level = in.get<std::uint8_t>();
+    const int arrival = in.get<std::uint8_t>();
     node& here = addressed(id, "link_up");
     if (hold_if_busy(here, m_h_link_up, source, record))
         return;
     const skiplist_node_id fresh = in.get_id();
     const std::string separator(in.get_bytes());
-    std::uint32_t levels = in.get<std::uint32_t>();
-    const unsigned collected_count = in.get<std::uint8_t>();
-    const std::string_view collected_start = in.rest();
-    record_reader collected_in(collected_start);
-    std::string collected(collected_start);
-    unsigned collected_total = collected_count;
-    for (unsigned index = 0; index < collected_count; ++index) {  // validate
-        collected_in.get<std::uint8_t>();
-        collected_in.get_id();
-        collected_in.get_bytes();
-    }
-    if (fresh.rank < 0 || fresh.rank >= m_engine->size())
-        throw decode_error("mpidict: skiplist_map link_up record names a bad node");
-
-    for (level = std::min(level, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
-        link& next = here.tower[static_cast<std::size_t>(level)];
+    const unsigned target_level = in.get<std::uint8_t>();
+    if (fresh.rank < 0 || fresh.rank >= m_engine->size() || target_level >= here.tower.size() ||
+        target_level >= m_config.max_height)
+        throw decode_error("mpidict: skiplist_map link_up record names a bad node or level");
+    // Travel towards the new node's separator (strictly before it) down to the
+    // level being linked; the node where that stops precedes it on that level.
+    for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1);
+         level >= static_cast<int>(target_level); --level) {
+        const link& next = here.tower[static_cast<std::size_t>(level)];
         if (next.set && !next.to.null() && std::string_view(next.separator) < separator) {
-            // The new node lies further on: travel forward on this level.
             record_writer tail;
-            tail.put_id(fresh).put_bytes(separator).put(levels).put(static_cast<std::uint8_t>(collected_total));
-            tail.append(collected);
+            tail.put_id(fresh).put_bytes(separator).put(static_cast<std::uint8_t>(target_level));
             ++m_stats.hops;
             forward(m_h_link_up, next.to, tail.bytes(), level);
             return;
         }
-        if ((levels & (1u << level)) == 0)
-            continue;
-        levels &= ~(1u << level);
-        if (!next.set)
-            continue;  // this level of ours is not linked yet: the new node stays lower here
-        // This node precedes the new one on `level`: splice it in.
-        record_writer entry_out;
-        entry_out.put(static_cast<std::uint8_t>(level)).put_id(next.to).put_bytes(next.separator);
-        collected += entry_out.bytes();
-        ++collected_total;
-        const skiplist_node_id old = next.to;
-        next = link{separator, fresh, true};
-        order_new_link(here, id, level, fresh, separator, old);
     }
-    // Every level is decided: tell the new node its upper links.
+    link& next = here.tower[target_level];
     record_writer links;
     links.put(fresh.slot).put(fresh.generation).put(std::uint8_t{0});
-    links.put(static_cast<std::uint8_t>(collected_total)).append(collected);
+    links.put(static_cast<std::uint8_t>(target_level)).put(static_cast<std::uint8_t>(next.set));
+    if (next.set) {
+        // Splice the new node in after this one on the level.
+        links.put_id(next.to).put_bytes(next.separator);
+        const skiplist_node_id old = next.to;
+        next = link{separator, fresh, true};
+        order_new_link(here, id, static_cast<int>(target_level), fresh, separator, old);
+    } else {
+        links.put_id(skiplist_node_id{}).put_bytes({});  // not linked here yet: the new node stays lower
+    }
     send_record(fresh.rank, m_h_set_links, links.bytes());
 }
 
@@ -745,17 +779,21 @@ void skiplist_core::handle_set_links(int source, std::string_view record) {
     node& here = addressed(id, "set_links");
     if (hold_if_busy(here, m_h_set_links, source, record))
         return;
-    const unsigned count = in.get<std::uint8_t>();
-    for (unsigned index = 0; index < count; ++index) {
-        const unsigned level = in.get<std::uint8_t>();
-        const skiplist_node_id to = in.get_id();
-        const std::string separator(in.get_bytes());
-        if (level >= here.tower.size())
-            throw decode_error("mpidict: skiplist_map set_links record names a level above the node's height");
-        here.tower[level] = link{separator, to, true};
-        if (!to.null())
-            order_new_link(here, id, static_cast<int>(level), to, separator, skiplist_node_id{});
-    }
+    const unsigned level = in.get<std::uint8_t>();
+    const bool linked = in.get<std::uint8_t>() != 0;
+    const skiplist_node_id to = in.get_id();
+    const std::string separator(in.get_bytes());
+    if (level >= here.tower.size() || (level > 0 && !here.tower[level - 1].set) || here.tower[level].set)
+        throw decode_error("mpidict: skiplist_map set_links record for a level that is not the next to link");
+    if (!linked)
+        return;  // the predecessor was not linked on that level: this node stays this tall
+    here.tower[level] = link{separator, to, true};
+    if (!to.null())
+        order_new_link(here, id, static_cast<int>(level), to, separator, skiplist_node_id{});
+    // One level at a time, bottom up: a node linked on every level below the
+    // next one is on every path into its range, which the ordering markers need.
+    if (level + 1 < here.tower.size())
+        send_link_up(id, here.separator, level + 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -764,6 +802,8 @@ void skiplist_core::handle_set_links(int source, std::string_view record) {
 
 void skiplist_core::order_new_link(node& from, skiplist_node_id, int level, skiplist_node_id target,
                                    std::string_view target_separator, skiplist_node_id old_successor) {
+    if (m_config.unordered_for_testing)
+        return;
     // 1. The target holds every request until the clears below arrive.  This
     //    record travels on the same rank pair as every request `from` will send
     //    it over the new link, so it arrives first.
@@ -777,7 +817,7 @@ void skiplist_core::order_new_link(node& from, skiplist_node_id, int level, skip
     //    target's separator took before the change (below `level`).  It queues
     //    behind everything `from` sent that way and clears the target on arrival.
     record_writer tail;
-    tail.put(static_cast<std::uint8_t>(op::marker)).put(static_cast<std::int32_t>(target.rank)).put(no_slot);
+    tail.put(static_cast<std::uint8_t>(op::marker)).put(static_cast<std::int32_t>(target.rank)).put(no_slot).put(no_slot);
     record_writer target_bytes;
     target_bytes.put_id(target);
     tail.put(expiry_time{0}).put_bytes(target_separator).put_bytes(target_bytes.bytes());

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "mpidict/local/codec.hpp"
@@ -35,6 +36,10 @@ struct skiplist_map_config {
     std::size_t max_value_bytes = 4096;
     std::uint64_t seed = 0x736b69706c697374ULL;  // tower heights (per rank: seed + rank)
     std::size_t caller_window = 256;         // W: requests one find_many/insert_many keeps in flight
+    // Test only: no ordering markers when links change and no per-key order at
+    // the caller, so operations may overtake one another (the simulation test
+    // must catch it).  Never set it otherwise.
+    bool unordered_for_testing = false;
 
     // The smallest runtime.buffer_bytes the constructor accepts: one message must
     // carry the upper half of a full node when it splits.
@@ -83,7 +88,7 @@ public:
     static constexpr std::uint32_t no_slot = 0xffffffffu;
     // Status byte of a point answer.
     static constexpr std::uint8_t status_miss = 0, status_hit = 1, status_stored = 2, status_replaced = 3,
-                                  status_duplicate = 4;
+                                  status_duplicate = 4, status_full = 5;
 
     skiplist_core(std::unique_ptr<runtime::engine> engine, const skiplist_map_config& settings);
     ~skiplist_core();
@@ -153,6 +158,7 @@ private:
         // The insert that made the node split, answered once the split is decided.
         int pending_source = -1;
         std::uint32_t pending_slot = no_slot;
+        std::uint32_t pending_ticket = no_slot;
         std::string pending_key;
         // The split in progress: the new node's separator, height and the levels
         // linked directly after this node (bit l).
@@ -172,7 +178,7 @@ private:
     static void on_expect(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_marker(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_clear(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
-    static void on_rejected(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_point_reply(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
 
     void handle_point(int source, std::string_view record);
     void handle_range(int source, std::string_view record);
@@ -182,6 +188,7 @@ private:
     void handle_link_up(int source, std::string_view record);
     void handle_set_links(int source, std::string_view record);
     void handle_clear(std::string_view record);
+    void handle_point_reply(int source, std::string_view record);
 
     // Returns the node a record addresses, or throws decode_error.
     node& addressed(skiplist_node_id id, const char* what);
@@ -194,12 +201,18 @@ private:
     void forward(runtime::handler_id handler, skiplist_node_id to, std::string_view record_tail, int level);
     void send_record(int destination, runtime::handler_id handler, std::string_view bytes);
 
-    void answer_point(node& here, skiplist_node_id id, op kind, int caller, std::uint32_t slot, std::string_view key,
-                      std::string_view value, expiry_time expires);
-    void reply_status(int caller, std::uint32_t slot, std::uint8_t status, std::string_view value = {});
+    void answer_point(node& here, skiplist_node_id id, op kind, int caller, std::uint32_t slot, std::uint32_t ticket,
+                      std::string_view key, std::string_view value, expiry_time expires);
+    // Answers a point operation through the caller's point_reply handler (which
+    // completes its request, if any, and releases the caller's next operation on
+    // the key).
+    void reply_point(int caller, std::uint32_t slot, std::uint32_t ticket, std::uint8_t status,
+                     std::string_view value = {});
     void start_split(node& here, skiplist_node_id id);
     void purge_expired(node& here, expiry_time now);
     unsigned draw_height();
+    // Starts linking `fresh` on `level` (its levels below are linked): travels from the head.
+    void send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level);
     skiplist_node_id allocate_local(std::string_view separator, unsigned height);
     // Ordering (see skiplist_map.hpp, "Non-overtaking"): `from` now links `target`
     // directly; requests that took the old way must reach `target` (and
@@ -224,13 +237,29 @@ private:
         std::uint32_t last = no_slot;                  // sequence of the final part, once known
     };
     std::map<std::uint32_t, range_state> m_ranges;
+    // Caller side: one point operation per key in flight; the rest wait here.
+    struct waiting_point {
+        op kind;
+        std::uint32_t slot;
+        std::string value;
+        expiry_time expires;
+    };
+    struct key_state {
+        int outstanding = 0;
+        std::deque<waiting_point> waiting;
+    };
+    void dispatch_point(op kind, std::uint32_t slot, const std::string& key, std::string_view value,
+                        expiry_time expires, key_state& state);
+    std::unordered_map<std::string, key_state> m_keys;
+    std::unordered_map<std::uint32_t, std::string> m_tickets;  // answer ticket -> key
+    std::uint32_t m_next_ticket = 0;
     std::uint64_t m_async_rejected = 0;
 
     skiplist_local_statistics m_stats{};
 
     runtime::handler_id m_h_point = 0, m_h_range = 0, m_h_range_part = 0, m_h_alloc = 0, m_h_alloc_reply = 0,
                         m_h_link_up = 0, m_h_set_links = 0, m_h_expect = 0, m_h_marker = 0, m_h_clear = 0,
-                        m_h_rejected = 0;
+                        m_h_point_reply = 0;
 };
 
 }  // namespace detail
