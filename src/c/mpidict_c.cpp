@@ -38,6 +38,7 @@
 
 #include "mpidict/error.hpp"
 #include "mpidict/hash_map.hpp"
+#include "c_support.hpp"
 
 namespace {
 
@@ -53,58 +54,11 @@ constexpr std::size_t per_operation_overhead_bytes = mpidict::runtime::group_hea
 constexpr std::size_t minimum_buffer_bytes = 256;               // as the engine requires
 constexpr std::size_t maximum_buffer_bytes = std::size_t{1} << 30;
 
-// ---- errors -------------------------------------------------------------------
+// ---- errors: src/c/c_support.hpp (shared with the skiplist C API) ------------
 
-thread_local std::string t_last_error;
-thread_local const char* t_static_error = nullptr;  // used when the message could not be allocated
-
-int fail(int code, std::string_view function, std::string_view message) noexcept {
-    try {
-        std::string text;
-        text.reserve(function.size() + 2 + message.size());
-        text.append(function).append(": ").append(message);
-        t_last_error = std::move(text);
-        t_static_error = nullptr;
-    } catch (...) {
-        t_static_error = "mpidict: out of memory while recording an error message";
-    }
-    return code;
-}
-
-// The library's own messages start with "mpidict: "; the C message names the
-// C function instead.
-std::string_view strip_prefix(std::string_view message) {
-    constexpr std::string_view prefix = "mpidict: ";
-    if (message.substr(0, prefix.size()) == prefix)
-        message.remove_prefix(prefix.size());
-    return message;
-}
-
-// Runs `body` and turns any exception into an error code and message.
-template <class Body>
-int guarded(const char* function, Body&& body) noexcept {
-    try {
-        return body();
-    } catch (const mpidict::use_after_destroy_error& problem) {
-        return fail(MPIDICT_ERR_DESTROYED, function, strip_prefix(problem.what()));
-    } catch (const mpidict::invalid_argument_error& problem) {
-        return fail(MPIDICT_ERR_ARGUMENT, function, strip_prefix(problem.what()));
-    } catch (const mpidict::collective_mismatch_error& problem) {
-        return fail(MPIDICT_ERR_MISMATCH, function, strip_prefix(problem.what()));
-    } catch (const mpidict::mpi_error& problem) {
-        return fail(MPIDICT_ERR_MPI, function, strip_prefix(problem.what()));
-    } catch (const mpidict::decode_error& problem) {
-        return fail(MPIDICT_ERR_INTERNAL, function, strip_prefix(problem.what()));
-    } catch (const mpidict::error& problem) {
-        return fail(MPIDICT_ERR_ARGUMENT, function, strip_prefix(problem.what()));
-    } catch (const std::bad_alloc&) {
-        return fail(MPIDICT_ERR_NO_MEMORY, function, "out of memory");
-    } catch (const std::exception& problem) {
-        return fail(MPIDICT_ERR_INTERNAL, function, problem.what());
-    } catch (...) {
-        return fail(MPIDICT_ERR_INTERNAL, function, "unknown exception");
-    }
-}
+using mpidict::c_detail::fail;
+using mpidict::c_detail::guarded;
+using mpidict::c_detail::strip_prefix;
 
 std::string str(std::size_t value) { return std::to_string(value); }
 
@@ -481,9 +435,7 @@ int complete_requests(mpidict_request** reqs, std::size_t n, std::size_t* counts
 // ---- errors -------------------------------------------------------------------------
 
 extern "C" const char* mpidict_last_error(void) {
-    if (t_static_error != nullptr)
-        return t_static_error;
-    return t_last_error.c_str();
+    return mpidict::c_detail::last_error();
 }
 
 extern "C" const char* mpidict_error_name(int code) {
@@ -495,6 +447,7 @@ extern "C" const char* mpidict_error_name(int code) {
         case MPIDICT_ERR_MISMATCH: return "MPIDICT_ERR_MISMATCH";
         case MPIDICT_ERR_NO_MEMORY: return "MPIDICT_ERR_NO_MEMORY";
         case MPIDICT_ERR_INTERNAL: return "MPIDICT_ERR_INTERNAL";
+        case MPIDICT_ERR_FULL: return "MPIDICT_ERR_FULL";
         default: return "MPIDICT_ERR_UNKNOWN";
     }
 }

@@ -61,6 +61,7 @@ extern "C" {
 #define MPIDICT_ERR_MISMATCH 4  /* ranks disagree in a collective call (sizes, placement, ...) */
 #define MPIDICT_ERR_NO_MEMORY 5 /* an allocation failed */
 #define MPIDICT_ERR_INTERNAL 6  /* a corrupt message or another internal failure */
+#define MPIDICT_ERR_FULL 7      /* skiplist: no free node on any server rank (list_full); nothing was applied */
 
 /* ---- constants ------------------------------------------------------------ */
 

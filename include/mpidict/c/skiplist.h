@@ -1,0 +1,149 @@
+/*
+ * mpidict C API, ordered part: a distributed skip list (mpidict::skiplist_map,
+ * seed 004) for C programs.  Error codes, mpidict_last_error() and
+ * mpidict_error_name() are those of mpidict.h (included).
+ *
+ * Model.  A skip list is created collectively over an MPI communicator with one
+ * key kind for its whole life:
+ *   MPIDICT_SKIPLIST_INT64  keys are int64_t, ordered numerically;
+ *   MPIDICT_SKIPLIST_BYTES  keys are byte strings (1 to max_key_bytes bytes,
+ *                           zeros allowed), ordered lexicographically by
+ *                           unsigned byte, a prefix before its extensions.
+ * A value is a byte string of 0 to max_value_bytes bytes; with value_size > 0
+ * every value must have exactly value_size bytes.  Use the _i64 functions on an
+ * INT64 list and the _bytes functions on a BYTES list (the other kind returns
+ * MPIDICT_ERR_ARGUMENT).
+ *
+ * Completion.  insert / insert_if_absent / find / erase / range / prefix wait
+ * for their answer and return it.  The async_ forms only start the operation;
+ * it is applied by the next collective mpidict_skiplist_flush (an async insert
+ * refused because the list was full is counted by mpidict_skiplist_async_rejected).
+ * Any rank may call any operation at any time; the other ranks serve requests
+ * while they are inside any mpidict_skiplist_* call, so a rank that computes for
+ * a long time between calls delays the others.
+ *
+ * Ranges.  range_i64 / range_bytes visit every entry with lo <= key <= hi, and
+ * prefix every entry whose key starts with the given bytes, in ascending key
+ * order (descending if asked), at most `limit` of them (0: all; descending with
+ * a limit gives the largest keys).  The visitor is called once per entry, on
+ * the calling rank, after the range is complete; its pointers are valid only
+ * during the call; a non-zero return value stops the visit (the function still
+ * returns MPIDICT_OK).  *count (may be NULL) gets the number of entries visited.
+ *
+ * Full list.  An insert that needs a new node when no server rank has a free
+ * slot returns MPIDICT_ERR_FULL and is not applied; nothing stored is lost.
+ *
+ * Threads.  One thread at a time calls functions on a given list.  Collective
+ * functions (create, destroy, free, flush, global_size) must be called by every
+ * rank of the communicator in the same order.
+ */
+#ifndef MPIDICT_C_SKIPLIST_H
+#define MPIDICT_C_SKIPLIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "mpidict/c/mpidict.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPIDICT_SKIPLIST_INT64 0
+#define MPIDICT_SKIPLIST_BYTES 1
+
+typedef struct mpidict_skiplist mpidict_skiplist; /* opaque */
+
+typedef struct mpidict_skiplist_options {
+    size_t granularity;        /* G: keys per node before it splits (default 64) */
+    size_t node_slots_per_rank; /* P: nodes one rank can host (default 65536) */
+    unsigned max_height;       /* tallest tower (default 16) */
+    double tower_probability;  /* P(height > h | height >= h) (default 0.5) */
+    size_t max_key_bytes;      /* BYTES lists: longest key (default 256) */
+    size_t max_value_bytes;    /* longest value (default 4096) */
+    size_t buffer_bytes;       /* bytes per message (default: the runtime's, raised to what G needs) */
+} mpidict_skiplist_options;
+
+/* Visits one entry of a range.  For an INT64 list, key points to an int64_t
+ * (key_bytes == 8).  Return 0 to go on, non-zero to stop. */
+typedef int (*mpidict_skiplist_visitor)(const void* key, size_t key_bytes, const void* value, size_t value_bytes,
+                                        void* context);
+
+/* Fills *options with the defaults. */
+int mpidict_skiplist_options_init(mpidict_skiplist_options* options);
+
+/* Collective.  Creates a list over a duplicate of `comm`.  key_kind is
+ * MPIDICT_SKIPLIST_INT64 or MPIDICT_SKIPLIST_BYTES; value_size is the exact
+ * size of every value, or 0 for values of any size up to max_value_bytes.
+ * options may be NULL (defaults).  Every rank must pass the same arguments. */
+int mpidict_skiplist_create(MPI_Comm comm, int key_kind, size_t value_size, const mpidict_skiplist_options* options,
+                            mpidict_skiplist** out);
+
+/* Collective.  Completes pending operations and frees the stored data; later
+ * operations return MPIDICT_ERR_DESTROYED.  A second call does nothing. */
+int mpidict_skiplist_destroy(mpidict_skiplist* list);
+
+/* Releases the handle (destroying the list first if needed, then it is
+ * collective) and sets *list to NULL.  *list == NULL is allowed. */
+int mpidict_skiplist_free(mpidict_skiplist** list);
+
+/* Local.  This rank and the size of the list's communicator. */
+int mpidict_skiplist_rank(const mpidict_skiplist* list, int* rank, int* size);
+
+/* ---- INT64 keys -------------------------------------------------------------- */
+
+/* Inserts or replaces; *replaced (may be NULL) is 1 if the key was there. */
+int mpidict_skiplist_insert_i64(mpidict_skiplist* list, int64_t key, const void* value, size_t value_bytes,
+                                int* replaced);
+/* Inserts only if the key is absent; *inserted (may be NULL) is 1 if it was new. */
+int mpidict_skiplist_insert_if_absent_i64(mpidict_skiplist* list, int64_t key, const void* value,
+                                          size_t value_bytes, int* inserted);
+int mpidict_skiplist_async_insert_i64(mpidict_skiplist* list, int64_t key, const void* value, size_t value_bytes);
+/* *found is 1 if the key is there; then up to `capacity` bytes of its value are
+ * copied to out_value and *value_bytes (may be NULL) gets its full size (a
+ * value larger than capacity is truncated, as snprintf does). */
+int mpidict_skiplist_find_i64(mpidict_skiplist* list, int64_t key, void* out_value, size_t capacity,
+                              size_t* value_bytes, int* found);
+/* *erased (may be NULL) is 1 if the key was there. */
+int mpidict_skiplist_erase_i64(mpidict_skiplist* list, int64_t key, int* erased);
+int mpidict_skiplist_async_erase_i64(mpidict_skiplist* list, int64_t key);
+int mpidict_skiplist_range_i64(mpidict_skiplist* list, int64_t lo, int64_t hi, uint64_t limit, int descending,
+                               mpidict_skiplist_visitor visit, void* context, size_t* count);
+
+/* ---- BYTES keys --------------------------------------------------------------- */
+
+int mpidict_skiplist_insert_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes, const void* value,
+                                  size_t value_bytes, int* replaced);
+int mpidict_skiplist_insert_if_absent_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes,
+                                            const void* value, size_t value_bytes, int* inserted);
+int mpidict_skiplist_async_insert_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes,
+                                        const void* value, size_t value_bytes);
+int mpidict_skiplist_find_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes, void* out_value,
+                                size_t capacity, size_t* value_bytes, int* found);
+int mpidict_skiplist_erase_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes, int* erased);
+int mpidict_skiplist_async_erase_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes);
+int mpidict_skiplist_range_bytes(mpidict_skiplist* list, const void* lo, size_t lo_bytes, const void* hi,
+                                 size_t hi_bytes, uint64_t limit, int descending, mpidict_skiplist_visitor visit,
+                                 void* context, size_t* count);
+/* Every entry whose key starts with prefix[0..prefix_bytes) (prefix_bytes may be 0: all). */
+int mpidict_skiplist_prefix(mpidict_skiplist* list, const void* prefix, size_t prefix_bytes, uint64_t limit,
+                            int descending, mpidict_skiplist_visitor visit, void* context, size_t* count);
+
+/* ---- the whole list -------------------------------------------------------------- */
+
+/* Collective.  Returns when every operation started anywhere has been applied. */
+int mpidict_skiplist_flush(mpidict_skiplist* list);
+/* Local.  Entries held by the nodes this rank hosts. */
+int mpidict_skiplist_local_size(const mpidict_skiplist* list, size_t* entries);
+/* Collective.  Entries over all ranks. */
+int mpidict_skiplist_global_size(mpidict_skiplist* list, size_t* entries);
+/* Local.  This rank's async inserts refused because the list was full (known after a flush). */
+int mpidict_skiplist_async_rejected(const mpidict_skiplist* list, uint64_t* rejected);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MPIDICT_C_SKIPLIST_H */

@@ -1,0 +1,534 @@
+// The C API of skiplist_map (include/mpidict/c/skiplist.h).
+//
+// Representation.  An INT64 list is a skiplist_map<std::int64_t, std::string>,
+// a BYTES list a skiplist_map<std::string, std::string>; values are byte
+// strings either way, and a list with value_size > 0 checks every value's size
+// here, before anything travels.  Every entry point validates its arguments,
+// then runs inside c_detail::guarded, which turns exceptions into error codes
+// (list_full into MPIDICT_ERR_FULL) and the thread-local message.
+
+#include "mpidict/c/skiplist.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "c_support.hpp"
+#include "mpidict/skiplist_map.hpp"
+
+namespace {
+
+using mpidict::c_detail::fail;
+using mpidict::c_detail::guarded;
+
+using int_map = mpidict::skiplist_map<std::int64_t, std::string>;
+using bytes_map = mpidict::skiplist_map<std::string, std::string>;
+
+constexpr std::uint64_t list_magic = 0x316c7369'6469706dULL;  // "mpidisl1"
+
+}  // namespace
+
+struct mpidict_skiplist {
+    std::uint64_t magic = list_magic;
+    int kind = MPIDICT_SKIPLIST_INT64;
+    std::size_t value_size = 0;
+    int rank = 0;
+    int size = 1;
+    bool destroyed = false;
+    std::unique_ptr<int_map> ints;
+    std::unique_ptr<bytes_map> bytes;
+};
+
+namespace {
+
+int check_list(const mpidict_skiplist* list, const char* function) {
+    if (list == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "list is NULL");
+    if (list->magic != list_magic)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "list is not a live mpidict_skiplist handle (freed or corrupt)");
+    return MPIDICT_OK;
+}
+
+// A live list of the given key kind.
+int check_use(const mpidict_skiplist* list, int kind, const char* function) {
+    if (const int code = check_list(list, function))
+        return code;
+    if (list->destroyed)
+        return fail(MPIDICT_ERR_DESTROYED, function, "the list was destroyed by mpidict_skiplist_destroy");
+    if (list->kind != kind)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    std::string("this is a function for ") +
+                        (kind == MPIDICT_SKIPLIST_INT64 ? "MPIDICT_SKIPLIST_INT64" : "MPIDICT_SKIPLIST_BYTES") +
+                        " lists; the list was created with " +
+                        (list->kind == MPIDICT_SKIPLIST_INT64 ? "MPIDICT_SKIPLIST_INT64" : "MPIDICT_SKIPLIST_BYTES"));
+    return MPIDICT_OK;
+}
+
+int check_bytes(const void* data, std::size_t size, const char* what, const char* function) {
+    if (data == nullptr && size != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function, std::string(what) + " is NULL with " + std::to_string(size) +
+                                                        " bytes");
+    return MPIDICT_OK;
+}
+
+int check_value(const mpidict_skiplist* list, const void* value, std::size_t value_bytes, const char* function) {
+    if (const int code = check_bytes(value, value_bytes, "value", function))
+        return code;
+    if (list->value_size != 0 && value_bytes != list->value_size)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "value of " + std::to_string(value_bytes) + " bytes; this list's values have value_size = " +
+                        std::to_string(list->value_size) + " bytes");
+    return MPIDICT_OK;
+}
+
+std::string as_string(const void* data, std::size_t size) {
+    return size == 0 ? std::string() : std::string(static_cast<const char*>(data), size);
+}
+
+template <class Map, class Key>
+int insert(mpidict_skiplist* list, Map& map, const Key& key, const void* value, std::size_t value_bytes,
+           int* replaced, const char* function) {
+    if (const int code = check_value(list, value, value_bytes, function))
+        return code;
+    return guarded(function, [&] {
+        const auto result = map.insert(key, as_string(value, value_bytes)).get();
+        if (replaced != nullptr)
+            *replaced = result.replaced ? 1 : 0;
+        return MPIDICT_OK;
+    });
+}
+
+template <class Map, class Key>
+int insert_if_absent(mpidict_skiplist* list, Map& map, const Key& key, const void* value, std::size_t value_bytes,
+                     int* inserted, const char* function) {
+    if (const int code = check_value(list, value, value_bytes, function))
+        return code;
+    return guarded(function, [&] {
+        const bool fresh = map.insert_if_absent(key, as_string(value, value_bytes)).get();
+        if (inserted != nullptr)
+            *inserted = fresh ? 1 : 0;
+        return MPIDICT_OK;
+    });
+}
+
+template <class Map, class Key>
+int async_insert(mpidict_skiplist* list, Map& map, const Key& key, const void* value, std::size_t value_bytes,
+                 const char* function) {
+    if (const int code = check_value(list, value, value_bytes, function))
+        return code;
+    return guarded(function, [&] {
+        map.async_insert(key, as_string(value, value_bytes));
+        return MPIDICT_OK;
+    });
+}
+
+template <class Map, class Key>
+int find(Map& map, const Key& key, void* out_value, std::size_t capacity, std::size_t* value_bytes, int* found,
+         const char* function) {
+    if (found == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "found is NULL");
+    if (out_value == nullptr && capacity != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "out_value is NULL with capacity " + std::to_string(capacity));
+    return guarded(function, [&] {
+        const auto value = map.find(key).get();
+        *found = value ? 1 : 0;
+        if (value) {
+            if (capacity != 0 && !value->empty())
+                std::memcpy(out_value, value->data(), std::min(capacity, value->size()));
+            if (value_bytes != nullptr)
+                *value_bytes = value->size();
+        } else if (value_bytes != nullptr) {
+            *value_bytes = 0;
+        }
+        return MPIDICT_OK;
+    });
+}
+
+template <class Map, class Key>
+int erase(Map& map, const Key& key, int* erased, const char* function) {
+    return guarded(function, [&] {
+        const bool hit = map.erase(key).get();
+        if (erased != nullptr)
+            *erased = hit ? 1 : 0;
+        return MPIDICT_OK;
+    });
+}
+
+template <class Entries>
+int visit_all(const Entries& entries, mpidict_skiplist_visitor visit, void* context, std::size_t* count) {
+    std::size_t visited = 0;
+    for (const auto& [key, value] : entries) {
+        ++visited;
+        int stop = 0;
+        if constexpr (std::is_same_v<std::decay_t<decltype(key)>, std::int64_t>)
+            stop = visit(&key, sizeof key, value.data(), value.size(), context);
+        else
+            stop = visit(key.data(), key.size(), value.data(), value.size(), context);
+        if (stop != 0)
+            break;
+    }
+    if (count != nullptr)
+        *count = visited;
+    return MPIDICT_OK;
+}
+
+}  // namespace
+
+extern "C" int mpidict_skiplist_options_init(mpidict_skiplist_options* options) {
+    if (options == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, "mpidict_skiplist_options_init", "options is NULL");
+    const mpidict::skiplist_map_config defaults;
+    options->granularity = defaults.granularity;
+    options->node_slots_per_rank = defaults.node_slots_per_rank;
+    options->max_height = defaults.max_height;
+    options->tower_probability = defaults.tower_probability;
+    options->max_key_bytes = defaults.max_key_bytes;
+    options->max_value_bytes = defaults.max_value_bytes;
+    options->buffer_bytes = 0;
+    return MPIDICT_OK;
+}
+
+extern "C" int mpidict_skiplist_create(MPI_Comm comm, int key_kind, size_t value_size,
+                                       const mpidict_skiplist_options* options, mpidict_skiplist** out) {
+    constexpr const char* function = "mpidict_skiplist_create";
+    if (out != nullptr)
+        *out = nullptr;
+    mpidict_skiplist_options settings;
+    mpidict_skiplist_options_init(&settings);
+    if (options != nullptr)
+        settings = *options;
+    // Every rank checks its own arguments, then the ranks agree on the verdict
+    // (and on the key kind and value size) before the collective construction,
+    // so a rank that refuses cannot leave the others waiting in it.
+    int code = MPIDICT_OK;
+    if (out == nullptr)
+        code = fail(MPIDICT_ERR_ARGUMENT, function, "out is NULL");
+    else if (key_kind != MPIDICT_SKIPLIST_INT64 && key_kind != MPIDICT_SKIPLIST_BYTES)
+        code = fail(MPIDICT_ERR_ARGUMENT, function,
+                    "key_kind " + std::to_string(key_kind) +
+                        " is neither MPIDICT_SKIPLIST_INT64 (0) nor MPIDICT_SKIPLIST_BYTES (1)");
+    else if (value_size > settings.max_value_bytes)
+        code = fail(MPIDICT_ERR_ARGUMENT, function,
+                    "value_size " + std::to_string(value_size) + " exceeds max_value_bytes = " +
+                        std::to_string(settings.max_value_bytes));
+    const long long mine[5] = {code != MPIDICT_OK ? 1 : 0, key_kind, static_cast<long long>(value_size), -key_kind,
+                               -static_cast<long long>(value_size)};
+    long long agreed[5] = {0, 0, 0, 0, 0};
+    if (MPI_Allreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS)
+        return fail(MPIDICT_ERR_MPI, function, "MPI_Allreduce on the communicator failed");
+    if (code != MPIDICT_OK)
+        return code;
+    if (agreed[0] != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "another rank rejected its arguments (its mpidict_last_error() says why); no list was created");
+    if (agreed[1] != -agreed[3] || agreed[2] != -agreed[4])
+        return fail(MPIDICT_ERR_MISMATCH, function,
+                    "ranks disagree on key_kind or value_size; every rank must pass the same; no list was created");
+    return guarded(function, [&] {
+        mpidict::skiplist_map_config config;
+        config.granularity = settings.granularity;
+        config.node_slots_per_rank = settings.node_slots_per_rank;
+        config.max_height = settings.max_height;
+        config.tower_probability = settings.tower_probability;
+        config.max_key_bytes = key_kind == MPIDICT_SKIPLIST_INT64 ? sizeof(std::int64_t) : settings.max_key_bytes;
+        config.max_value_bytes = value_size != 0 ? value_size : settings.max_value_bytes;
+        config.runtime.buffer_bytes = settings.buffer_bytes != 0
+                                          ? settings.buffer_bytes
+                                          : std::max(config.runtime.buffer_bytes, config.required_buffer_bytes());
+        auto list = std::make_unique<mpidict_skiplist>();
+        list->kind = key_kind;
+        list->value_size = value_size;
+        if (key_kind == MPIDICT_SKIPLIST_INT64) {
+            list->ints = std::make_unique<int_map>(comm, config);
+            list->rank = list->ints->rank();
+            list->size = list->ints->num_ranks();
+        } else {
+            list->bytes = std::make_unique<bytes_map>(comm, config);
+            list->rank = list->bytes->rank();
+            list->size = list->bytes->num_ranks();
+        }
+        *out = list.release();
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_skiplist_destroy(mpidict_skiplist* list) {
+    constexpr const char* function = "mpidict_skiplist_destroy";
+    if (const int code = check_list(list, function))
+        return code;
+    if (list->destroyed)
+        return MPIDICT_OK;
+    list->destroyed = true;
+    return guarded(function, [&] {
+        if (list->ints)
+            list->ints->destroy();
+        if (list->bytes)
+            list->bytes->destroy();
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_skiplist_free(mpidict_skiplist** list) {
+    constexpr const char* function = "mpidict_skiplist_free";
+    if (list == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "list is NULL");
+    if (*list == nullptr)
+        return MPIDICT_OK;
+    if (const int code = check_list(*list, function))
+        return code;
+    const int code = mpidict_skiplist_destroy(*list);
+    (*list)->magic = 0;
+    delete *list;
+    *list = nullptr;
+    return code;
+}
+
+extern "C" int mpidict_skiplist_rank(const mpidict_skiplist* list, int* rank, int* size) {
+    if (const int code = check_list(list, "mpidict_skiplist_rank"))
+        return code;
+    if (rank != nullptr)
+        *rank = list->rank;
+    if (size != nullptr)
+        *size = list->size;
+    return MPIDICT_OK;
+}
+
+// ---- INT64 keys -------------------------------------------------------------------
+
+extern "C" int mpidict_skiplist_insert_i64(mpidict_skiplist* list, int64_t key, const void* value,
+                                           size_t value_bytes, int* replaced) {
+    constexpr const char* function = "mpidict_skiplist_insert_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    return insert(list, *list->ints, std::int64_t{key}, value, value_bytes, replaced, function);
+}
+
+extern "C" int mpidict_skiplist_insert_if_absent_i64(mpidict_skiplist* list, int64_t key, const void* value,
+                                                     size_t value_bytes, int* inserted) {
+    constexpr const char* function = "mpidict_skiplist_insert_if_absent_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    return insert_if_absent(list, *list->ints, std::int64_t{key}, value, value_bytes, inserted, function);
+}
+
+extern "C" int mpidict_skiplist_async_insert_i64(mpidict_skiplist* list, int64_t key, const void* value,
+                                                 size_t value_bytes) {
+    constexpr const char* function = "mpidict_skiplist_async_insert_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    return async_insert(list, *list->ints, std::int64_t{key}, value, value_bytes, function);
+}
+
+extern "C" int mpidict_skiplist_find_i64(mpidict_skiplist* list, int64_t key, void* out_value, size_t capacity,
+                                         size_t* value_bytes, int* found) {
+    constexpr const char* function = "mpidict_skiplist_find_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    return find(*list->ints, std::int64_t{key}, out_value, capacity, value_bytes, found, function);
+}
+
+extern "C" int mpidict_skiplist_erase_i64(mpidict_skiplist* list, int64_t key, int* erased) {
+    constexpr const char* function = "mpidict_skiplist_erase_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    return erase(*list->ints, std::int64_t{key}, erased, function);
+}
+
+extern "C" int mpidict_skiplist_async_erase_i64(mpidict_skiplist* list, int64_t key) {
+    constexpr const char* function = "mpidict_skiplist_async_erase_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    return guarded(function, [&] {
+        list->ints->async_erase(std::int64_t{key});
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_skiplist_range_i64(mpidict_skiplist* list, int64_t lo, int64_t hi, uint64_t limit,
+                                          int descending, mpidict_skiplist_visitor visit, void* context,
+                                          size_t* count) {
+    constexpr const char* function = "mpidict_skiplist_range_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    if (visit == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "visit is NULL");
+    if (count != nullptr)
+        *count = 0;
+    if (lo > hi)
+        return MPIDICT_OK;  // an empty range
+    return guarded(function, [&] {
+        const auto entries = list->ints->range(lo, hi, {limit, descending != 0}).get();
+        return visit_all(entries, visit, context, count);
+    });
+}
+
+// ---- BYTES keys ---------------------------------------------------------------------
+
+extern "C" int mpidict_skiplist_insert_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes,
+                                             const void* value, size_t value_bytes, int* replaced) {
+    constexpr const char* function = "mpidict_skiplist_insert_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    if (const int code = check_bytes(key, key_bytes, "key", function))
+        return code;
+    return insert(list, *list->bytes, as_string(key, key_bytes), value, value_bytes, replaced, function);
+}
+
+extern "C" int mpidict_skiplist_insert_if_absent_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes,
+                                                       const void* value, size_t value_bytes, int* inserted) {
+    constexpr const char* function = "mpidict_skiplist_insert_if_absent_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    if (const int code = check_bytes(key, key_bytes, "key", function))
+        return code;
+    return insert_if_absent(list, *list->bytes, as_string(key, key_bytes), value, value_bytes, inserted, function);
+}
+
+extern "C" int mpidict_skiplist_async_insert_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes,
+                                                   const void* value, size_t value_bytes) {
+    constexpr const char* function = "mpidict_skiplist_async_insert_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    if (const int code = check_bytes(key, key_bytes, "key", function))
+        return code;
+    return async_insert(list, *list->bytes, as_string(key, key_bytes), value, value_bytes, function);
+}
+
+extern "C" int mpidict_skiplist_find_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes,
+                                           void* out_value, size_t capacity, size_t* value_bytes, int* found) {
+    constexpr const char* function = "mpidict_skiplist_find_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    if (const int code = check_bytes(key, key_bytes, "key", function))
+        return code;
+    return find(*list->bytes, as_string(key, key_bytes), out_value, capacity, value_bytes, found, function);
+}
+
+extern "C" int mpidict_skiplist_erase_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes,
+                                            int* erased) {
+    constexpr const char* function = "mpidict_skiplist_erase_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    if (const int code = check_bytes(key, key_bytes, "key", function))
+        return code;
+    return erase(*list->bytes, as_string(key, key_bytes), erased, function);
+}
+
+extern "C" int mpidict_skiplist_async_erase_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes) {
+    constexpr const char* function = "mpidict_skiplist_async_erase_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    if (const int code = check_bytes(key, key_bytes, "key", function))
+        return code;
+    return guarded(function, [&] {
+        list->bytes->async_erase(as_string(key, key_bytes));
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_skiplist_range_bytes(mpidict_skiplist* list, const void* lo, size_t lo_bytes, const void* hi,
+                                            size_t hi_bytes, uint64_t limit, int descending,
+                                            mpidict_skiplist_visitor visit, void* context, size_t* count) {
+    constexpr const char* function = "mpidict_skiplist_range_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    if (const int code = check_bytes(lo, lo_bytes, "lo", function))
+        return code;
+    if (const int code = check_bytes(hi, hi_bytes, "hi", function))
+        return code;
+    if (visit == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "visit is NULL");
+    if (count != nullptr)
+        *count = 0;
+    const std::string low = as_string(lo, lo_bytes);
+    const std::string high = as_string(hi, hi_bytes);
+    if (low > high)
+        return MPIDICT_OK;  // an empty range
+    return guarded(function, [&] {
+        const auto entries = list->bytes->range(low, high, {limit, descending != 0}).get();
+        return visit_all(entries, visit, context, count);
+    });
+}
+
+extern "C" int mpidict_skiplist_prefix(mpidict_skiplist* list, const void* prefix, size_t prefix_bytes,
+                                       uint64_t limit, int descending, mpidict_skiplist_visitor visit, void* context,
+                                       size_t* count) {
+    constexpr const char* function = "mpidict_skiplist_prefix";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    if (const int code = check_bytes(prefix, prefix_bytes, "prefix", function))
+        return code;
+    if (visit == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "visit is NULL");
+    if (count != nullptr)
+        *count = 0;
+    return guarded(function, [&] {
+        const auto entries = list->bytes->prefix(as_string(prefix, prefix_bytes), {limit, descending != 0}).get();
+        return visit_all(entries, visit, context, count);
+    });
+}
+
+// ---- the whole list ---------------------------------------------------------------------
+
+extern "C" int mpidict_skiplist_flush(mpidict_skiplist* list) {
+    constexpr const char* function = "mpidict_skiplist_flush";
+    if (const int code = check_list(list, function))
+        return code;
+    if (list->destroyed)
+        return fail(MPIDICT_ERR_DESTROYED, function, "the list was destroyed by mpidict_skiplist_destroy");
+    return guarded(function, [&] {
+        if (list->ints)
+            list->ints->flush();
+        else
+            list->bytes->flush();
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_skiplist_local_size(const mpidict_skiplist* list, size_t* entries) {
+    constexpr const char* function = "mpidict_skiplist_local_size";
+    if (const int code = check_list(list, function))
+        return code;
+    if (entries == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "entries is NULL");
+    if (list->destroyed) {
+        *entries = 0;
+        return MPIDICT_OK;
+    }
+    return guarded(function, [&] {
+        *entries = list->ints ? list->ints->local_size() : list->bytes->local_size();
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_skiplist_global_size(mpidict_skiplist* list, size_t* entries) {
+    constexpr const char* function = "mpidict_skiplist_global_size";
+    if (const int code = check_list(list, function))
+        return code;
+    if (entries == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "entries is NULL");
+    if (list->destroyed)
+        return fail(MPIDICT_ERR_DESTROYED, function, "the list was destroyed by mpidict_skiplist_destroy");
+    return guarded(function, [&] {
+        *entries = list->ints ? list->ints->global_size() : list->bytes->global_size();
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_skiplist_async_rejected(const mpidict_skiplist* list, uint64_t* rejected) {
+    constexpr const char* function = "mpidict_skiplist_async_rejected";
+    if (const int code = check_list(list, function))
+        return code;
+    if (rejected == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "rejected is NULL");
+    return guarded(function, [&] {
+        *rejected = list->ints ? list->ints->async_rejected() : list->bytes->async_rejected();
+        return MPIDICT_OK;
+    });
+}
