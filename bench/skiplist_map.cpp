@@ -1,0 +1,313 @@
+// skiplist_map benchmark (issue 12, Performance): the ordered skip list against
+// hash_map in the same process, on the same keys, as ratios of one run.
+//
+//   uniform keys (a bijective scramble of rank * n + i, 8-byte keys and values):
+//     insert: hash_map async_insert + flush  vs  skiplist_map insert_many
+//     find:   hash_map find_many             vs  skiplist_map find_many
+//     range:  skiplist_map range_from(start, limit R) queries returning R
+//             entries each, in entries/s, vs hash_map find_many of exactly the
+//             keys those ranges returned, in keys/s;
+//     memory: resident-set growth while the skip list is loaded, per stored
+//             pair (and the key + value payload per pair);
+//   ascending keys (rank r inserts r, r + p, r + 2p, ...: the list grows at its
+//     end from every rank): insert rate and the load balance, the entries on
+//     the rank that holds the most over the mean.
+// Every phase is timed from a barrier to a collective flush; rates are totals
+// over ranks divided by the slowest rank's time.  Every answer is checked (a
+// value is a function of its key; ranges must return R ordered entries in
+// range); a wrong answer makes the run exit 1.
+//
+// Not measured here yet: the baseline of range-partitioned absl::btree_map per
+// rank through the same runtime (see docs/skiplist_map.md, "Measured").
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "common/host.hpp"
+#include "common/mpi_main.hpp"
+#include "common/options.hpp"
+#include "common/report.hpp"
+#include "mpidict/hash_map.hpp"
+#include "mpidict/skiplist_map.hpp"
+
+namespace {
+
+constexpr const char* bench_name = "skiplist_map";
+constexpr const char* usage =
+    "usage: skiplist_map [--keys-per-rank N] [--range-results R] [--ranges-per-rank Q] [--granularity G]\n"
+    "                    [--window W] [--seed S]\n"
+    "  --keys-per-rank N    8-byte keys (and 8-byte values) each rank inserts (default 1000000)\n"
+    "  --range-results R    entries one range query returns (default 1000)\n"
+    "  --ranges-per-rank Q  range queries each rank runs (default 100)\n"
+    "  --granularity G      skiplist_map keys per node (default 64)\n"
+    "  --window W           skiplist_map caller window of insert_many/find_many (default 256)\n"
+    "  --seed S             keys and tower heights (default 1)\n";
+
+struct settings {
+    std::uint64_t keys_per_rank = 1'000'000;
+    std::uint64_t range_results = 1000;
+    std::uint64_t ranges_per_rank = 100;
+    std::uint64_t granularity = 64;
+    std::uint64_t window = 256;
+    std::uint64_t seed = 1;
+};
+
+settings parse(int argc, char** argv) {
+    mpidict::bench::options args(argc, argv);
+    if (args.flag("help"))
+        throw mpidict::bench::help_requested{};
+    settings s;
+    s.keys_per_rank = args.get_u64("keys-per-rank", s.keys_per_rank);
+    s.range_results = args.get_u64("range-results", s.range_results);
+    s.ranges_per_rank = args.get_u64("ranges-per-rank", s.ranges_per_rank);
+    s.granularity = args.get_u64("granularity", s.granularity);
+    s.window = args.get_u64("window", s.window);
+    s.seed = args.get_u64("seed", s.seed);
+    args.finish();
+    if (s.keys_per_rank == 0 || s.range_results == 0 || s.granularity == 0 || s.window == 0)
+        throw std::invalid_argument("--keys-per-rank, --range-results, --granularity and --window must be positive");
+    return s;
+}
+
+constexpr std::uint64_t scramble(std::uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+constexpr std::uint64_t value_of(std::uint64_t key) { return scramble(key ^ 0x5bd1e9955bd1e995ULL); }
+
+class runner {
+public:
+    runner(const settings& s, const mpidict::bench::world& w)
+        : m_s(s), m_w(w), m_out(bench_name, w.size, s.seed, w.rank == 0) {}
+
+    int run() {
+        m_out.context()
+            .add("keys_per_rank", m_s.keys_per_rank)
+            .add("key_bytes", 8)
+            .add("value_bytes", 8)
+            .add("granularity", m_s.granularity)
+            .add("window", m_s.window)
+            .add("range_results", m_s.range_results)
+            .add("load_average", mpidict::bench::read_load_average());
+        const std::uint64_t n = m_s.keys_per_rank;
+        std::vector<std::uint64_t> keys(n);
+        std::vector<std::uint64_t> values(n);
+        const std::uint64_t salt = scramble(m_s.seed + 0x9e3779b97f4a7c15ULL);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            keys[i] = scramble((static_cast<std::uint64_t>(m_w.rank) * n + i) ^ salt);
+            values[i] = value_of(keys[i]);
+        }
+
+        // ---- skiplist_map, uniform keys (first: the largest allocation so far,
+        // so the resident-set growth is its own) -------------------------------
+        double list_insert = 0;
+        double list_find = 0;
+        double range_rate = 0;
+        double memory_per_pair = 0;
+        std::vector<std::uint64_t> range_keys;
+        {
+            const auto before = mpidict::bench::read_process_memory();
+            mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
+            list_insert = timed(n, [&] {
+                const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(keys),
+                                                           std::span<const std::uint64_t>(values));
+                check(fresh == n, "skiplist insert_many stored " + std::to_string(fresh) + " new keys of " +
+                                      std::to_string(n));
+            }, [&] { list.flush(); });
+            const auto after = mpidict::bench::read_process_memory();
+            const double grown = static_cast<double>(after.rss_bytes) - static_cast<double>(before.rss_bytes);
+            memory_per_pair = max_over_ranks(grown / static_cast<double>(n));
+            const auto stats = list.local_statistics();
+            const double payload = static_cast<double>(stats.payload_bytes) / static_cast<double>(std::max<std::uint64_t>(1, stats.entries));
+
+            list_find = timed(n, [&] {
+                std::uint64_t hits = 0;
+                list.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+                    hits += value && *value == values[index];
+                });
+                check(hits == n, "skiplist find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+            }, [&] { list.flush(); });
+
+            // Ranges: start at own keys, R results each.
+            std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));
+            std::uint64_t entries = 0;
+            const double range_seconds = timed_seconds([&] {
+                for (std::uint64_t q = 0; q < m_s.ranges_per_rank; ++q) {
+                    const std::uint64_t start = keys[random() % n] & ~std::uint64_t{0xffffffff};
+                    const auto part = list.range_from(start, mpidict::range_options{m_s.range_results, false}).get();
+                    entries += part.size();
+                    for (std::size_t i = 0; i < part.size(); ++i) {
+                        if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
+                            part[i].second != value_of(part[i].first)) {
+                            check(false, "a range returned a key out of order or a wrong value");
+                            break;
+                        }
+                        range_keys.push_back(part[i].first);
+                    }
+                }
+            }, [&] { list.flush(); });
+            range_rate = total(static_cast<double>(entries)) / max_over_ranks(range_seconds);
+            m_range_entries = entries;
+            m_out.figure("skiplist_insert_many_rate", list_insert, "ops/s");
+            m_out.figure("skiplist_find_many_rate", list_find, "ops/s");
+            m_out.figure("skiplist_range_entries_rate", range_rate, "entries/s",
+                         mpidict::bench::json_object().add("entries", total(static_cast<double>(entries))));
+            m_out.figure("skiplist_rss_growth_per_pair", memory_per_pair, "bytes",
+                         mpidict::bench::json_object().add("reduction", "max"));
+            m_out.figure("skiplist_payload_per_pair", payload, "bytes");
+            list.destroy();
+        }
+
+        // ---- hash_map, the same keys ------------------------------------------
+        double hash_insert = 0;
+        double hash_find = 0;
+        double hash_range_keys_rate = 0;
+        {
+            mpidict::hash_map_config config;
+            config.expected_keys_per_rank = static_cast<std::size_t>(n + 4 * std::sqrt(static_cast<double>(n)) + 16);
+            mpidict::hash_map<std::uint64_t, std::uint64_t> map(m_w.comm, config);
+            hash_insert = timed(n, [&] {
+                for (std::uint64_t i = 0; i < n; ++i)
+                    map.async_insert(keys[i], values[i]);
+            }, [&] { map.flush(); });
+            hash_find = timed(n, [&] {
+                std::uint64_t hits = 0;
+                map.find_many(std::span<const std::uint64_t>(keys), 1, [&](std::size_t index, auto found) {
+                    hits += found.size() == 1 && found[0] == values[index];
+                });
+                check(hits == n, "hash_map find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+            }, [&] { map.flush(); });
+            // The keys the ranges returned, looked up one by one with find_many.
+            const double seconds = timed_seconds([&] {
+                std::uint64_t hits = 0;
+                map.find_many(std::span<const std::uint64_t>(range_keys), 1, [&](std::size_t, auto found) {
+                    hits += found.size() == 1;
+                });
+                check(hits == range_keys.size(), "hash_map did not find every key a range returned");
+            }, [&] { map.flush(); });
+            hash_range_keys_rate = total(static_cast<double>(range_keys.size())) / max_over_ranks(seconds);
+            m_out.figure("hash_map_insert_rate", hash_insert, "ops/s");
+            m_out.figure("hash_map_find_many_rate", hash_find, "ops/s");
+            m_out.figure("hash_map_find_of_range_keys_rate", hash_range_keys_rate, "keys/s");
+            map.destroy();
+        }
+
+        m_out.ratio("find_vs_hash_map", list_find / hash_find, ">= 0.3", list_find >= 0.3 * hash_find);
+        m_out.ratio("insert_vs_hash_map", list_insert / hash_insert, ">= 0.3", list_insert >= 0.3 * hash_insert);
+        m_out.ratio("range_entries_vs_hash_map_finds", range_rate / hash_range_keys_rate, ">= 10",
+                    range_rate >= 10 * hash_range_keys_rate);
+        m_out.ratio("memory_per_pair_bytes_vs_48", memory_per_pair / 48.0, "<= 1.0", memory_per_pair <= 48.0);
+
+        // ---- ascending keys: rank r inserts r, r + p, ... -------------------------
+        {
+            mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
+            const auto p = static_cast<std::uint64_t>(m_w.size);
+            const auto r = static_cast<std::uint64_t>(m_w.rank);
+            std::vector<std::uint64_t> ascending(n);
+            std::vector<std::uint64_t> ascending_values(n);
+            for (std::uint64_t i = 0; i < n; ++i) {
+                ascending[i] = i * p + r;
+                ascending_values[i] = value_of(ascending[i]);
+            }
+            const double rate = timed(n, [&] {
+                const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(ascending),
+                                                           std::span<const std::uint64_t>(ascending_values));
+                check(fresh == n, "ascending insert_many stored " + std::to_string(fresh) + " of " + std::to_string(n));
+            }, [&] { list.flush(); });
+            const auto stats = list.local_statistics();
+            const double entries = static_cast<double>(stats.entries);
+            const double largest = max_over_ranks(entries);
+            const double mean = total(entries) / m_w.size;
+            check(static_cast<std::uint64_t>(total(entries)) == n * p, "ascending: the list does not hold every key");
+            m_out.figure("skiplist_ascending_insert_many_rate", rate, "ops/s");
+            m_out.figure("ascending_largest_rank_entries", largest, "entries",
+                         mpidict::bench::json_object().add("mean", mean).add("nodes_total", total(static_cast<double>(stats.nodes))));
+            m_out.ratio("ascending_load_balance", mean > 0 ? largest / mean : 0, "<= 1.5",
+                        mean > 0 && largest <= 1.5 * mean);
+            list.destroy();
+        }
+
+        std::uint64_t failures = 0;
+        MPI_Allreduce(&m_failures, &failures, 1, MPI_UINT64_T, MPI_SUM, m_w.comm);
+        m_out.figure("verified", failures == 0 ? 1 : 0, "bool",
+                     mpidict::bench::json_object().add("failures", static_cast<double>(failures)));
+        m_out.print_table();
+        return failures == 0 ? 0 : 1;
+    }
+
+private:
+    mpidict::skiplist_map_config list_config() const {
+        mpidict::skiplist_map_config config;
+        config.granularity = m_s.granularity;
+        config.max_key_bytes = 8;
+        config.max_value_bytes = 8;
+        config.caller_window = m_s.window;
+        config.seed = m_s.seed;
+        // Enough slots for n * p keys in nodes at least a quarter full, on any rank.
+        config.node_slots_per_rank = static_cast<std::size_t>(
+            std::max<std::uint64_t>(config.node_slots_per_rank, 8 * m_s.keys_per_rank / m_s.granularity + 64));
+        config.runtime.buffer_bytes = std::max(config.runtime.buffer_bytes, config.required_buffer_bytes());
+        return config;
+    }
+
+    void check(bool ok, const std::string& what) {
+        if (!ok) {
+            if (m_failures < 3)
+                std::fprintf(stderr, "%s: rank %d: %s\n", bench_name, m_w.rank, what.c_str());
+            ++m_failures;
+        }
+    }
+
+    double max_over_ranks(double value) const {
+        double out = 0;
+        MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, m_w.comm);
+        return out;
+    }
+    double total(double value) const {
+        double out = 0;
+        MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, m_w.comm);
+        return out;
+    }
+
+    // Seconds of this rank from a barrier through body and the collective finish.
+    template <class Body, class Finish>
+    double timed_seconds(Body&& body, Finish&& finish) {
+        MPI_Barrier(m_w.comm);
+        const double start = MPI_Wtime();
+        body();
+        finish();
+        return MPI_Wtime() - start;
+    }
+    // Operations of all ranks per second of the slowest rank.
+    template <class Body, class Finish>
+    double timed(std::uint64_t per_rank, Body&& body, Finish&& finish) {
+        const double seconds = timed_seconds(body, finish);
+        return total(static_cast<double>(per_rank)) / max_over_ranks(seconds);
+    }
+
+    const settings& m_s;
+    const mpidict::bench::world& m_w;
+    mpidict::bench::report m_out;
+    std::uint64_t m_failures = 0;
+    std::uint64_t m_range_entries = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return mpidict::bench::mpi_main(argc, argv, bench_name, usage, parse,
+                                    [](const settings& s, const mpidict::bench::world& w) { return runner(s, w).run(); });
+}
