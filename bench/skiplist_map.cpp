@@ -17,10 +17,17 @@
 // value is a function of its key; ranges must return R ordered entries in
 // range); a wrong answer makes the run exit 1.
 //
-// Not measured here yet: the baseline of range-partitioned absl::btree_map per
-// rank through the same runtime (see docs/skiplist_map.md, "Measured").
+// The baseline a user would otherwise write: keys range-partitioned by p - 1
+// splitters chosen from a sample of every rank's keys, one absl::btree_map per
+// rank, operations as runtime records through the same engine (inserts fire
+// and forget; finds and ranges as requests, W in flight; a range that runs
+// off a rank's partition continues on the next rank).  It runs the same
+// phases on the same keys, uniform and ascending.
+
+#include <absl/container/btree_map.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -37,6 +44,7 @@
 #include "common/options.hpp"
 #include "common/report.hpp"
 #include "mpidict/hash_map.hpp"
+#include "mpidict/runtime/engine.hpp"
 #include "mpidict/skiplist_map.hpp"
 
 namespace {
@@ -46,7 +54,7 @@ constexpr const char* usage =
     "usage: skiplist_map [--keys-per-rank N] [--range-results R] [--ranges-per-rank Q] [--granularity G]\n"
     "                    [--window W] [--seed S]\n"
     "  --keys-per-rank N    8-byte keys (and 8-byte values) each rank inserts (default 1000000)\n"
-    "  --range-results R    entries one range query returns (default 1000)\n"
+    "  --range-results R    entries one range query returns (default 1000, at most 4096)\n"
     "  --ranges-per-rank Q  range queries each rank runs (default 100)\n"
     "  --granularity G      skiplist_map keys per node (default 64)\n"
     "  --window W           skiplist_map caller window of insert_many/find_many (default 256)\n"
@@ -73,6 +81,8 @@ settings parse(int argc, char** argv) {
     s.window = args.get_u64("window", s.window);
     s.seed = args.get_u64("seed", s.seed);
     args.finish();
+    if (s.range_results > 4096)
+        throw std::invalid_argument("--range-results is at most 4096 (one baseline reply per rank)");
     if (s.keys_per_rank == 0 || s.range_results == 0 || s.granularity == 0 || s.window == 0)
         throw std::invalid_argument("--keys-per-rank, --range-results, --granularity and --window must be positive");
     return s;
@@ -87,6 +97,178 @@ constexpr std::uint64_t scramble(std::uint64_t x) {
     return x;
 }
 constexpr std::uint64_t value_of(std::uint64_t key) { return scramble(key ^ 0x5bd1e9955bd1e995ULL); }
+
+// ---- the baseline: range-partitioned absl::btree_map per rank ------------------
+
+class btree_partitioned {
+public:
+    using btree = absl::btree_map<std::uint64_t, std::uint64_t>;
+
+    // Collective.  Splitters from `sample` (each rank's own sample of its keys).
+    btree_partitioned(MPI_Comm comm, std::span<const std::uint64_t> sample, std::size_t window)
+        : m_engine(comm, engine_config()), m_window(window) {
+        m_insert = m_engine.register_handler("btree.insert", &handle_insert, this);
+        m_find = m_engine.register_handler("btree.find", &handle_find, this);
+        m_range = m_engine.register_handler("btree.range", &handle_range, this);
+        m_engine.verify_handlers();
+        m_find_kind = m_engine.register_op_kind("find");
+        m_range_kind = m_engine.register_op_kind("range");
+        const int p = m_engine.size();
+        const int mine = static_cast<int>(sample.size());
+        std::vector<int> counts(static_cast<std::size_t>(p));
+        MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+        std::vector<int> offsets(static_cast<std::size_t>(p), 0);
+        for (int r = 1; r < p; ++r)
+            offsets[r] = offsets[r - 1] + counts[r - 1];
+        std::vector<std::uint64_t> all(static_cast<std::size_t>(offsets[p - 1] + counts[p - 1]));
+        MPI_Allgatherv(sample.data(), mine, MPI_UINT64_T, all.data(), counts.data(), offsets.data(), MPI_UINT64_T,
+                       comm);
+        std::sort(all.begin(), all.end());
+        for (int r = 1; r < p; ++r)
+            m_splitters.push_back(all.empty() ? 0 : all[all.size() * static_cast<std::size_t>(r) / p]);
+    }
+
+    int owner(std::uint64_t key) const {
+        return static_cast<int>(std::upper_bound(m_splitters.begin(), m_splitters.end(), key) - m_splitters.begin());
+    }
+    void async_insert(std::uint64_t key, std::uint64_t value) {
+        std::byte* out = m_engine.reserve(owner(key), m_insert, 16);
+        std::memcpy(out, &key, 8);
+        std::memcpy(out + 8, &value, 8);
+    }
+    // Looks every key up, W requests in flight; on_result(index, optional value).
+    template <class Function>
+    void find_many(std::span<const std::uint64_t> keys, Function&& on_result) {
+        std::vector<std::uint32_t> slots;
+        std::size_t done = 0;
+        const auto finish = [&] {
+            const std::uint32_t slot = slots[done % m_window];
+            m_engine.wait_request(slot);
+            std::optional<std::uint64_t> value;
+            if (m_engine.request_count(slot) == 1) {
+                std::uint64_t v = 0;
+                std::memcpy(&v, m_engine.request_result(slot).data(), 8);
+                value = v;
+            }
+            m_engine.close_request(slot);
+            on_result(done, value);
+            ++done;
+        };
+        for (std::size_t index = 0; index < keys.size(); ++index) {
+            if (index - done == m_window)
+                finish();
+            const std::uint32_t slot = m_engine.open_request(m_find_kind);
+            std::byte* out = m_engine.reserve(owner(keys[index]), m_find, 12);
+            std::memcpy(out, &slot, 4);
+            std::memcpy(out + 4, &keys[index], 8);
+            if (slots.size() < m_window)
+                slots.push_back(slot);
+            else
+                slots[index % m_window] = slot;
+        }
+        while (done < keys.size())
+            finish();
+    }
+    // Up to `limit` entries with key >= start, in order.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> range_from(std::uint64_t start, std::uint32_t limit) {
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+        int rank = owner(start);
+        while (out.size() < limit && rank < m_engine.size()) {
+            const std::uint32_t slot = m_engine.open_request(m_range_kind);
+            const std::uint32_t want = limit - static_cast<std::uint32_t>(out.size());
+            std::byte* record = m_engine.reserve(rank, m_range, 16);
+            std::memcpy(record, &slot, 4);
+            std::memcpy(record + 4, &want, 4);
+            std::memcpy(record + 8, &start, 8);
+            m_engine.wait_request(slot);
+            const auto result = m_engine.request_result(slot);
+            for (std::uint32_t i = 0; i < m_engine.request_count(slot); ++i) {
+                std::uint64_t key = 0;
+                std::uint64_t value = 0;
+                std::memcpy(&key, result.data() + 16 * i, 8);
+                std::memcpy(&value, result.data() + 16 * i + 8, 8);
+                out.emplace_back(key, value);
+            }
+            m_engine.close_request(slot);
+            if (rank < static_cast<int>(m_splitters.size()))
+                start = std::max(start, m_splitters[static_cast<std::size_t>(rank)]);
+            ++rank;
+        }
+        return out;
+    }
+    void flush() { m_engine.flush(); }
+    void destroy() { m_engine.destroy(); }
+    std::size_t local_size() const { return m_tree.size(); }
+
+private:
+    static mpidict::runtime::config engine_config() {
+        mpidict::runtime::config config;
+        // One range reply of up to 4096 entries of 16 bytes fits one message.
+        config.buffer_bytes = std::max<std::size_t>(config.buffer_bytes, 4096 * 16 + 64);
+        return config;
+    }
+    static void handle_insert(void* context, int, const std::byte* records, std::uint32_t bytes, std::uint32_t count) {
+        auto& self = *static_cast<btree_partitioned*>(context);
+        for (std::uint32_t i = 0; i < count; ++i, records += bytes) {
+            std::uint64_t key = 0;
+            std::uint64_t value = 0;
+            std::memcpy(&key, records, 8);
+            std::memcpy(&value, records + 8, 8);
+            self.m_tree.insert_or_assign(key, value);
+        }
+    }
+    static void handle_find(void* context, int source, const std::byte* records, std::uint32_t bytes,
+                            std::uint32_t count) {
+        auto& self = *static_cast<btree_partitioned*>(context);
+        for (std::uint32_t i = 0; i < count; ++i, records += bytes) {
+            std::uint32_t slot = 0;
+            std::uint64_t key = 0;
+            std::memcpy(&slot, records, 4);
+            std::memcpy(&key, records + 4, 8);
+            const auto found = self.m_tree.find(key);
+            if (found == self.m_tree.end()) {
+                self.m_engine.reserve_reply(source, slot, 0, 0);
+            } else {
+                std::byte* out = self.m_engine.reserve_reply(source, slot, 1, 8);
+                std::memcpy(out, &found->second, 8);
+            }
+        }
+    }
+    static void handle_range(void* context, int source, const std::byte* records, std::uint32_t bytes,
+                             std::uint32_t count) {
+        auto& self = *static_cast<btree_partitioned*>(context);
+        for (std::uint32_t i = 0; i < count; ++i, records += bytes) {
+            std::uint32_t slot = 0;
+            std::uint32_t want = 0;
+            std::uint64_t start = 0;
+            std::memcpy(&slot, records, 4);
+            std::memcpy(&want, records + 4, 4);
+            std::memcpy(&start, records + 8, 8);
+            want = std::min<std::uint32_t>(want, 4096);
+            std::vector<std::byte> entries;
+            std::uint32_t found = 0;
+            for (auto at = self.m_tree.lower_bound(start); at != self.m_tree.end() && found < want; ++at, ++found) {
+                const std::size_t offset = entries.size();
+                entries.resize(offset + 16);
+                std::memcpy(entries.data() + offset, &at->first, 8);
+                std::memcpy(entries.data() + offset + 8, &at->second, 8);
+            }
+            std::byte* out = self.m_engine.reserve_reply(source, slot, found, entries.size());
+            if (!entries.empty())
+                std::memcpy(out, entries.data(), entries.size());
+        }
+    }
+
+    mpidict::runtime::engine m_engine;
+    std::size_t m_window;
+    mpidict::runtime::handler_id m_insert = 0;
+    mpidict::runtime::handler_id m_find = 0;
+    mpidict::runtime::handler_id m_range = 0;
+    mpidict::runtime::op_kind m_find_kind = 0;
+    mpidict::runtime::op_kind m_range_kind = 0;
+    std::vector<std::uint64_t> m_splitters;
+    btree m_tree;
+};
 
 class runner {
 public:
@@ -205,6 +387,51 @@ public:
             map.destroy();
         }
 
+        // ---- the baseline: range-partitioned btree_map per rank, same keys ----------
+        {
+            std::vector<std::uint64_t> sample;
+            for (std::uint64_t i = 0; i < n; i += std::max<std::uint64_t>(1, n / 256))
+                sample.push_back(keys[i]);
+            btree_partitioned tree(m_w.comm, std::span<const std::uint64_t>(sample), m_s.window);
+            const double insert_rate = timed(n, [&] {
+                for (std::uint64_t i = 0; i < n; ++i)
+                    tree.async_insert(keys[i], values[i]);
+            }, [&] { tree.flush(); });
+            const double find_rate = timed(n, [&] {
+                std::uint64_t hits = 0;
+                tree.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+                    hits += value && *value == values[index];
+                });
+                check(hits == n, "btree find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+            }, [&] { tree.flush(); });
+            std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));  // the same starts
+            std::uint64_t entries = 0;
+            const double seconds = timed_seconds([&] {
+                for (std::uint64_t q = 0; q < m_s.ranges_per_rank; ++q) {
+                    const std::uint64_t start = keys[random() % n] & ~std::uint64_t{0xffffffff};
+                    const auto part = tree.range_from(start, static_cast<std::uint32_t>(m_s.range_results));
+                    entries += part.size();
+                    for (std::size_t i = 0; i < part.size(); ++i)
+                        if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
+                            part[i].second != value_of(part[i].first)) {
+                            check(false, "a btree range returned a key out of order or a wrong value");
+                            break;
+                        }
+                }
+            }, [&] { tree.flush(); });
+            check(entries == m_range_entries, "btree ranges returned " + std::to_string(entries) +
+                                                  " entries, the skip list's the same queries " +
+                                                  std::to_string(m_range_entries));
+            const double range_rate_tree = total(static_cast<double>(entries)) / max_over_ranks(seconds);
+            m_out.figure("btree_insert_rate", insert_rate, "ops/s");
+            m_out.figure("btree_find_many_rate", find_rate, "ops/s");
+            m_out.figure("btree_range_entries_rate", range_rate_tree, "entries/s");
+            m_out.figure("skiplist_vs_btree_insert", list_insert / insert_rate, "ratio");
+            m_out.figure("skiplist_vs_btree_find", list_find / find_rate, "ratio");
+            m_out.figure("skiplist_vs_btree_range", range_rate / range_rate_tree, "ratio");
+            tree.destroy();
+        }
+
         m_out.ratio("find_vs_hash_map", list_find / hash_find, ">= 0.3", list_find >= 0.3 * hash_find);
         m_out.ratio("insert_vs_hash_map", list_insert / hash_insert, ">= 0.3", list_insert >= 0.3 * hash_insert);
         m_out.ratio("range_entries_vs_hash_map_finds", range_rate / hash_range_keys_rate, ">= 10",
@@ -238,6 +465,26 @@ public:
             m_out.ratio("ascending_load_balance", mean > 0 ? largest / mean : 0, "<= 1.5",
                         mean > 0 && largest <= 1.5 * mean);
             list.destroy();
+        }
+        {
+            // The baseline on ascending keys: splitters from a sample of the keys to come.
+            const auto p = static_cast<std::uint64_t>(m_w.size);
+            const auto r = static_cast<std::uint64_t>(m_w.rank);
+            std::vector<std::uint64_t> sample;
+            for (std::uint64_t i = 0; i < n; i += std::max<std::uint64_t>(1, n / 256))
+                sample.push_back(i * p + r);
+            btree_partitioned tree(m_w.comm, std::span<const std::uint64_t>(sample), m_s.window);
+            const double rate = timed(n, [&] {
+                for (std::uint64_t i = 0; i < n; ++i)
+                    tree.async_insert(i * p + r, value_of(i * p + r));
+            }, [&] { tree.flush(); });
+            const double held = static_cast<double>(tree.local_size());
+            const double largest = max_over_ranks(held);
+            const double mean = total(held) / m_w.size;
+            check(static_cast<std::uint64_t>(total(held)) == n * p, "ascending btree does not hold every key");
+            m_out.figure("btree_ascending_insert_rate", rate, "ops/s");
+            m_out.figure("btree_ascending_load_balance", mean > 0 ? largest / mean : 0, "max/mean");
+            tree.destroy();
         }
 
         std::uint64_t failures = 0;
