@@ -33,7 +33,7 @@ struct skiplist_map_config {
     unsigned max_height = 16;                // the head's tower; every tower is at most this tall
     double tower_probability = 0.5;          // P(height > h | height >= h)
     std::size_t max_key_bytes = 256;         // encoded key
-    std::size_t max_value_bytes = 4096;
+    std::size_t max_value_bytes = 1024;      // the defaults fit the default 64 KiB buffer
     std::uint64_t seed = 0x736b69706c697374ULL;  // tower heights (per rank: seed + rank)
     std::size_t caller_window = 256;         // W: requests one find_many/insert_many keeps in flight
     // Test only: no ordering markers when links change and no per-key order at
