@@ -68,6 +68,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <type_traits>
 #include <vector>
 
@@ -550,6 +552,23 @@ private:
         flights.reserve(in_flight);
         std::vector<MPI_Request> requests;
         requests.reserve(in_flight);
+        // A later copy of an object already in this batch is not flown: flying both
+        // lets the copies race for the slot (MPICH over UCX does not order the two
+        // compare-and-swaps), and the later copy could win.  It is answered as a
+        // sequential insert would be: present, or not_inserted if the first could
+        // not be stored.
+        constexpr std::size_t no_copy = static_cast<std::size_t>(-1);
+        std::vector<std::size_t> copy_of(objects.size(), no_copy);
+        {
+            std::unordered_map<std::string_view, std::size_t> first;
+            first.reserve(objects.size());
+            for (std::size_t index = 0; index < objects.size(); ++index) {
+                const std::string_view bytes(reinterpret_cast<const char*>(&objects[index]), sizeof(T));
+                const auto [where, fresh] = first.emplace(bytes, index);
+                if (!fresh)
+                    copy_of[index] = where->second;
+            }
+        }
         std::size_t next = 0;
         auto record = [&](const flight& f, insert_status status) {
             result.status[f.index] = status;
@@ -571,6 +590,10 @@ private:
         };
         while (next < objects.size() || !flights.empty()) {
             while (flights.size() < in_flight && next < objects.size()) {
+                if (copy_of[next] != no_copy) {
+                    ++next;
+                    continue;
+                }
                 flight f;
                 f.index = next;
                 f.k = describe(objects[next]);
@@ -689,6 +712,17 @@ private:
                     flights[kept++] = f;
             }
             flights.resize(kept);
+        }
+        for (std::size_t index = 0; index < objects.size(); ++index) {
+            if (copy_of[index] == no_copy)
+                continue;
+            ++m_stats.inserts;
+            if (result.status[copy_of[index]] == insert_status::not_inserted) {
+                ++result.not_inserted;
+            } else {
+                result.status[index] = insert_status::present;
+                ++result.present;
+            }
         }
         for (std::size_t index = 0; index < result.status.size(); ++index)
             if (result.status[index] == insert_status::not_inserted)
