@@ -157,6 +157,13 @@ private:
         std::uint64_t nodes_max = 0;
         std::uint64_t nodes_sum = 0;
         std::uint64_t payload_bytes_sum = 0;
+        std::uint64_t hops_max = 0;  // forwards sent by the nodes of one rank (cumulative)
+        std::uint64_t hops_sum = 0;
+        std::uint64_t handled_sum = 0;  // operations answered
+        double hops_ratio() const {
+            return hops_sum > 0 ? static_cast<double>(hops_max) / (static_cast<double>(hops_sum) / ranks) : 0;
+        }
+        int ranks = 1;
         double ratio() const { return entries_mean > 0 ? static_cast<double>(entries_max) / entries_mean : 0; }
     };
     struct report {
@@ -377,17 +384,21 @@ private:
     // Collective.  Entries and nodes per rank.
     balance measure_balance(map_type& map) {
         const skiplist_local_statistics local = map.local_statistics();
-        const std::uint64_t mine[3] = {local.entries, local.nodes, local.payload_bytes};
-        std::uint64_t maxima[3] = {};
-        std::uint64_t sums[3] = {};
-        MPI_Allreduce(mine, maxima, 3, MPI_UINT64_T, MPI_MAX, m_context.world());
-        MPI_Allreduce(mine, sums, 3, MPI_UINT64_T, MPI_SUM, m_context.world());
+        const std::uint64_t mine[5] = {local.entries, local.nodes, local.payload_bytes, local.hops, local.handled};
+        std::uint64_t maxima[5] = {};
+        std::uint64_t sums[5] = {};
+        MPI_Allreduce(mine, maxima, 5, MPI_UINT64_T, MPI_MAX, m_context.world());
+        MPI_Allreduce(mine, sums, 5, MPI_UINT64_T, MPI_SUM, m_context.world());
         balance result;
         result.entries_max = maxima[0];
         result.entries_mean = static_cast<double>(sums[0]) / m_size;
         result.nodes_max = maxima[1];
         result.nodes_sum = sums[1];
         result.payload_bytes_sum = sums[2];
+        result.hops_max = maxima[3];
+        result.hops_sum = sums[3];
+        result.handled_sum = sums[4];
+        result.ranks = m_size;
         return result;
     }
 
@@ -426,6 +437,16 @@ private:
             std::printf("balance:  %s: largest rank holds %s entries, %s x the mean; %s nodes (largest rank %s)\n",
                         name, format_count(b.entries_max).c_str(), format_fixed(b.ratio(), 2).c_str(),
                         format_count(b.nodes_sum).c_str(), format_count(b.nodes_max).c_str());
+        const balance& work = summary.after_mix;
+        std::printf("hops:     %s forwards for %s operations answered (%s per operation); the busiest rank "
+                    "forwarded %s x the mean (load and mix)\n",
+                    format_count(work.hops_sum).c_str(), format_count(work.handled_sum).c_str(),
+                    format_fixed(work.handled_sum > 0
+                                     ? static_cast<double>(work.hops_sum) / static_cast<double>(work.handled_sum)
+                                     : 0,
+                                 2)
+                        .c_str(),
+                    format_fixed(work.hops_ratio(), 2).c_str());
         std::printf("memory:   peak RSS %s (max over ranks); key + value bytes held %s\n",
                     format_bytes(static_cast<double>(summary.peak_rss_bytes_max)).c_str(),
                     format_bytes(static_cast<double>(summary.after_mix.payload_bytes_sum)).c_str());
@@ -463,6 +484,11 @@ private:
                   {field{"after", "\"load\""}, field{"nodes", std::to_string(summary.after_load.nodes_sum)}});
         json.emit(stdout, "load_balance", summary.after_mix.ratio(), "max/mean",
                   {field{"after", "\"mix\""}, field{"nodes", std::to_string(summary.after_mix.nodes_sum)}});
+        json.emit(stdout, "hops_per_operation",
+                  summary.after_mix.handled_sum > 0 ? static_cast<double>(summary.after_mix.hops_sum) /
+                                                          static_cast<double>(summary.after_mix.handled_sum)
+                                                    : 0,
+                  "hops", {field{"busiest_rank_over_mean", json_lines::number(summary.after_mix.hops_ratio())}});
         json.emit(stdout, "peak_rss_bytes", static_cast<double>(summary.peak_rss_bytes_max), "bytes",
                   {field{"reduction", "\"max\""}});
         json.emit(stdout, "verified", summary.failures == 0 ? 1 : 0, "bool",
