@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the MPI tests in tests/mpi (on top of tests/common/test_support.hpp):
+// Helpers shared by the MPI tests in tests/ (on top of tests/common/test_support.hpp):
 // a watchdog that turns a hang into a failed job, an "expect this error" check
 // that also inspects the message, and small collective checks.
 
