@@ -49,8 +49,7 @@
 #include <vector>
 
 #include "common/mpi_main.hpp"
-#include "common/options.hpp"
-#include "common/host.hpp"
+#include "mpidict/support/host.hpp"
 #include "common/report.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/local/hash.hpp"
@@ -426,43 +425,28 @@ latency_samples measure_latency(map_type& map, std::span<const key_type> remote_
 
 // ---- the run ------------------------------------------------------------------------
 
-constexpr char usage[] =
-    "usage: hash_map_throughput [--keys-per-rank N (4000000)] [--reps R (3)] [--seed S]\n"
-    "         [--latency-iterations I (5000)] [--latency-blocks K (9)] [--warmup-keys W (100000)]\n"
-    "         [--buffer-bytes B] [--blocking-factor L] [--release-queue Q] [--receive-buffers R]\n"
-    "         [--enforce-targets]  (exit 3 if a performance target is missed)\n"
-    "         [--corrupt-expected-checksum]  (tests the verification: must exit 1)\n"
-    "JSON lines on stdout (rank 0), a table on stderr; exit 1 on a wrong checksum.\n";
+constexpr char description[] =
+    "Seed 000's hash_map benchmark: insert and find rates against a bulk-synchronous\n"
+    "Alltoallv baseline in the same run, find latency against an MPI ping-pong, memory\n"
+    "per value.  JSON lines on stdout (rank 0), a table on stderr; exit 1 on a wrong\n"
+    "checksum, 3 with --enforce-targets when a performance target is missed.";
 
-using mpidict::bench::help_requested;
-
-settings parse(int argc, char** argv) {
-    mpidict::bench::options args(argc, argv);
-    if (args.flag("help"))
-        throw help_requested{};
-    settings s;
-    s.keys_per_rank = args.get_u64("keys-per-rank", s.keys_per_rank);
-    s.reps = args.get_u64("reps", s.reps);
-    s.seed = args.get_u64("seed", s.seed);
-    s.latency_iterations = args.get_u64("latency-iterations", s.latency_iterations);
-    s.latency_blocks = args.get_u64("latency-blocks", s.latency_blocks);
-    s.warmup_keys = args.get_u64("warmup-keys", s.warmup_keys);
-    s.runtime.buffer_bytes = args.get_u64("buffer-bytes", s.runtime.buffer_bytes);
-    s.runtime.blocking_factor = args.get_u64("blocking-factor", s.runtime.blocking_factor);
-    s.runtime.release_queue = args.get_u64("release-queue", s.runtime.release_queue);
-    s.runtime.receive_buffers = args.get_u64("receive-buffers", s.runtime.receive_buffers);
-    s.enforce_targets = args.flag("enforce-targets");
-    s.corrupt_expected_checksum = args.flag("corrupt-expected-checksum");
-    args.finish();
-    if (s.keys_per_rank == 0)
-        throw std::invalid_argument("--keys-per-rank must be at least 1");
-    if (s.keys_per_rank > std::numeric_limits<std::uint32_t>::max())
-        throw std::invalid_argument("--keys-per-rank must stay below 2^32");
-    if (s.reps == 0)
-        throw std::invalid_argument("--reps must be at least 1");
-    if (s.latency_iterations == 0 || s.latency_blocks == 0)
-        throw std::invalid_argument("--latency-iterations and --latency-blocks must be at least 1");
-    return s;
+void declare(mpidict::support::option_parser& parser, settings& s) {
+    parser.add_count("keys-per-rank", &s.keys_per_rank, "keys each rank inserts", 1, 0xffffffffULL)
+        .add_count("reps", &s.reps, "repetitions; medians are reported", 1, UINT64_MAX, "R")
+        .add_count("seed", &s.seed, "seed of the keys", 0, UINT64_MAX, "S")
+        .add_count("latency-iterations", &s.latency_iterations, "round trips per latency block", 1, UINT64_MAX, "I")
+        .add_count("latency-blocks", &s.latency_blocks, "alternating ping-pong / find blocks", 1, UINT64_MAX, "K")
+        .add_count("warmup-keys", &s.warmup_keys, "keys inserted and found before timing", 0, UINT64_MAX, "W")
+        .add_count("buffer-bytes", &s.runtime.buffer_bytes, "runtime message size", 0, SIZE_MAX, "B")
+        .add_count("blocking-factor", &s.runtime.blocking_factor, "runtime: outstanding requests per rank", 0,
+                   SIZE_MAX, "L")
+        .add_count("release-queue", &s.runtime.release_queue, "runtime: sent buffers awaiting release", 0, SIZE_MAX,
+                   "Q")
+        .add_count("receive-buffers", &s.runtime.receive_buffers, "runtime: pre-posted receives", 0, SIZE_MAX, "R")
+        .add_flag("enforce-targets", &s.enforce_targets, "exit 3 if a performance target is missed")
+        .add_flag("corrupt-expected-checksum", &s.corrupt_expected_checksum,
+                  "tests the verification: must exit 1");
 }
 
 json_object paired(const std::vector<double>& ratios) {
@@ -489,7 +473,7 @@ int run(const settings& s, const world& w) {
         .add("key_bytes", sizeof(key_type))
         .add("value_bytes", sizeof(value_type))
         .add("tunables", tunables)
-        .add("load_average_at_start", mpidict::bench::read_load_average())
+        .add("load_average_at_start", mpidict::support::read_load_average())
         .add("cores_online", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN)));
 
     const std::vector<key_type> keys = make_keys(s.seed, w.rank, n);
@@ -539,14 +523,14 @@ int run(const settings& s, const world& w) {
     for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
         double ours_insert_seconds = 0, ours_find_seconds = 0, bulk_insert_seconds = 0, bulk_find_seconds = 0;
         auto run_ours = [&] {
-            const mpidict::bench::process_memory before = mpidict::bench::read_process_memory();
+            const mpidict::support::process_memory before = mpidict::support::read_process_memory();
             map_type map(w.comm, map_settings(s, n));
             map.reset_statistics();
             ours_insert_seconds = max_over_ranks(ours_insert(map, keys, w.comm), w.comm);
             insert_engine = engine_statistics(map);
             if (rep == 0) {
                 // Our map is the largest thing this process has allocated so far.
-                const mpidict::bench::process_memory after = mpidict::bench::read_process_memory();
+                const mpidict::support::process_memory after = mpidict::support::read_process_memory();
                 const double pairs = static_cast<double>(std::max<std::size_t>(map.local_value_count(), 1));
                 const std::uint64_t delta = after.peak_rss_bytes > before.rss_bytes
                                                 ? after.peak_rss_bytes - before.rss_bytes
@@ -695,5 +679,5 @@ int run(const settings& s, const world& w) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    return mpidict::bench::mpi_main(argc, argv, bench_name, usage, parse, run);
+    return mpidict::bench::mpi_main<settings>(argc, argv, bench_name, description, declare, run);
 }

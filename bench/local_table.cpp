@@ -38,8 +38,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/host.hpp"
-#include "common/options.hpp"
+#include "mpidict/support/host.hpp"
+#include "mpidict/support/options.hpp"
+#include "mpidict/support/program.hpp"
 #include "common/report.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/local/multi_table.hpp"
@@ -255,25 +256,33 @@ bool run_table(mpidict::bench::report& out, const std::vector<key_type>& keys,
 }
 
 int run(int argc, char** argv) {
-    mpidict::bench::options args(argc, argv);
-    if (args.flag("help")) {
-        std::puts("usage: local_table [--keys N (4000000)] [--reps R (3)] [--seed S]\n"
-                  "JSON lines on stdout, a table on stderr; exit 1 on a wrong lookup result.");
-        return 0;
+    std::uint64_t n = 4'000'000;
+    std::uint64_t reps = 3;
+    std::uint64_t seed = 20240601;
+    mpidict::support::option_parser parser(
+        "local_table [options]",
+        "The local table (local/multi_table.hpp) against std::unordered_map and, when found,\n"
+        "abseil's flat_hash_map, one process.  JSON lines on stdout, a table on stderr; exit 1\n"
+        "on a wrong lookup result.");
+    parser.add_count("keys", &n, "keys inserted and found", 1)
+        .add_count("reps", &reps, "repetitions; medians are reported", 1, UINT64_MAX, "R")
+        .add_count("seed", &seed, "seed of the keys", 0, UINT64_MAX, "S");
+    try {
+        if (!parser.parse(mpidict::support::arguments_of(argc, argv))) {
+            std::fputs(parser.help().c_str(), stdout);
+            return mpidict::support::exit_success;
+        }
+    } catch (const mpidict::support::usage_error& problem) {
+        std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for usage.\n", bench_name, problem.what(), bench_name);
+        return mpidict::support::exit_usage;
     }
-    const std::uint64_t n = args.get_u64("keys", 4'000'000);
-    const std::uint64_t reps = args.get_u64("reps", 3);
-    const std::uint64_t seed = args.get_u64("seed", 20240601);
-    args.finish();
-    if (n == 0 || reps == 0)
-        throw std::invalid_argument("--keys and --reps must be at least 1");
 
     mpidict::bench::report out(bench_name, 1, seed, true);
     out.context()
         .add("keys", n)
         .add("key_bytes", sizeof(key_type))
         .add("value_bytes", sizeof(value_type))
-        .add("load_average_at_start", mpidict::bench::read_load_average());
+        .add("load_average_at_start", mpidict::support::read_load_average());
 
     std::vector<key_type> keys(n), absent_keys(n);
     for (std::uint64_t index = 0; index < n; ++index) {
@@ -330,7 +339,7 @@ int main(int argc, char** argv) {
     try {
         return run(argc, argv);
     } catch (const std::exception& problem) {
-        std::fprintf(stderr, "%s: %s\n", bench_name, problem.what());
-        return 2;
+        std::fprintf(stderr, "%s: error: %s\n", bench_name, problem.what());
+        return mpidict::support::exit_failure;
     }
 }

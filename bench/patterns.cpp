@@ -62,9 +62,8 @@
 #include <string>
 #include <vector>
 
-#include "common/host.hpp"
+#include "mpidict/support/host.hpp"
 #include "common/mpi_main.hpp"
-#include "common/options.hpp"
 #include "common/report.hpp"
 #include "mpidict/hash_map.hpp"
 
@@ -559,75 +558,43 @@ int run_release_queue_study(settings s, const world& w, mpidict::bench::report& 
     return ok ? 0 : 1;
 }
 
-constexpr char usage[] =
-    "usage: patterns [--keys m] [--values-per-key n] [--blocking-factor L] [--release-queue q]\n"
-    "                [--pattern 1n|nn|n1|all] [--seed S] [--reps R] [--buffer-bytes B]\n"
-    "                [--study patterns|release-queue] [--no-baseline]\n"
-    "                [--corrupt-expected-checksum]  (tests the verification: must exit 1)\n"
-    "JSON lines on stdout (rank 0), a table on stderr; exit 1 on a wrong result.\n";
+constexpr char description[] =
+    "Seed 000 section 3's communication patterns (1-N, N-N, N-1) on hash_map against MPI\n"
+    "one-sided operations in the same run, or (--study release-queue) seed 001 Table 1.\n"
+    "JSON lines on stdout (rank 0), a table on stderr; exit 1 on a wrong result.";
 
-using mpidict::bench::help_requested;
-
-settings parse(int argc, char** argv) {
-    mpidict::bench::options args(argc, argv);
-    if (args.flag("help"))
-        throw help_requested{};
-    settings s;
-    s.keys = args.get_u64("keys", s.keys);
-    s.values_per_key = static_cast<std::uint32_t>(args.get_u64("values-per-key", s.values_per_key));
-    s.blocking_factor = args.get_u64("blocking-factor", s.blocking_factor);
-    s.release_queue = args.get_u64("release-queue", s.release_queue);
-    s.buffer_bytes = args.get_u64("buffer-bytes", s.buffer_bytes);
-    s.seed = args.get_u64("seed", s.seed);
-    s.reps = args.get_u64("reps", s.reps);
-    s.baseline = !args.flag("no-baseline");
-    s.corrupt_expected_checksum = args.flag("corrupt-expected-checksum");
-    // Read string options through a tiny scan (options has no string getter).
-    for (int i = 1; i < argc; ++i) {
-        std::string word = argv[i];
-        std::string value;
-        std::string name;
-        if (const auto eq = word.find('='); eq != std::string::npos) {
-            name = word.substr(0, eq);
-            value = word.substr(eq + 1);
-        } else if (i + 1 < argc) {
-            name = word;
-            value = argv[i + 1];
-        } else {
-            name = word;
-        }
-        if (name == "--pattern") {
-            if (value == "all")
-                s.patterns = {pattern::one_to_n, pattern::n_to_n, pattern::n_to_one};
-            else if (value == "1n")
-                s.patterns = {pattern::one_to_n};
-            else if (value == "nn")
-                s.patterns = {pattern::n_to_n};
-            else if (value == "n1")
-                s.patterns = {pattern::n_to_one};
-            else
-                throw std::invalid_argument("--pattern '" + value + "' is not one of 1n, nn, n1, all");
-        } else if (name == "--study") {
-            if (value == "release-queue")
-                s.release_queue_study = true;
-            else if (value != "patterns")
-                throw std::invalid_argument("--study '" + value + "' is not one of patterns, release-queue");
-        }
-    }
-    args.flag("pattern");  // mark as used
-    args.flag("study");
-    args.finish();
-    if (s.values_per_key < 1 || s.values_per_key > max_values_per_key)
-        throw std::invalid_argument("--values-per-key " + std::to_string(s.values_per_key) + " is outside 1.." +
-                                    std::to_string(max_values_per_key));
-    if (s.blocking_factor < 1)
-        throw std::invalid_argument("--blocking-factor must be at least 1");
-    if (s.reps < 1)
-        throw std::invalid_argument("--reps must be at least 1");
-    if (s.keys < 1 || s.keys > key_range)
-        throw std::invalid_argument("--keys " + std::to_string(s.keys) + " is outside 1.." +
-                                    std::to_string(key_range));
-    return s;
+void declare(mpidict::support::option_parser& parser, settings& s) {
+    using mpidict::support::usage_error;
+    parser.add_count("keys", &s.keys, "keys (m)", 1, key_range, "m")
+        .add_count("values-per-key", &s.values_per_key, "values per key (n)", 1, max_values_per_key, "n")
+        .add_count("blocking-factor", &s.blocking_factor, "outstanding requests per rank", 1, SIZE_MAX, "L")
+        .add_count("release-queue", &s.release_queue, "sent buffers awaiting release", 0, SIZE_MAX, "q")
+        .add_custom("pattern", "1n|nn|n1|all", "the communication patterns to run", "all",
+                    [&s](std::string_view value) {
+                        if (value == "all")
+                            s.patterns = {pattern::one_to_n, pattern::n_to_n, pattern::n_to_one};
+                        else if (value == "1n")
+                            s.patterns = {pattern::one_to_n};
+                        else if (value == "nn")
+                            s.patterns = {pattern::n_to_n};
+                        else if (value == "n1")
+                            s.patterns = {pattern::n_to_one};
+                        else
+                            throw usage_error("--pattern: '" + std::string(value) + "' is not one of 1n, nn, n1, all");
+                    })
+        .add_count("seed", &s.seed, "seed of the keys", 0, UINT64_MAX, "S")
+        .add_count("reps", &s.reps, "repetitions; medians are reported", 1, SIZE_MAX, "R")
+        .add_count("buffer-bytes", &s.buffer_bytes, "runtime message size", 0, SIZE_MAX, "B")
+        .add_custom("study", "patterns|release-queue", "what to measure", "patterns",
+                    [&s](std::string_view value) {
+                        if (value != "patterns" && value != "release-queue")
+                            throw usage_error("--study: '" + std::string(value) +
+                                              "' is not one of patterns, release-queue");
+                        s.release_queue_study = value == "release-queue";
+                    })
+        .add_flag("no-baseline", &s.baseline, "skip the MPI one-sided baseline", false)
+        .add_flag("corrupt-expected-checksum", &s.corrupt_expected_checksum,
+                  "tests the verification: must exit 1");
 }
 
 int run(const settings& s, const world& w) {
@@ -648,7 +615,7 @@ int run(const settings& s, const world& w) {
         .add("buffer_bytes", s.buffer_bytes)
         .add("reps", s.reps)
         .add("mpi", mpi_version)
-        .add("load_average", mpidict::bench::read_load_average());
+        .add("load_average", mpidict::support::read_load_average());
     const int status = s.release_queue_study ? run_release_queue_study(s, w, out) : run_patterns(s, w, out);
     if (status != 0)
         out.note("verification FAILED: exit 1");
@@ -659,5 +626,5 @@ int run(const settings& s, const world& w) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    return mpidict::bench::mpi_main(argc, argv, bench_name, usage, parse, run);
+    return mpidict::bench::mpi_main<settings>(argc, argv, bench_name, description, declare, run);
 }

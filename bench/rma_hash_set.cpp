@@ -45,10 +45,10 @@
 #include <utility>
 #include <vector>
 
-#include "common/options.hpp"
-#include "common/host.hpp"
+#include "common/mpi_main.hpp"
+#include "mpidict/support/host.hpp"
 #include "common/report.hpp"
-#include "apps/common/yielding.hpp"
+#include "mpidict/support/yielding.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/rma_hash_set.hpp"
@@ -60,7 +60,10 @@ using mpidict::bench::json_object;
 constexpr char bench_name[] = "rma_hash_set";
 
 struct settings {
-    std::vector<std::pair<std::uint64_t, int>> grid;  // (local volume, object bytes)
+    std::uint64_t volume = 0;        // --volume; 0: the paper's list
+    std::uint64_t object_bytes = 0;  // --object-bytes; 0: every size
+    bool full = false;               // every (volume, size) pair
+    std::vector<std::pair<std::uint64_t, int>> grid;  // (local volume, object bytes), from the three above
     std::uint64_t reps = 3;
     std::uint64_t seed = 2012;
     double max_load = 0.5;
@@ -112,8 +115,8 @@ T make_object(std::uint64_t seed, int rank, std::uint64_t volume, std::uint64_t 
     return result;
 }
 
-using mpidict::apps::barrier_yielding;
-using mpidict::apps::wait_yielding;
+using mpidict::support::barrier_yielding;
+using mpidict::support::wait_yielding;
 
 std::uint64_t sum(MPI_Comm comm, std::uint64_t value) {
     std::uint64_t total = 0;
@@ -218,7 +221,7 @@ public:
         m_out.context()
             .add("max_load", s.max_load)
             .add("forced_mpi_rma", s.access_rma)
-            .add("load_average", mpidict::bench::read_load_average());
+            .add("load_average", mpidict::support::read_load_average());
     }
 
     template <class T>
@@ -348,85 +351,68 @@ private:
     bool m_failed = false;
 };
 
-settings parse(int argc, char** argv) {
-    mpidict::bench::options args(argc, argv);
-    settings s;
-    const std::uint64_t volume = args.get_u64("volume", 0);
-    const std::uint64_t bytes = args.get_u64("object-bytes", 0);
-    const bool full = args.flag("full");
-    s.reps = args.get_u64("reps", 3);
-    s.seed = args.get_u64("seed", 2012);
-    s.max_load = args.get_double("max-load", 0.5);
-    s.access_rma = args.flag("access-rma");
-    s.hash_map = !args.flag("no-hash-map");
-    s.lock_free = !args.flag("no-lock-free");
-    s.owner_lock = !args.flag("no-owner-lock");
-    s.serial = !args.flag("no-serial");
-    args.finish();
-    if (bytes != 0 && bytes != 4 && bytes != 8 && bytes != 16 && bytes != 32)
-        throw std::invalid_argument("--object-bytes " + std::to_string(bytes) + " is not one of 4, 8, 16, 32");
-    if (s.reps == 0)
-        throw std::invalid_argument("--reps must be at least 1");
-    if (!(s.max_load > 0 && s.max_load <= 1))
-        throw std::invalid_argument("--max-load must be in (0, 1]");
-    const std::vector<std::uint64_t> volumes =
-        volume != 0 ? std::vector<std::uint64_t>{volume} : std::vector<std::uint64_t>{10000, 25000, 50000, 100000};
-    const std::vector<int> sizes = bytes != 0 ? std::vector<int>{static_cast<int>(bytes)} : std::vector<int>{4, 8, 16, 32};
-    for (const std::uint64_t v : volumes)
-        for (const int b : sizes)
-            // Default: Tables 1/2 (every LV at 8 bytes) and Table 4 (every size at the largest LV).
-            if (full || volume != 0 || bytes != 0 || b == 8 || v == volumes.back())
-                s.grid.emplace_back(v, b);
-    return s;
+constexpr char description[] =
+    "Seed 002's distributed hash table benchmark (Tables 1, 2 and 4): rma_hash_set with both\n"
+    "strategies against hash_map and a serial set in the same run.  JSON lines on stdout\n"
+    "(rank 0), a table on stderr; exit 1 if a result is wrong.";
+
+void declare(mpidict::support::option_parser& parser, settings& s) {
+    using mpidict::support::usage_error;
+    parser.add_count("volume", &s.volume, "objects per rank (LV); 0: 10000, 25000, 50000, 100000", 0, UINT64_MAX,
+                     "LV")
+        .add_custom("object-bytes", "B", "object size: 4, 8, 16 or 32; 0: every size", "0",
+                    [&s](std::string_view text) {
+                        const std::uint64_t bytes = mpidict::support::parse_count(text, "--object-bytes");
+                        if (bytes != 0 && bytes != 4 && bytes != 8 && bytes != 16 && bytes != 32)
+                            throw usage_error("--object-bytes: " + std::to_string(bytes) +
+                                              " is not one of 4, 8, 16, 32");
+                        s.object_bytes = bytes;
+                    })
+        .add_flag("full", &s.full, "every (volume, size) pair, not only Tables 1/2 and 4")
+        .add_count("reps", &s.reps, "repetitions; medians are reported", 1, UINT64_MAX, "R")
+        .add_count("seed", &s.seed, "seed of the objects", 0, UINT64_MAX, "S")
+        .add_real("max-load", &s.max_load, "sizing load factor in (0, 1]", 1e-9, 1)
+        .add_flag("access-rma", &s.access_rma, "force MPI RMA windows (not shared memory)")
+        .add_flag("no-hash-map", &s.hash_map, "skip the hash_map baseline", false)
+        .add_flag("no-lock-free", &s.lock_free, "skip the lock-free strategy", false)
+        .add_flag("no-owner-lock", &s.owner_lock, "skip the owner-lock strategy", false)
+        .add_flag("no-serial", &s.serial, "skip the serial baseline", false)
+        .add_check([&s] {
+            const std::vector<std::uint64_t> volumes = s.volume != 0 ? std::vector<std::uint64_t>{s.volume}
+                                                                      : std::vector<std::uint64_t>{10000, 25000,
+                                                                                                   50000, 100000};
+            const std::vector<int> sizes = s.object_bytes != 0 ? std::vector<int>{static_cast<int>(s.object_bytes)}
+                                                                : std::vector<int>{4, 8, 16, 32};
+            for (const std::uint64_t v : volumes)
+                for (const int b : sizes)
+                    // Default: Tables 1/2 (every LV at 8 bytes) and Table 4 (every size at the largest LV).
+                    if (s.full || s.volume != 0 || s.object_bytes != 0 || b == 8 || v == volumes.back())
+                        s.grid.emplace_back(v, b);
+        });
+}
+
+int run(const settings& s, const mpidict::bench::world& w) {
+    for (const auto& [volume, bytes] : s.grid) {
+        if (volume * static_cast<std::uint64_t>(w.size) >= (std::uint64_t{1} << 32)) {
+            if (w.rank == 0)
+                std::fprintf(stderr, "%s: error: --volume x ranks must stay below 2^32 (distinct objects)\n",
+                             bench_name);
+            return mpidict::support::exit_usage;
+        }
+    }
+    runner bench(s, w.comm, w.rank, w.size);
+    bench.run();
+    if (w.rank == 0) {
+        const auto memory = mpidict::support::read_process_memory();
+        bench.out().figure("peak_rss_rank0", static_cast<double>(memory.peak_rss_bytes), "bytes");
+    }
+    int failed = bench.failed() ? 1 : 0;
+    MPI_Bcast(&failed, 1, MPI_INT, 0, w.comm);
+    return failed;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    MPI_Init(&argc, &argv);
-    int rank = 0;
-    int size = 1;
-    MPI_Comm comm = MPI_COMM_NULL;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    settings s;
-    try {
-        s = parse(argc, argv);
-    } catch (const std::exception& problem) {
-        // Every rank parsed the same argv, so every rank leaves here together.
-        if (rank == 0)
-            std::fprintf(stderr, "%s: %s\n", bench_name, problem.what());
-        MPI_Comm_free(&comm);
-        MPI_Finalize();
-        return 2;
-    }
-    for (const auto& [volume, bytes] : s.grid) {
-        if (volume * static_cast<std::uint64_t>(size) >= (std::uint64_t{1} << 32)) {
-            if (rank == 0)
-                std::fprintf(stderr, "%s: volume x ranks must stay below 2^32 (distinct objects)\n", bench_name);
-            MPI_Comm_free(&comm);
-            MPI_Finalize();
-            return 2;
-        }
-    }
-    int status = 0;
-    try {
-        runner bench(s, comm, rank, size);
-        bench.run();
-        if (rank == 0) {
-            const auto memory = mpidict::bench::read_process_memory();
-            bench.out().figure("peak_rss_rank0", static_cast<double>(memory.peak_rss_bytes), "bytes");
-        }
-        int failed = bench.failed() ? 1 : 0;
-        MPI_Bcast(&failed, 1, MPI_INT, 0, comm);
-        status = failed;
-    } catch (const std::exception& problem) {
-        std::fprintf(stderr, "%s: rank %d: %s\n", bench_name, rank, problem.what());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    MPI_Comm_free(&comm);
-    MPI_Finalize();
-    return status;
+    return mpidict::bench::mpi_main<settings>(argc, argv, bench_name, description, declare, run);
 }

@@ -39,26 +39,21 @@
 
 #include <mpi.h>
 
-#include "common/host.hpp"
+#include "mpidict/support/host.hpp"
 #include "common/mpi_main.hpp"
-#include "common/options.hpp"
 #include "common/report.hpp"
 #include "mpidict/hash_map.hpp"
+#include "mpidict/local/hash.hpp"
 #include "mpidict/runtime/engine.hpp"
 #include "mpidict/skiplist_map.hpp"
 
 namespace {
 
 constexpr const char* bench_name = "skiplist_map";
-constexpr const char* usage =
-    "usage: skiplist_map [--keys-per-rank N] [--range-results R] [--ranges-per-rank Q] [--granularity G]\n"
-    "                    [--window W] [--seed S]\n"
-    "  --keys-per-rank N    8-byte keys (and 8-byte values) each rank inserts (default 1000000)\n"
-    "  --range-results R    entries one range query returns (default 1000, at most 4096)\n"
-    "  --ranges-per-rank Q  range queries each rank runs (default 100)\n"
-    "  --granularity G      skiplist_map keys per node (default 64)\n"
-    "  --window W           skiplist_map caller window of insert_many/find_many (default 256)\n"
-    "  --seed S             keys and tower heights (default 1)\n";
+constexpr const char* description =
+    "skiplist_map against hash_map and a range-partitioned absl::btree_map per rank in the\n"
+    "same run: load, finds, inserts and range queries with uniform and ascending keys.\n"
+    "JSON lines on stdout (rank 0), a table on stderr; exit 1 if an answer is wrong.";
 
 struct settings {
     std::uint64_t keys_per_rank = 1'000'000;
@@ -69,34 +64,17 @@ struct settings {
     std::uint64_t seed = 1;
 };
 
-settings parse(int argc, char** argv) {
-    mpidict::bench::options args(argc, argv);
-    if (args.flag("help"))
-        throw mpidict::bench::help_requested{};
-    settings s;
-    s.keys_per_rank = args.get_u64("keys-per-rank", s.keys_per_rank);
-    s.range_results = args.get_u64("range-results", s.range_results);
-    s.ranges_per_rank = args.get_u64("ranges-per-rank", s.ranges_per_rank);
-    s.granularity = args.get_u64("granularity", s.granularity);
-    s.window = args.get_u64("window", s.window);
-    s.seed = args.get_u64("seed", s.seed);
-    args.finish();
-    if (s.range_results > 4096)
-        throw std::invalid_argument("--range-results is at most 4096 (one baseline reply per rank)");
-    if (s.keys_per_rank == 0 || s.range_results == 0 || s.granularity == 0 || s.window == 0)
-        throw std::invalid_argument("--keys-per-rank, --range-results, --granularity and --window must be positive");
-    return s;
+void declare(mpidict::support::option_parser& parser, settings& s) {
+    parser.add_count("keys-per-rank", &s.keys_per_rank, "8-byte keys (and 8-byte values) each rank inserts", 1)
+        .add_count("range-results", &s.range_results,
+                   "entries one range query returns (at most 4096: one baseline reply per rank)", 1, 4096, "R")
+        .add_count("ranges-per-rank", &s.ranges_per_rank, "range queries each rank runs", 0, UINT64_MAX, "Q")
+        .add_count("granularity", &s.granularity, "skiplist_map keys per node", 1, UINT64_MAX, "G")
+        .add_count("window", &s.window, "skiplist_map caller window of insert_many/find_many", 1, UINT64_MAX, "W")
+        .add_count("seed", &s.seed, "keys and tower heights", 0, UINT64_MAX, "S");
 }
 
-constexpr std::uint64_t scramble(std::uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-constexpr std::uint64_t value_of(std::uint64_t key) { return scramble(key ^ 0x5bd1e9955bd1e995ULL); }
+constexpr std::uint64_t value_of(std::uint64_t key) { return mpidict::mix64(key ^ 0x5bd1e9955bd1e995ULL); }
 
 // ---- the baseline: range-partitioned absl::btree_map per rank ------------------
 
@@ -283,13 +261,13 @@ public:
             .add("granularity", m_s.granularity)
             .add("window", m_s.window)
             .add("range_results", m_s.range_results)
-            .add("load_average", mpidict::bench::read_load_average());
+            .add("load_average", mpidict::support::read_load_average());
         const std::uint64_t n = m_s.keys_per_rank;
         std::vector<std::uint64_t> keys(n);
         std::vector<std::uint64_t> values(n);
-        const std::uint64_t salt = scramble(m_s.seed + 0x9e3779b97f4a7c15ULL);
+        const std::uint64_t salt = mpidict::mix64(m_s.seed + 0x9e3779b97f4a7c15ULL);
         for (std::uint64_t i = 0; i < n; ++i) {
-            keys[i] = scramble((static_cast<std::uint64_t>(m_w.rank) * n + i) ^ salt);
+            keys[i] = mpidict::mix64((static_cast<std::uint64_t>(m_w.rank) * n + i) ^ salt);
             values[i] = value_of(keys[i]);
         }
 
@@ -301,7 +279,7 @@ public:
         double memory_per_pair = 0;
         std::vector<std::uint64_t> range_keys;
         {
-            const auto before = mpidict::bench::read_process_memory();
+            const auto before = mpidict::support::read_process_memory();
             mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
             list_insert = timed(n, [&] {
                 const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(keys),
@@ -309,7 +287,7 @@ public:
                 check(fresh == n, "skiplist insert_many stored " + std::to_string(fresh) + " new keys of " +
                                       std::to_string(n));
             }, [&] { list.flush(); });
-            const auto after = mpidict::bench::read_process_memory();
+            const auto after = mpidict::support::read_process_memory();
             const double grown = static_cast<double>(after.rss_bytes) - static_cast<double>(before.rss_bytes);
             memory_per_pair = max_over_ranks(grown / static_cast<double>(n));
             const auto stats = list.local_statistics();
@@ -555,6 +533,7 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
-    return mpidict::bench::mpi_main(argc, argv, bench_name, usage, parse,
-                                    [](const settings& s, const mpidict::bench::world& w) { return runner(s, w).run(); });
+    return mpidict::bench::mpi_main<settings>(
+        argc, argv, bench_name, description, declare,
+        [](const settings& s, const mpidict::bench::world& w) { return runner(s, w).run(); });
 }

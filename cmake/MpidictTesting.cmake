@@ -109,7 +109,7 @@ function(mpidict_add_mpi_test name)
   list(REMOVE_DUPLICATES labels)
 
   add_executable(${name} ${sources})
-  target_link_libraries(${name} PRIVATE mpidict::mpidict ${arg_LIBS})
+  target_link_libraries(${name} PRIVATE mpidict::mpidict mpidict::support ${arg_LIBS})
 
   foreach(n IN LISTS arg_RANKS)
     set(test_name ${name}.np${n})

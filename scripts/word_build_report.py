@@ -424,7 +424,7 @@ same words, values, clients and window into a `hash_map<std::string, std::string
 placed by hash on the S server ranks), `--json`, `--trace FILE` (build curve, split
 points, client 0's latencies), `--seed`.
 
-Output: JSON lines (`"bench":"mpidict_words"`, DESIGN.md format, every line with
+Output: JSON lines (`"bench":"mpidict_words"`, the format of docs/architecture.md, every line with
 `clients`, `servers_start`, `servers_max`, `value_bytes`, `words`, `oversubscribed`)
 with the metrics `words_inserted`, `words_found`, `max_forwards`, `splits`,
 `servers_active`, `build_seconds` (barrier to the last acknowledged insert),

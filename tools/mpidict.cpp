@@ -19,7 +19,8 @@
 #include <mpi.h>
 
 #include "common/command.hpp"
-#include "common/options.hpp"
+#include "mpidict/support/options.hpp"
+#include "mpidict/support/program.hpp"
 
 #ifndef MPIDICT_TOOL_VERSION
 #define MPIDICT_TOOL_VERSION "unknown"
@@ -89,16 +90,15 @@ int dispatch(int argc, char** argv, int rank) {
     return entry->run(context);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    MPI_Init(&argc, &argv);
+int run(int argc, char** argv, MPI_Comm comm) {
     int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int exit_code = 0;
+    MPI_Comm_rank(comm, &rank);
     try {
-        exit_code = dispatch(argc, argv, rank);
+        return dispatch(argc, argv, rank);
+    } catch (const mpidict::tool::exit_now& stop) {
+        return stop.code;  // the message (or the help) is printed already
     } catch (const usage_error& problem) {
+        // dispatch's own usage errors (no or an unknown command) are the same on every rank.
         if (rank == 0) {
             const std::string_view command = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
             const bool known = mpidict::tool::find_command(command) != nullptr;
@@ -106,20 +106,10 @@ int main(int argc, char** argv) {
                          known ? " " : "", known ? argv[1] : "", problem.what(), known ? " " : "",
                          known ? argv[1] : "");
         }
-        exit_code = 2;
-    } catch (const std::exception& problem) {
-        std::fprintf(stderr, "mpidict: error on rank %d: %s\n", rank, problem.what());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return 1;
-    } catch (...) {
-        std::fprintf(stderr, "mpidict: unknown exception on rank %d\n", rank);
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return 1;
+        return mpidict::support::exit_usage;
     }
-    std::fflush(stdout);
-    std::fflush(stderr);
-    MPI_Finalize();
-    return exit_code;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return mpidict::support::mpi_main(argc, argv, "mpidict", run); }

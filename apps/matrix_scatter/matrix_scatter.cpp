@@ -18,7 +18,10 @@
 #include <utility>
 #include <vector>
 
-#include "common/app_support.hpp"
+#include "mpidict/support/json.hpp"
+#include "mpidict/support/options.hpp"
+#include "mpidict/support/program.hpp"
+#include "mpidict/support/yielding.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/runtime/request.hpp"
 
@@ -286,10 +289,6 @@ phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::int64_t r
 
 namespace {
 
-struct usage_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 struct scatter_options {
     std::string file;
     std::size_t blocking_factor = 64;
@@ -298,129 +297,32 @@ struct scatter_options {
     std::size_t buffer_bytes = runtime::config{}.buffer_bytes;
     std::size_t release_queue = runtime::config{}.release_queue;
     bool trace_exit = false;
-    bool help = false;
 };
 
 constexpr std::size_t minimum_buffer_bytes = 256;
 constexpr std::size_t maximum_buffer_bytes = std::size_t{1} << 30;
 
-std::string help_text(const std::string& program) {
-    const runtime::config defaults;
-    return "usage: mpiexec -n <ranks> " + program +
-           " [options] FILE.mtx\n"
-           "\n"
-           "Seed 000's matrix scatter: rank 0 reads a MatrixMarket coordinate matrix into a\n"
-           "local table keyed by row, then deals row r to rank r % p twice -- with hash_map\n"
-           "insert requests (waiting every L requests, then a collective flush) and with\n"
-           "blocking MPI_Send/MPI_Recv -- verifies every rank's rows against the file, and\n"
-           "reports the barrier time per nonzero of both (JSON lines on stdout, a table on\n"
-           "stderr).  Exits 1 on bad input or a verification failure, 2 on a usage error.\n"
-           "\n"
-           "options:\n"
-           "  --blocking-factor L   insert requests outstanding before waiting (default 64)\n"
-           "  --repeat R            timed repetitions; medians are reported (default 5)\n"
-           "  --warmup W            untimed repetitions first (default 1)\n"
-           "  --buffer-bytes B      hash_map message size; longer rows are split (default " +
-           std::to_string(defaults.buffer_bytes) +
-           ")\n"
-           "  --release-queue q     hash_map sent buffers awaiting release (default " +
-           std::to_string(defaults.release_queue) +
-           ")\n"
-           "  --trace-exit          every rank prints its exit code on stderr (for tests)\n"
-           "  -h, --help            this text\n";
-}
-
-std::size_t parse_size(std::string_view name, std::string_view text, std::size_t minimum, std::size_t maximum) {
-    std::size_t multiplier = 1;
-    std::string_view digits = text;
-    for (const auto& [suffix, factor] : {std::pair<std::string_view, std::size_t>{"Ki", 1024},
-                                         {"Mi", 1024 * 1024}, {"K", 1000}, {"M", 1000 * 1000}}) {
-        if (digits.size() > suffix.size() && digits.ends_with(suffix)) {
-            digits.remove_suffix(suffix.size());
-            multiplier = factor;
-            break;
-        }
-    }
-    std::size_t value = 0;
-    const auto [end, problem] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (problem != std::errc() || end != digits.data() + digits.size() || digits.empty() ||
-        value > maximum / multiplier)
-        throw usage_error(std::string(name) + ": '" + std::string(text) + "' is not a whole number of at most " +
-                          std::to_string(maximum));
-    value *= multiplier;
-    if (value < minimum || value > maximum)
-        throw usage_error(std::string(name) + ": " + std::to_string(value) + " is outside " + std::to_string(minimum) +
-                          ".." + std::to_string(maximum));
-    return value;
-}
-
-scatter_options parse_options(int argc, char** argv) {
-    scatter_options options;
-    for (int index = 1; index < argc; ++index) {
-        std::string_view argument = argv[index];
-        if (argument == "-h" || argument == "--help") {
-            options.help = true;
-            continue;
-        }
-        if (argument == "--trace-exit") {
-            options.trace_exit = true;
-            continue;
-        }
-        if (!argument.starts_with("-") || argument == "-") {
-            if (!options.file.empty())
-                throw usage_error("one matrix file expected, got '" + options.file + "' and '" +
-                                  std::string(argument) + "'");
-            options.file = std::string(argument);
-            continue;
-        }
-        std::string_view name = argument;
-        std::optional<std::string_view> value;
-        if (const std::size_t equals = argument.find('='); equals != std::string_view::npos) {
-            name = argument.substr(0, equals);
-            value = argument.substr(equals + 1);
-        }
-        std::size_t* target = nullptr;
-        std::size_t minimum = 1;
-        std::size_t maximum = std::size_t{1} << 32;
-        if (name == "--blocking-factor") {
-            target = &options.blocking_factor;
-        } else if (name == "--repeat") {
-            target = &options.repeat;
-            maximum = 100000;
-        } else if (name == "--warmup") {
-            target = &options.warmup;
-            minimum = 0;
-            maximum = 100000;
-        } else if (name == "--buffer-bytes") {
-            target = &options.buffer_bytes;
-            minimum = minimum_buffer_bytes;
-            maximum = maximum_buffer_bytes;
-        } else if (name == "--release-queue") {
-            target = &options.release_queue;
-            minimum = 0;
-            maximum = 1 << 20;
-        } else {
-            throw usage_error("unknown option " + std::string(name));
-        }
-        if (!value) {
-            if (index + 1 >= argc)
-                throw usage_error(std::string(name) + " needs a value");
-            value = argv[++index];
-        }
-        *target = parse_size(name, *value, minimum, maximum);
-    }
-    if (!options.help && options.file.empty())
-        throw usage_error("no matrix file given");
-    return options;
-}
-
-std::string program_name(int argc, char** argv) {
-    if (argc < 1 || argv[0] == nullptr || argv[0][0] == '\0')
-        return "matrix_scatter";
-    std::string_view name = argv[0];
-    if (const std::size_t slash = name.rfind('/'); slash != std::string_view::npos)
-        name.remove_prefix(slash + 1);
-    return std::string(name);
+// The command line of the program (and of `mpidict scatter`), into `options`.
+support::option_parser make_parser(const std::string& program, scatter_options& options) {
+    support::option_parser parser(
+        "mpiexec -n <ranks> " + program + " [options] FILE.mtx",
+        "Seed 000's matrix scatter: rank 0 reads a MatrixMarket coordinate matrix into a\n"
+        "local table keyed by row, then deals row r to rank r % p twice -- with hash_map\n"
+        "insert requests (waiting every L requests, then a collective flush) and with\n"
+        "blocking MPI_Send/MPI_Recv -- verifies every rank's rows against the file, and\n"
+        "reports the barrier time per nonzero of both (JSON lines on stdout, a table on\n"
+        "stderr).  Exits 1 on bad input or a verification failure, 2 on a usage error.");
+    parser.add_count("blocking-factor", &options.blocking_factor, "insert requests outstanding before waiting", 1,
+                     std::size_t{1} << 32, "L")
+        .add_count("repeat", &options.repeat, "timed repetitions; medians are reported", 1, 100000, "R")
+        .add_count("warmup", &options.warmup, "untimed repetitions first", 0, 100000, "W")
+        .add_count("buffer-bytes", &options.buffer_bytes, "hash_map message size; longer rows are split",
+                   minimum_buffer_bytes, maximum_buffer_bytes, "B")
+        .add_count("release-queue", &options.release_queue, "hash_map sent buffers awaiting release", 0, 1 << 20,
+                   "q")
+        .add_flag("trace-exit", &options.trace_exit, "every rank prints its exit code on stderr (for tests)")
+        .add_positional("matrix file", &options.file, "FILE.mtx");
+    return parser;
 }
 
 std::string matrix_name(const std::string& path) {
@@ -470,21 +372,21 @@ spread spread_of(std::vector<double> samples) {
     return out;
 }
 
-// JSON lines in DESIGN.md's format: bench, metric, value, unit, ranks, seed, then
+// JSON lines in the format of docs/architecture.md: bench, metric, value, unit, ranks, seed, then
 // the fields describing the run, then the line's own fields.
 class json_writer {
 public:
     json_writer(int ranks) : m_tail(",\"ranks\":" + std::to_string(ranks) + ",\"seed\":0") {}
     void describe(std::string_view key, const std::string& json) {
-        m_description.append(",").append(json_string(key)).append(":").append(json);
+        m_description.append(",").append(support::json_string(key)).append(":").append(json);
     }
     void emit(std::string_view metric, double value, std::string_view unit,
               const std::vector<std::pair<std::string, std::string>>& extra = {}) const {
-        std::string line = "{\"bench\":\"matrix_scatter\",\"metric\":" + json_string(metric) +
-                           ",\"value\":" + json_number_exact_integers(value) + ",\"unit\":" + json_string(unit) +
+        std::string line = "{\"bench\":\"matrix_scatter\",\"metric\":" + support::json_string(metric) +
+                           ",\"value\":" + support::json_number(value) + ",\"unit\":" + support::json_string(unit) +
                            m_tail + m_description;
         for (const auto& [key, json] : extra)
-            line.append(",").append(json_string(key)).append(":").append(json);
+            line.append(",").append(support::json_string(key)).append(":").append(json);
         line += "}\n";
         std::fputs(line.c_str(), stdout);
     }
@@ -680,24 +582,24 @@ private:
 
         // JSON lines (stdout).
         json_writer json(m_ranks);
-        json.describe("matrix", json_string(name));
-        json.describe("file", json_string(m_options.file));
-        json.describe("rows", json_number_exact_integers(static_cast<double>(m_facts.rows)));
-        json.describe("columns", json_number_exact_integers(static_cast<double>(m_facts.columns)));
-        json.describe("file_entries", json_number_exact_integers(static_cast<double>(m_facts.file_entries)));
-        json.describe("field", json_string(to_string(field)));
-        json.describe("symmetry", json_string(to_string(symmetry)));
+        json.describe("matrix", support::json_string(name));
+        json.describe("file", support::json_string(m_options.file));
+        json.describe("rows", support::json_number(static_cast<double>(m_facts.rows)));
+        json.describe("columns", support::json_number(static_cast<double>(m_facts.columns)));
+        json.describe("file_entries", support::json_number(static_cast<double>(m_facts.file_entries)));
+        json.describe("field", support::json_string(to_string(field)));
+        json.describe("symmetry", support::json_string(to_string(symmetry)));
         json.describe("blocking_factor",
-                      json_number_exact_integers(static_cast<double>(m_options.blocking_factor)));
-        json.describe("buffer_bytes", json_number_exact_integers(static_cast<double>(m_options.buffer_bytes)));
-        json.describe("release_queue", json_number_exact_integers(static_cast<double>(m_options.release_queue)));
-        json.describe("reps", json_number_exact_integers(static_cast<double>(m_options.repeat)));
-        json.describe("warmup", json_number_exact_integers(static_cast<double>(m_options.warmup)));
+                      support::json_number(static_cast<double>(m_options.blocking_factor)));
+        json.describe("buffer_bytes", support::json_number(static_cast<double>(m_options.buffer_bytes)));
+        json.describe("release_queue", support::json_number(static_cast<double>(m_options.release_queue)));
+        json.describe("reps", support::json_number(static_cast<double>(m_options.repeat)));
+        json.describe("warmup", support::json_number(static_cast<double>(m_options.warmup)));
         auto stats = [](const spread& s) {
             return std::vector<std::pair<std::string, std::string>>{
-                {"median", json_number_exact_integers(s.median)},
-                {"min", json_number_exact_integers(s.minimum)},
-                {"max", json_number_exact_integers(s.maximum)}};
+                {"median", support::json_number(s.median)},
+                {"min", support::json_number(s.minimum)},
+                {"max", support::json_number(s.maximum)}};
         };
         json.emit("read_seconds", read.median, "s", stats(read));
         json.emit("initiation_us_per_nnz", initiation.median, "us", stats(initiation));
@@ -707,10 +609,10 @@ private:
         json.emit("sendrecv_completion_us_per_nnz", sr_completion.median, "us", stats(sr_completion));
         json.emit("sendrecv_barrier_us_per_nnz", sr_barrier.median, "us", stats(sr_barrier));
         auto ratio_fields = stats(ratios);
-        ratio_fields.insert(ratio_fields.begin(), {"of", json_string("median sendrecv barrier / median hash_map barrier")});
+        ratio_fields.insert(ratio_fields.begin(), {"of", support::json_string("median sendrecv barrier / median hash_map barrier")});
         json.emit("scatter_vs_sendrecv", ratio, "ratio", ratio_fields);
         json.emit("messages", static_cast<double>(messages), "messages",
-                  {{"sendrecv_messages", json_number_exact_integers(static_cast<double>(sendrecv_messages))}});
+                  {{"sendrecv_messages", support::json_number(static_cast<double>(sendrecv_messages))}});
         json.emit("nnz", static_cast<double>(m_facts.nnz), "entries");
         json.emit("verified", m_verified ? 1 : 0, "bool");
         std::fflush(stdout);
@@ -731,30 +633,14 @@ private:
 }  // namespace
 
 int run_matrix_scatter(int argc, char** argv, MPI_Comm comm) {
-    const std::string program = program_name(argc, argv);
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
+    const std::string program = support::program_name(argc, argv, "matrix_scatter");
     scatter_options options;
-    const exit_reporter finish(argc, argv, program, comm);
+    const support::exit_reporter finish(argc, argv, program, comm);
 
     // Every rank parses the same argv; they still agree before going on.
-    std::string problem;
-    try {
-        options = parse_options(argc, argv);
-    } catch (const usage_error& bad) {
-        problem = bad.what();
-    }
-    if (!agree_on_failure(comm, problem).empty()) {
-        if (rank == 0)
-            std::fprintf(stderr, "%s: error: %s\nRun '%s --help' for usage.\n", program.c_str(),
-                         problem.empty() ? "another rank rejected the options" : problem.c_str(), program.c_str());
-        return finish(2);
-    }
-    if (options.help) {
-        if (rank == 0)
-            std::fputs(help_text(program).c_str(), stdout);
-        return finish(0);
-    }
+    support::option_parser parser = make_parser(program, options);
+    if (const auto stop = support::parse_collectively(comm, parser, support::arguments_of(argc, argv), program))
+        return finish(*stop);
 
     MPI_Comm world = MPI_COMM_NULL;
     MPI_Comm_dup(comm, &world);

@@ -2,9 +2,9 @@
 //   mpiexec -n 4 orbit [options] FILE
 // See orbit.hpp and docs/orbit.md.
 
-#include "common/app_support.hpp"
+#include "mpidict/support/program.hpp"
 #include "orbit/orbit.hpp"
 
 int main(int argc, char** argv) {
-    return mpidict::apps::app_main(argc, argv, "orbit", mpidict::apps::orbit::run_orbit);
+    return mpidict::support::mpi_main(argc, argv, "orbit", mpidict::apps::orbit::run_orbit);
 }

@@ -18,7 +18,10 @@
 #include <unordered_set>
 #include <utility>
 
-#include "common/app_support.hpp"
+#include "mpidict/support/json.hpp"
+#include "mpidict/support/options.hpp"
+#include "mpidict/support/program.hpp"
+#include "mpidict/support/yielding.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/local/hash.hpp"
 
@@ -145,14 +148,14 @@ private:
     std::vector<std::vector<std::uint32_t>> m_tables;
 };
 
-// ---- MPI helpers that yield while waiting (wait_yielding: common/yielding.hpp) ------
+// ---- MPI helpers that yield while waiting (support/yielding.hpp) ------
 
 template <std::size_t N>
 std::array<std::uint64_t, N> reduce_yielding(std::array<std::uint64_t, N> values, MPI_Op op, MPI_Comm comm) {
     std::array<std::uint64_t, N> result{};
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Iallreduce(values.data(), result.data(), static_cast<int>(N), MPI_UINT64_T, op, comm, &request);
-    wait_yielding(request);
+    support::wait_yielding(request);
     return result;
 }
 
@@ -260,7 +263,7 @@ public:
         }
         MPI_Request request = MPI_REQUEST_NULL;
         MPI_Ialltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, m_comm, &request);
-        wait_yielding(request);
+        support::wait_yielding(request);
         std::size_t total = 0;
         for (std::size_t rank = 0; rank < size; ++rank) {
             receive_offsets[rank] = static_cast<int>(total);
@@ -269,7 +272,7 @@ public:
         next.resize(total);
         MPI_Ialltoallv(send.data(), send_counts.data(), send_offsets.data(), m_point_type, next.data(),
                        receive_counts.data(), receive_offsets.data(), m_point_type, m_comm, &request);
-        wait_yielding(request);
+        support::wait_yielding(request);
     }
 
     std::uint64_t not_stored() const { return m_not_stored; }
@@ -331,7 +334,7 @@ orbit_result distributed_search(Visited& visited, const problem& input, backend 
     orbit_result result;
     result.which = which;
     result.ran = true;
-    barrier_yielding(comm);
+    support::barrier_yielding(comm);
     const double begin = MPI_Wtime();
     std::vector<Point> frontier;
     std::vector<Point> next;
@@ -361,7 +364,7 @@ orbit_result distributed_search(Visited& visited, const problem& input, backend 
         if (totals[0] > 0)
             print(level, totals[0], length, MPI_Wtime() - begin);
     }
-    barrier_yielding(comm);
+    support::barrier_yielding(comm);
     result.seconds = MPI_Wtime() - begin;
     result.levels = level;
     result.orbit_length = length;
@@ -490,7 +493,7 @@ orbit_result enumerate_with(const problem& input, backend which, const orbit_opt
             result = serial_search<Point, unordered_point_set<Point>>(input, which, options);
         else if (rank == 0)
             result = serial_search<Point, flat_point_set<Point>>(input, which, options);
-        barrier_yielding(comm);
+        support::barrier_yielding(comm);
     } else if (which == backend::hash_map) {
         hash_map_visited<Point> visited(comm, expected_per_rank);
         result = distributed_search<Point>(visited, input, which, options, comm);
@@ -532,127 +535,84 @@ orbit_result enumerate(const problem& input, backend which, const orbit_options&
 
 namespace {
 
-class usage_error : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
+using support::usage_error;
 
-std::string help_text(const std::string& program) {
-    return "usage: mpiexec -n <ranks> " + program +
-           " [options] FILE\n"
-           "\n"
-           "Enumerates the orbit of the start point of FILE (../shared/data/orbits format)\n"
-           "by distributed breadth-first search with each visited-set backend, checks the\n"
-           "orbit length against the file's 'expected', and reports time, points/s, the\n"
-           "speedup over the serial baseline and memory per rank.\n"
-           "\n"
-           "options:\n"
-           "  --backends LIST       comma-separated: serial, serial_flat, hash_map,\n"
-           "                        rma_lock_free, rma_owner_lock, all (default all)\n"
-           "  --access KIND         rma backends: automatic (shared-memory window when all\n"
-           "                        ranks share a node), shared, rma (force MPI RMA)\n"
-           "  --slots-per-rank N    rma backends: table slots per rank (default from\n"
-           "                        expected / ranks / max-load)\n"
-           "  --max-load X          rma backends: sizing load factor in (0, 1] (default 0.5)\n"
-           "  --batch N             rma backends: images per insert_batch (default 4096)\n"
-           "  --quiet               no progress line per BFS level\n"
-           "  --trace-exit          every rank prints its exit code (for tests)\n"
-           "  --help                this text\n"
-           "\n"
-           "JSON lines on stdout (rank 0), progress and a table on stderr.  Exit code 0:\n"
-           "every backend found the expected orbit; 1: bad input or a wrong result; 2: usage.\n";
-}
-
-std::uint64_t parse_count(std::string_view name, std::string_view text) {
-    std::uint64_t value = 0;
-    const auto [stop, code] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (code != std::errc() || stop != text.data() + text.size())
-        throw usage_error(std::string(name) + ": '" + std::string(text) + "' is not a non-negative integer");
-    return value;
-}
-
-orbit_options parse_options(int argc, char** argv) {
-    orbit_options options;
-    for (int index = 1; index < argc; ++index) {
-        const std::string_view word = argv[index];
-        auto value = [&]() -> std::string_view {
-            if (index + 1 >= argc)
-                throw usage_error(std::string(word) + " needs a value");
-            return argv[++index];
-        };
-        if (word == "--help" || word == "-h") {
-            options.help = true;
-        } else if (word == "--quiet") {
-            options.progress = false;
-        } else if (word == "--trace-exit") {
-            // handled by run_orbit
-        } else if (word == "--backends") {
-            options.backends.clear();
-            std::string_view list = value();
-            while (!list.empty()) {
-                const auto comma = list.find(',');
-                const std::string_view name = list.substr(0, comma);
-                list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-                if (name == "all")
-                    options.backends = {backend::serial, backend::serial_flat, backend::hash_map,
-                                        backend::rma_lock_free, backend::rma_owner_lock};
-                else if (name == "serial")
-                    options.backends.push_back(backend::serial);
-                else if (name == "serial_flat")
-                    options.backends.push_back(backend::serial_flat);
-                else if (name == "hash_map")
-                    options.backends.push_back(backend::hash_map);
-                else if (name == "rma_lock_free")
-                    options.backends.push_back(backend::rma_lock_free);
-                else if (name == "rma_owner_lock")
-                    options.backends.push_back(backend::rma_owner_lock);
-                else
-                    throw usage_error("--backends: unknown backend '" + std::string(name) +
-                                      "' (serial, serial_flat, hash_map, rma_lock_free, rma_owner_lock, all)");
-            }
-            if (options.backends.empty())
-                throw usage_error("--backends: empty list");
-        } else if (word == "--access") {
-            const std::string_view kind = value();
-            if (kind == "automatic")
-                options.access = rma_access::automatic;
-            else if (kind == "shared")
-                options.access = rma_access::shared_memory;
-            else if (kind == "rma")
-                options.access = rma_access::mpi_rma;
-            else
-                throw usage_error("--access: '" + std::string(kind) + "' is not one of automatic|shared|rma");
-        } else if (word == "--slots-per-rank") {
-            options.slots_per_rank = parse_count(word, value());
-            if (options.slots_per_rank == 0)
-                throw usage_error("--slots-per-rank: must be at least 1");
-        } else if (word == "--batch") {
-            options.batch = parse_count(word, value());
-            if (options.batch == 0)
-                throw usage_error("--batch: must be at least 1");
-        } else if (word == "--max-load") {
-            const std::string text(value());
-            char* end = nullptr;
-            options.max_load = std::strtod(text.c_str(), &end);
-            if (end == text.c_str() || *end != '\0' || !(options.max_load > 0 && options.max_load <= 1))
-                throw usage_error("--max-load: '" + text + "' is not a number in (0, 1]");
-        } else if (word.starts_with("-")) {
-            throw usage_error("unknown option " + std::string(word));
-        } else if (options.file.empty()) {
-            options.file = std::string(word);
-        } else {
-            throw usage_error("more than one problem file given ('" + options.file + "' and '" + std::string(word) +
-                              "')");
-        }
-    }
-    if (!options.help && options.file.empty())
-        throw usage_error("no problem file given");
-    return options;
+// The command line of the program (and of `mpidict orbit`), into `options`.
+support::option_parser make_parser(const std::string& program, orbit_options& options, bool& trace_exit) {
+    support::option_parser parser(
+        "mpiexec -n <ranks> " + program + " [options] FILE",
+        "Enumerates the orbit of the start point of FILE (../shared/data/orbits format)\n"
+        "by distributed breadth-first search with each visited-set backend, checks the\n"
+        "orbit length against the file's 'expected', and reports time, points/s, the\n"
+        "speedup over the serial baseline and memory per rank.");
+    parser
+        .add_custom("backends", "LIST",
+                    "comma-separated: serial, serial_flat, hash_map, rma_lock_free, rma_owner_lock, all", "all",
+                    [&options](std::string_view list) {
+                        options.backends.clear();
+                        while (!list.empty()) {
+                            const auto comma = list.find(',');
+                            const std::string_view name = list.substr(0, comma);
+                            list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+                            if (name == "all")
+                                options.backends = {backend::serial, backend::serial_flat, backend::hash_map,
+                                                    backend::rma_lock_free, backend::rma_owner_lock};
+                            else if (name == "serial")
+                                options.backends.push_back(backend::serial);
+                            else if (name == "serial_flat")
+                                options.backends.push_back(backend::serial_flat);
+                            else if (name == "hash_map")
+                                options.backends.push_back(backend::hash_map);
+                            else if (name == "rma_lock_free")
+                                options.backends.push_back(backend::rma_lock_free);
+                            else if (name == "rma_owner_lock")
+                                options.backends.push_back(backend::rma_owner_lock);
+                            else
+                                throw usage_error("--backends: unknown backend '" + std::string(name) +
+                                                  "' (serial, serial_flat, hash_map, rma_lock_free, rma_owner_lock, "
+                                                  "all)");
+                        }
+                        if (options.backends.empty())
+                            throw usage_error("--backends: empty list");
+                    })
+        .add_custom("access", "KIND",
+                    "rma backends: automatic (shared-memory window when all ranks share a node), shared, rma "
+                    "(force MPI RMA)",
+                    "automatic",
+                    [&options](std::string_view kind) {
+                        if (kind == "automatic")
+                            options.access = rma_access::automatic;
+                        else if (kind == "shared")
+                            options.access = rma_access::shared_memory;
+                        else if (kind == "rma")
+                            options.access = rma_access::mpi_rma;
+                        else
+                            throw usage_error("--access: '" + std::string(kind) +
+                                              "' is not one of automatic|shared|rma");
+                    })
+        .add_count("slots-per-rank", &options.slots_per_rank,
+                   "rma backends: table slots per rank (0, the default: from expected / ranks / max-load)", 1)
+        .add_custom("max-load", "X", "rma backends: sizing load factor in (0, 1]", "0.5",
+                    [&options](std::string_view text) {
+                        const std::string copy(text);
+                        char* end = nullptr;
+                        const double value = std::strtod(copy.c_str(), &end);
+                        if (end == copy.c_str() || *end != '\0' || !(value > 0 && value <= 1))
+                            throw usage_error("--max-load: '" + copy + "' is not a number in (0, 1]");
+                        options.max_load = value;
+                    })
+        .add_count("batch", &options.batch, "rma backends: images per insert_batch", 1)
+        .add_flag("quiet", &options.progress, "no progress line per BFS level", false)
+        .add_flag("trace-exit", &trace_exit, "every rank prints its exit code (for tests)")
+        .add_positional("problem file", &options.file, "FILE")
+        .add_epilogue("JSON lines on stdout (rank 0), progress and a table on stderr.  Exit code 0:\n"
+                      "every backend found the expected orbit; 1: bad input or a wrong result; 2: usage.\n");
+    return parser;
 }
 
 void json_line(int ranks, std::string_view metric, double value, std::string_view unit, const std::string& fields) {
     std::printf("{\"bench\":\"orbit\",\"metric\":%s,\"value\":%s,\"unit\":%s,\"ranks\":%d,\"seed\":0%s}\n",
-                json_string(metric).c_str(), json_number(value).c_str(), json_string(unit).c_str(), ranks,
+                support::json_string(metric).c_str(), support::json_number(value).c_str(), support::json_string(unit).c_str(), ranks,
                 fields.c_str());
     std::fflush(stdout);
 }
@@ -660,28 +620,20 @@ void json_line(int ranks, std::string_view metric, double value, std::string_vie
 }  // namespace
 
 int run_orbit(int argc, char** argv, MPI_Comm comm) {
-    const std::string program = program_name(argc, argv, "orbit");
+    const std::string program = support::program_name(argc, argv, "orbit");
     int rank = 0;
     int ranks = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &ranks);
-    const exit_reporter finish(argc, argv, program, comm);
+    const support::exit_reporter finish(argc, argv, program, comm);
 
     orbit_options options;
-    std::string trouble;
-    try {
-        options = parse_options(argc, argv);
-    } catch (const usage_error& bad) {
-        trouble = bad.what();
-    }
-    if (usage_failed(comm, trouble, program))
-        return finish(2);
-    if (options.help) {
-        if (rank == 0)
-            std::fputs(help_text(program).c_str(), stdout);
-        return finish(0);
-    }
+    bool trace_exit = false;  // read by `finish`
+    support::option_parser parser = make_parser(program, options, trace_exit);
+    if (const auto stop = support::parse_collectively(comm, parser, support::arguments_of(argc, argv), program))
+        return finish(*stop);
 
+    std::string trouble;
     // Every rank reads the file; they agree before any collective work.
     problem input;
     try {
@@ -689,7 +641,7 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
     } catch (const problem_error& bad) {
         trouble = bad.what();
     }
-    if (const std::string message = agree_on_failure(comm, trouble); !message.empty()) {
+    if (const std::string message = support::agree_on_failure(comm, trouble); !message.empty()) {
         if (rank == 0)
             std::fprintf(stderr, "%s: error: %s\n", program.c_str(), message.c_str());
         return finish(1);
@@ -722,9 +674,9 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
                          program.c_str(), to_string(which), static_cast<unsigned long long>(result.orbit_length),
                          static_cast<unsigned long long>(result.set_size),
                          static_cast<unsigned long long>(input.expected));
-        std::string fields = ",\"problem\":" + json_string(input.name) + ",\"backend\":" + json_string(to_string(which));
+        std::string fields = ",\"problem\":" + support::json_string(input.name) + ",\"backend\":" + support::json_string(to_string(which));
         if (which == backend::rma_lock_free || which == backend::rma_owner_lock)
-            fields += ",\"access\":" + json_string(result.shared_memory ? "shared_memory" : "mpi_rma");
+            fields += ",\"access\":" + support::json_string(result.shared_memory ? "shared_memory" : "mpi_rma");
         fields += ",\"orbit_length\":" + std::to_string(result.orbit_length) +
                   ",\"expected\":" + std::to_string(input.expected) + ",\"verified\":" + (good ? "true" : "false") +
                   ",\"levels\":" + std::to_string(result.levels) + ",\"images\":" + std::to_string(result.images) +
@@ -749,7 +701,7 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
             if (result.which == backend::serial || result.which == backend::serial_flat)
                 continue;
             const std::string fields =
-                ",\"problem\":" + json_string(input.name) + ",\"backend\":" + json_string(to_string(result.which));
+                ",\"problem\":" + support::json_string(input.name) + ",\"backend\":" + support::json_string(to_string(result.which));
             if (serial != nullptr)
                 json_line(ranks, "speedup_vs_serial", serial->seconds / result.seconds, "ratio", fields);
             if (serial_flat != nullptr)
@@ -771,7 +723,7 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
                              : "");
         }
         std::fprintf(stderr, "  verified: %s\n", all_good ? "yes" : "NO");
-        json_line(ranks, "verified", all_good ? 1 : 0, "bool", ",\"problem\":" + json_string(input.name));
+        json_line(ranks, "verified", all_good ? 1 : 0, "bool", ",\"problem\":" + support::json_string(input.name));
     }
     int verdict = all_good ? 0 : 1;
     MPI_Bcast(&verdict, 1, MPI_INT, 0, comm);

@@ -28,7 +28,7 @@
 // degree N takes bit_width(N-1) bits, a vector entry over GF(q) bit_width(q-1).
 //
 // Output: progress per BFS level on rank 0 (stderr), a human table (stderr),
-// JSON lines in DESIGN.md's benchmark format (stdout, rank 0): per backend the
+// JSON lines in the benchmark format of docs/architecture.md (stdout, rank 0): per backend the
 // orbit time, points/s, speedup over serial, memory, and a final "verified".
 
 #include <cstddef>
@@ -55,7 +55,6 @@ struct orbit_options {
     double max_load = 0.5;
     std::size_t batch = 4096;        // images per insert_batch (rma backends)
     bool progress = true;            // a line per BFS level on rank 0
-    bool help = false;
 };
 
 struct orbit_result {

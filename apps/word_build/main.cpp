@@ -2,9 +2,9 @@
 //   mpiexec -n 4 word_build [options] FILE
 // See word_build.hpp and docs/linear_hash_map.md.
 
-#include "common/app_support.hpp"
+#include "mpidict/support/program.hpp"
 #include "word_build/word_build.hpp"
 
 int main(int argc, char** argv) {
-    return mpidict::apps::app_main(argc, argv, "word_build", mpidict::apps::word_build::word_build_main);
+    return mpidict::support::mpi_main(argc, argv, "word_build", mpidict::apps::word_build::word_build_main);
 }

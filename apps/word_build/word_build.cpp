@@ -17,7 +17,10 @@
 #include <span>
 #include <unordered_set>
 
-#include "common/app_support.hpp"
+#include "mpidict/support/json.hpp"
+#include "mpidict/support/options.hpp"
+#include "mpidict/support/program.hpp"
+#include "mpidict/support/yielding.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/linear_hash_map.hpp"
 #include "mpidict/local/hash.hpp"
@@ -165,7 +168,7 @@ std::string check_options(const word_build_options& options, int ranks) {
 
 namespace {
 
-// ---- MPI helpers that yield while waiting (wait_yielding: common/yielding.hpp) --------
+// ---- MPI helpers that yield while waiting (support::wait_yielding: common/yielding.hpp) --------
 
 template <class T>
 MPI_Datatype mpi_type();
@@ -188,7 +191,7 @@ std::vector<T> gather_vectors(MPI_Comm comm, const std::vector<T>& mine, std::ve
     std::vector<int> all_counts(static_cast<std::size_t>(size));
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Igather(&count, 1, MPI_INT, all_counts.data(), 1, MPI_INT, 0, comm, &request);
-    wait_yielding(request);
+    support::wait_yielding(request);
     std::vector<int> offsets(static_cast<std::size_t>(size));
     std::size_t total = 0;
     if (rank == 0) {
@@ -202,7 +205,7 @@ std::vector<T> gather_vectors(MPI_Comm comm, const std::vector<T>& mine, std::ve
     std::vector<T> result(total);
     MPI_Igatherv(mine.data(), count, mpi_type<T>(), result.data(), all_counts.data(), offsets.data(), mpi_type<T>(),
                  0, comm, &request);
-    wait_yielding(request);
+    support::wait_yielding(request);
     if (counts != nullptr)
         *counts = std::move(all_counts);
     return result;
@@ -213,7 +216,7 @@ std::array<std::uint64_t, N> reduce_sum(MPI_Comm comm, std::array<std::uint64_t,
     std::array<std::uint64_t, N> result{};
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Iallreduce(values.data(), result.data(), static_cast<int>(N), MPI_UINT64_T, MPI_SUM, comm, &request);
-    wait_yielding(request);
+    support::wait_yielding(request);
     return result;
 }
 
@@ -221,7 +224,7 @@ double reduce_max(MPI_Comm comm, double value) {
     double result = 0;
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Iallreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, comm, &request);
-    wait_yielding(request);
+    support::wait_yielding(request);
     return result;
 }
 
@@ -235,7 +238,7 @@ void broadcast_bytes(MPI_Comm comm, std::string& bytes) {
         MPI_Request request = MPI_REQUEST_NULL;
         MPI_Ibcast(bytes.data() + offset, static_cast<int>(std::min(piece, size - offset)), MPI_CHAR, 0, comm,
                    &request);
-        wait_yielding(request);
+        support::wait_yielding(request);
     }
 }
 
@@ -394,7 +397,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
     MPI_Comm_size(comm, &ranks);
     word_build_result result;
     result.ranks = ranks;
-    if (std::string problem = agree_on_failure(comm, check_options(options, ranks)); !problem.empty()) {
+    if (std::string problem = support::agree_on_failure(comm, check_options(options, ranks)); !problem.empty()) {
         result.failure = problem;
         return result;
     }
@@ -418,7 +421,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
                 trouble = "--trace: cannot open " + options.trace + " for writing: " + std::strerror(errno);
         }
     }
-    if (std::string problem = agree_on_failure(comm, trouble); !problem.empty()) {
+    if (std::string problem = support::agree_on_failure(comm, trouble); !problem.empty()) {
         result.failure = problem;
         return result;
     }
@@ -493,7 +496,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
         config.max_value_bytes = std::max<std::size_t>(options.value_bytes, 1);
         linear_hash_map<std::string, std::string> map(comm, config);
 
-        barrier_yielding(comm);
+        support::barrier_yielding(comm);
         t0 = runtime::now_seconds();
         if (is_client) {
             run_windowed<request<lh_insert_result>>(
@@ -515,7 +518,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
         map.flush();
         flush_end = runtime::now_seconds() - t0;
 
-        barrier_yielding(comm);
+        support::barrier_yielding(comm);
         const double t1 = runtime::now_seconds();
         if (is_client) {
             run_windowed<request<std::optional<std::string>>>(
@@ -603,7 +606,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
             config.runtime = runtime_config;
             config.expected_keys_per_rank = words.size() / static_cast<std::size_t>(servers_max) + 16;
             hash_map<std::string, std::string> map(comm, config);
-            barrier_yielding(comm);
+            support::barrier_yielding(comm);
             const double start = runtime::now_seconds();
             if (is_client) {
                 run_windowed<request<insert_result>>(
@@ -638,10 +641,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
 
 namespace {
 
-class usage_error : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
+using support::usage_error;
 
 std::string base_name(const std::string& path) {
     const auto slash = path.find_last_of('/');
@@ -667,22 +667,22 @@ std::string run_fields(const word_build_result& result, const word_build_options
            ",\"oversubscribed\":" + (result.oversubscribed ? "true" : "false") +
            ",\"cores\":" + std::to_string(result.cores_per_node) + ",\"window\":" + std::to_string(options.window) +
            ",\"server_capacity_bytes\":" + std::to_string(result.server_capacity_bytes) +
-           ",\"split_load\":" + json_number(options.split_load) +
-           ",\"share\":" + json_string(options.share == share_kind::strided ? "strided" : "contiguous") +
-           ",\"file\":" + json_string(base_name(options.file));
+           ",\"split_load\":" + support::json_number(options.split_load) +
+           ",\"share\":" + support::json_string(options.share == share_kind::strided ? "strided" : "contiguous") +
+           ",\"file\":" + support::json_string(base_name(options.file));
 }
 
 std::string latency_fields(const latency_summary& summary) {
-    return ",\"median\":" + json_number(summary.median_us) + ",\"p90\":" + json_number(summary.p90_us) +
-           ",\"p99\":" + json_number(summary.p99_us) + ",\"min\":" + json_number(summary.min_us) +
-           ",\"max\":" + json_number(summary.max_us) + ",\"samples\":" + std::to_string(summary.samples);
+    return ",\"median\":" + support::json_number(summary.median_us) + ",\"p90\":" + support::json_number(summary.p90_us) +
+           ",\"p99\":" + support::json_number(summary.p99_us) + ",\"min\":" + support::json_number(summary.min_us) +
+           ",\"max\":" + support::json_number(summary.max_us) + ",\"samples\":" + std::to_string(summary.samples);
 }
 
 void print_json(const word_build_result& result, const word_build_options& options) {
     const std::string common = run_fields(result, options);
     auto line = [&](std::string_view metric, double value, std::string_view unit, const std::string& extra = {}) {
         std::printf("{\"bench\":\"mpidict_words\",\"metric\":%s,\"value\":%s,\"unit\":%s,\"ranks\":%d,\"seed\":%llu%s%s}\n",
-                    json_string(metric).c_str(), json_number(value).c_str(), json_string(unit).c_str(), result.ranks,
+                    support::json_string(metric).c_str(), support::json_number(value).c_str(), support::json_string(unit).c_str(), result.ranks,
                     static_cast<unsigned long long>(options.seed), common.c_str(), extra.c_str());
     };
     const auto words = static_cast<double>(result.words);
@@ -694,12 +694,12 @@ void print_json(const word_build_result& result, const word_build_options& optio
     line("splits", static_cast<double>(result.splits.size()), "count");
     line("servers_active", result.stats.servers_active, "count",
          ",\"level\":" + std::to_string(result.stats.level) + ",\"split_next\":" + std::to_string(result.stats.split_next));
-    line("build_seconds", result.build_seconds, "s", ",\"with_flush\":" + json_number(result.build_flush_seconds));
+    line("build_seconds", result.build_seconds, "s", ",\"with_flush\":" + support::json_number(result.build_flush_seconds));
     line("insert_rate", result.build_seconds > 0 ? words / result.build_seconds : 0, "ops/s");
     line("avg_insertion_time_us", result.words > 0 ? result.build_seconds * 1e6 / words : 0, "us");
     line("insert_latency_us", result.insert_latency.mean_us, "us", latency_fields(result.insert_latency));
     line("forwards_per_op", result.forwards_per_op, "forwards/op",
-         ",\"insert\":" + json_number(result.forwards_per_insert) + ",\"find\":" + json_number(result.forwards_per_find));
+         ",\"insert\":" + support::json_number(result.forwards_per_insert) + ",\"find\":" + support::json_number(result.forwards_per_find));
     line("iams", static_cast<double>(result.stats.iams_sent), "count",
          ",\"iams_applied\":" + std::to_string(result.stats.iams_applied) +
              ",\"deferred\":" + std::to_string(result.stats.deferred));
@@ -805,12 +805,12 @@ bool write_trace(const word_build_result& result, const word_build_options& opti
     std::fprintf(out, "{\"bench\":\"mpidict_words\",\"ranks\":%d,\"seed\":%llu%s", result.ranks,
                  static_cast<unsigned long long>(options.seed), run_fields(result, options).c_str());
     std::fprintf(out, ",\n\"build_seconds\":%s,\"build_flush_seconds\":%s,\"lookup_seconds\":%s",
-                 json_number(result.build_seconds).c_str(), json_number(result.build_flush_seconds).c_str(),
-                 json_number(result.lookup_seconds).c_str());
-    std::fprintf(out, ",\n\"insert_latency_us\":{\"mean\":%s%s}", json_number(result.insert_latency.mean_us).c_str(),
+                 support::json_number(result.build_seconds).c_str(), support::json_number(result.build_flush_seconds).c_str(),
+                 support::json_number(result.lookup_seconds).c_str());
+    std::fprintf(out, ",\n\"insert_latency_us\":{\"mean\":%s%s}", support::json_number(result.insert_latency.mean_us).c_str(),
                  latency_fields(result.insert_latency).c_str());
     std::fprintf(out, ",\n\"forwards_per_op\":%s,\"max_forwards\":%d,\"iams\":%llu,\"servers_active\":%d",
-                 json_number(result.forwards_per_op).c_str(), result.max_forwards,
+                 support::json_number(result.forwards_per_op).c_str(), result.max_forwards,
                  static_cast<unsigned long long>(result.stats.iams_sent), result.stats.servers_active);
     std::fprintf(out, ",\n\"splits\":[");
     for (std::size_t index = 0; index < result.splits.size(); ++index) {
@@ -820,8 +820,8 @@ bool write_trace(const word_build_result& result, const word_build_options& opti
                      "\"end_seconds\":%s,\"insertions\":%llu,\"bytes_shipped\":%llu,\"entries_shipped\":%llu,"
                      "\"messages\":%llu}",
                      index == 0 ? "" : ",", split.record.from_address, split.record.to_address, split.record.from_rank,
-                     split.record.to_rank, json_number(split.start_seconds).c_str(),
-                     json_number(split.end_seconds).c_str(), static_cast<unsigned long long>(split.insertions),
+                     split.record.to_rank, support::json_number(split.start_seconds).c_str(),
+                     support::json_number(split.end_seconds).c_str(), static_cast<unsigned long long>(split.insertions),
                      static_cast<unsigned long long>(split.record.bytes_shipped),
                      static_cast<unsigned long long>(split.record.entries_shipped),
                      static_cast<unsigned long long>(split.record.messages));
@@ -834,15 +834,15 @@ bool write_trace(const word_build_result& result, const word_build_options& opti
                      "\"served\":%llu,\"forwarded\":%llu}",
                      index == 0 ? "" : ",", server.rank, server.address,
                      static_cast<unsigned long long>(server.entries),
-                     static_cast<unsigned long long>(server.payload_bytes), json_number(server.load_factor).c_str(),
+                     static_cast<unsigned long long>(server.payload_bytes), support::json_number(server.load_factor).c_str(),
                      static_cast<unsigned long long>(server.served), static_cast<unsigned long long>(server.forwarded));
     }
     std::fprintf(out, "],\n\"client_build_seconds\":[");
     for (std::size_t index = 0; index < result.client_build_seconds.size(); ++index)
-        std::fprintf(out, "%s%s", index == 0 ? "" : ",", json_number(result.client_build_seconds[index]).c_str());
+        std::fprintf(out, "%s%s", index == 0 ? "" : ",", support::json_number(result.client_build_seconds[index]).c_str());
     std::fprintf(out, "],\n\"curve\":[");
     for (std::size_t index = 0; index < result.curve.size(); ++index)
-        std::fprintf(out, "%s[%s,%llu]", index == 0 ? "" : ",", json_number(result.curve[index].first).c_str(),
+        std::fprintf(out, "%s[%s,%llu]", index == 0 ? "" : ",", support::json_number(result.curve[index].first).c_str(),
                      static_cast<unsigned long long>(result.curve[index].second));
     std::fprintf(out, "],\n\"client0_latency_us\":[");
     for (std::size_t index = 0; index < result.client0_latency_us.size(); ++index)
@@ -850,8 +850,8 @@ bool write_trace(const word_build_result& result, const word_build_options& opti
     std::fprintf(out, "]");
     if (result.baseline)
         std::fprintf(out, ",\n\"hash_map\":{\"build_seconds\":%s,\"insert_latency_us\":{\"mean\":%s%s}}",
-                     json_number(result.baseline->build_seconds).c_str(),
-                     json_number(result.baseline->insert_latency.mean_us).c_str(),
+                     support::json_number(result.baseline->build_seconds).c_str(),
+                     support::json_number(result.baseline->insert_latency.mean_us).c_str(),
                      latency_fields(result.baseline->insert_latency).c_str());
     std::fprintf(out, "}\n");
     const bool good = std::ferror(out) == 0;
@@ -860,200 +860,102 @@ bool write_trace(const word_build_result& result, const word_build_options& opti
 
 // ---- options -------------------------------------------------------------------------
 
-std::string help_text(const std::string& program) {
-    return "usage: mpiexec -n <ranks> " + program +
-           " [options] FILE\n"
-           "\n"
-           "Builds a linear_hash_map (LH*LH, seed 003) from a word list, one line = one\n"
-           "key with a value of --value-bytes, while the file splits from --servers-start\n"
-           "onto up to --servers-max servers; then finds every word and checks its value.\n"
-           "Clients are ranks 0..C-1, servers ranks p-1, p-2, ..., p-S (a rank may be both).\n"
-           "\n"
-           "options:\n"
-           "  --clients C           client ranks 0..C-1 (default: every rank)\n"
-           "  --servers-start N     servers active at the start (default 1)\n"
-           "  --servers-max S       servers in all, ranks p-1 down to p-S (default: every rank)\n"
-           "  --value-bytes B       bytes of each value (default 1024; at most 16384)\n"
-           "  --limit W             use only the first W words (default: all)\n"
-           "  --server-capacity B   payload bytes a server holds (default: automatic, sized so\n"
-           "                        the file grows to S servers and nothing is refused)\n"
-           "  --split-load X        the token holder splits above this load (default 0.8)\n"
-           "  --buffer-bytes B      message buffer of the runtime (default 64Ki)\n"
-           "  --window K            outstanding requests per client (default 1: synchronous,\n"
-           "                        the paper's insert; the latency is per request)\n"
-           "  --share KIND          contiguous (default: block c of the list) or strided\n"
-           "  --baseline            also build a hash_map<string,string> placed by hash on\n"
-           "                        the S server ranks, same clients and window\n"
-           "  --json                JSON lines (DESIGN.md benchmark format) on stdout\n"
-           "  --trace FILE          write curve, split points and client 0's latencies (JSON)\n"
-           "  --seed S              seed of the values (default 1)\n"
-           "  --quiet               no table on stderr\n"
-           "  --trace-exit          every rank prints its exit code (for tests)\n"
-           "  --help                this text\n"
-           "\n"
-           "Counts take suffixes k, M, G (1000s) and Ki, Mi, Gi (1024s).  Exit code 0: every\n"
-           "word found with its value and no operation forwarded more than twice; 1: bad\n"
-           "input or a failed check; 2: usage.\n";
-}
-
-std::uint64_t parse_count(std::string_view name, std::string_view text) {
-    std::uint64_t value = 0;
-    const auto [stop, code] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (code != std::errc() || stop == text.data())
-        throw usage_error(std::string(name) + ": '" + std::string(text) + "' is not a non-negative integer");
-    const std::string_view suffix(stop, static_cast<std::size_t>(text.data() + text.size() - stop));
-    std::uint64_t factor = 1;
-    if (suffix.empty())
-        factor = 1;
-    else if (suffix == "k")
-        factor = 1000;
-    else if (suffix == "M")
-        factor = 1000 * 1000;
-    else if (suffix == "G")
-        factor = 1000 * 1000 * 1000;
-    else if (suffix == "Ki")
-        factor = 1024;
-    else if (suffix == "Mi")
-        factor = 1024 * 1024;
-    else if (suffix == "Gi")
-        factor = 1024 * 1024 * 1024;
-    else
-        throw usage_error(std::string(name) + ": '" + std::string(text) + "' is not a non-negative integer");
-    if (value > UINT64_MAX / factor)
-        throw usage_error(std::string(name) + ": '" + std::string(text) + "' is too large");
-    return value * factor;
-}
-
-int parse_int(std::string_view name, std::string_view text, int minimum, const char* why) {
-    const std::uint64_t value = parse_count(name, text);
-    if (value < static_cast<std::uint64_t>(minimum))
-        throw usage_error(std::string(name) + ": must be at least " + std::to_string(minimum) + why);
-    if (value > static_cast<std::uint64_t>(INT_MAX))
-        throw usage_error(std::string(name) + ": '" + std::string(text) + "' is too large");
-    return static_cast<int>(value);
-}
-
-word_build_options parse_options(int argc, char** argv) {
-    word_build_options options;
-    for (int index = 1; index < argc; ++index) {
-        std::string_view word = argv[index];
-        std::string_view inline_value;
-        bool has_inline = false;
-        if (word.starts_with("--")) {
-            if (const auto equals = word.find('='); equals != std::string_view::npos) {
-                inline_value = word.substr(equals + 1);
-                word = word.substr(0, equals);
-                has_inline = true;
-            }
-        }
-        auto value = [&]() -> std::string_view {
-            if (has_inline) {
-                has_inline = false;
-                return inline_value;
-            }
-            if (index + 1 >= argc)
-                throw usage_error(std::string(word) + " needs a value");
-            return argv[++index];
-        };
-        bool takes_value = true;
-        if (word == "--help" || word == "-h") {
-            options.help = true;
-            takes_value = false;
-        } else if (word == "--baseline") {
-            options.baseline = true;
-            takes_value = false;
-        } else if (word == "--json") {
-            options.json = true;
-            takes_value = false;
-        } else if (word == "--quiet") {
-            options.quiet = true;
-            takes_value = false;
-        } else if (word == "--trace-exit") {
-            takes_value = false;  // handled by word_build_main
-        } else if (word == "--clients") {
-            options.clients = parse_int(word, value(), 1, " (a client rank is needed)");
-        } else if (word == "--servers-start") {
-            options.servers_start = parse_int(word, value(), 1, " (a server must be active)");
-        } else if (word == "--servers-max") {
-            options.servers_max = parse_int(word, value(), 1, " (no server rank)");
-        } else if (word == "--value-bytes") {
-            options.value_bytes = parse_count(word, value());
-        } else if (word == "--limit") {
-            options.limit = parse_count(word, value());
-            if (options.limit == 0)
-                throw usage_error("--limit: must be at least 1");
-        } else if (word == "--server-capacity") {
-            options.server_capacity_bytes = parse_count(word, value());
-            if (options.server_capacity_bytes == 0)
-                throw usage_error("--server-capacity: must be at least 1");
-        } else if (word == "--split-load") {
-            const std::string text(value());
-            char* end = nullptr;
-            options.split_load = std::strtod(text.c_str(), &end);
-            if (end == text.c_str() || *end != '\0' || !(options.split_load > 0 && options.split_load <= 1))
-                throw usage_error("--split-load: '" + text + "' is not a number in (0, 1]");
-        } else if (word == "--buffer-bytes") {
-            options.buffer_bytes = parse_count(word, value());
-            if (options.buffer_bytes == 0)
-                throw usage_error("--buffer-bytes: must be at least 1");
-        } else if (word == "--window") {
-            options.window = parse_count(word, value());
-            if (options.window == 0 || options.window > 65536)
-                throw usage_error("--window: must be in [1, 65536]");
-        } else if (word == "--share") {
-            const std::string_view kind = value();
-            if (kind == "contiguous")
-                options.share = share_kind::contiguous;
-            else if (kind == "strided")
-                options.share = share_kind::strided;
-            else
-                throw usage_error("--share: '" + std::string(kind) + "' is not one of contiguous|strided");
-        } else if (word == "--trace") {
-            options.trace = std::string(value());
-            if (options.trace.empty())
-                throw usage_error("--trace: empty file name");
-        } else if (word == "--seed") {
-            options.seed = parse_count(word, value());
-        } else if (word.starts_with("-") && word.size() > 1) {
-            throw usage_error("unknown option " + std::string(word));
-        } else if (options.file.empty()) {
-            options.file = std::string(word);
-            takes_value = true;
-        } else {
-            throw usage_error("more than one word file given ('" + options.file + "' and '" + std::string(word) + "')");
-        }
-        if (has_inline && !takes_value)
-            throw usage_error(std::string(word) + " takes no value");
-    }
-    return options;
+// The command line of the program (and of `mpidict words`), into `options`.
+support::option_parser make_parser(const std::string& program, word_build_options& options, bool& trace_exit) {
+    support::option_parser parser(
+        "mpiexec -n <ranks> " + program + " [options] FILE",
+        "Builds a linear_hash_map (LH*LH, seed 003) from a word list, one line = one\n"
+        "key with a value of --value-bytes, while the file splits from --servers-start\n"
+        "onto up to --servers-max servers; then finds every word and checks its value.\n"
+        "Clients are ranks 0..C-1, servers ranks p-1, p-2, ..., p-S (a rank may be both).");
+    // A rank count: at least 1, at most INT_MAX; `why` explains the minimum.
+    const auto add_ranks = [&parser](std::string name, int* target, std::string help, std::string default_text,
+                                     std::string why) {
+        const std::string flag = "--" + name;
+        parser.add_custom(name, "N", std::move(help), std::move(default_text), [=](std::string_view text) {
+            const std::uint64_t value = support::parse_count(text, flag);
+            if (value < 1)
+                throw usage_error(flag + ": must be at least 1" + why);
+            if (value > static_cast<std::uint64_t>(INT_MAX))
+                throw usage_error(flag + ": '" + std::string(text) + "' is too large");
+            *target = static_cast<int>(value);
+        });
+    };
+    add_ranks("clients", &options.clients, "client ranks 0..C-1", "every rank", " (a client rank is needed)");
+    add_ranks("servers-start", &options.servers_start, "servers active at the start", "1",
+              " (a server must be active)");
+    add_ranks("servers-max", &options.servers_max, "servers in all, ranks p-1 down to p-S", "every rank",
+              " (no server rank)");
+    parser.add_count("value-bytes", &options.value_bytes, "bytes of each value (at most 16384)", 0, SIZE_MAX, "B")
+        .add_count("limit", &options.limit, "use only the first W words (0, the default: all)", 1, SIZE_MAX, "W")
+        .add_count("server-capacity", &options.server_capacity_bytes,
+                   "payload bytes a server holds (0, the default: automatic, sized so the file grows to S servers "
+                   "and nothing is refused)",
+                   1, SIZE_MAX, "B")
+        .add_custom("split-load", "X", "the token holder splits above this load", "0.8",
+                    [&options](std::string_view text) {
+                        const std::string copy(text);
+                        char* end = nullptr;
+                        const double value = std::strtod(copy.c_str(), &end);
+                        if (end == copy.c_str() || *end != '\0' || !(value > 0 && value <= 1))
+                            throw usage_error("--split-load: '" + copy + "' is not a number in (0, 1]");
+                        options.split_load = value;
+                    })
+        .add_count("buffer-bytes", &options.buffer_bytes, "message buffer of the runtime (0: the default, 64Ki)", 1,
+                   SIZE_MAX, "B")
+        .add_count("window", &options.window,
+                   "outstanding requests per client (1: synchronous, the paper's insert; the latency is per "
+                   "request)",
+                   1, 65536, "K")
+        .add_custom("share", "KIND", "contiguous (block c of the list) or strided", "contiguous",
+                    [&options](std::string_view kind) {
+                        if (kind == "contiguous")
+                            options.share = share_kind::contiguous;
+                        else if (kind == "strided")
+                            options.share = share_kind::strided;
+                        else
+                            throw usage_error("--share: '" + std::string(kind) +
+                                              "' is not one of contiguous|strided");
+                    })
+        .add_flag("baseline", &options.baseline,
+                  "also build a hash_map<string,string> placed by hash on the S server ranks, same clients and "
+                  "window")
+        .add_flag("json", &options.json, "JSON lines (the benchmark format) on stdout")
+        .add_custom("trace", "FILE", "write curve, split points and client 0's latencies (JSON)", "",
+                    [&options](std::string_view file) {
+                        if (file.empty())
+                            throw usage_error("--trace: empty file name");
+                        options.trace = std::string(file);
+                    })
+        .add_count("seed", &options.seed, "seed of the values", 0, UINT64_MAX, "S")
+        .add_flag("quiet", &options.quiet, "no table on stderr")
+        .add_flag("trace-exit", &trace_exit, "every rank prints its exit code (for tests)")
+        .add_positional("word file", &options.file, "FILE")
+        .add_epilogue("Counts take suffixes k, M, G (1000s) and Ki, Mi, Gi (1024s).  Exit code 0: every\n"
+                      "word found with its value and no operation forwarded more than twice; 1: bad\n"
+                      "input or a failed check; 2: usage.\n");
+    return parser;
 }
 
 }  // namespace
 
 int word_build_main(int argc, char** argv, MPI_Comm comm) {
-    const std::string program = program_name(argc, argv, "word_build");
+    const std::string program = support::program_name(argc, argv, "word_build");
     int rank = 0;
     int ranks = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &ranks);
-    const exit_reporter finish(argc, argv, program, comm);
+    const support::exit_reporter finish(argc, argv, program, comm);
 
     word_build_options options;
-    std::string trouble;
-    try {
-        options = parse_options(argc, argv);
-        if (!options.help)
-            trouble = check_options(options, ranks);
-    } catch (const usage_error& bad) {
-        trouble = bad.what();
-    }
-    if (usage_failed(comm, trouble, program))
-        return finish(2);
-    if (options.help) {
-        if (rank == 0)
-            std::fputs(help_text(program).c_str(), stdout);
-        return finish(0);
-    }
+    bool trace_exit = false;  // read by `finish`
+    support::option_parser parser = make_parser(program, options, trace_exit);
+    parser.add_check([&] {
+        if (const std::string trouble = check_options(options, ranks); !trouble.empty())
+            throw usage_error(trouble);
+    });
+    if (const auto stop = support::parse_collectively(comm, parser, support::arguments_of(argc, argv), program))
+        return finish(*stop);
 
     const word_build_result result = run_word_build(comm, options);
     if (!result.failure.empty()) {

@@ -23,7 +23,7 @@
 // into a plain hash_map<std::string, std::string> whose keys are placed by
 // hash on the S server ranks (the final LH*LH server set, without splits).
 //
-// Output: JSON lines in DESIGN.md's benchmark format on stdout (rank 0, with
+// Output: JSON lines in the benchmark format of docs/architecture.md on stdout (rank 0, with
 // --json), a human table on stderr, and with --trace FILE one JSON document
 // with the build curve, the split points and client 0's insert latencies.
 // Exit 0 only if every word was found with its value and no operation was
@@ -63,7 +63,6 @@ struct word_build_options {
     std::string trace;                      // write the trace document here (rank 0)
     std::uint64_t seed = 1;
     bool quiet = false;                     // no human table
-    bool help = false;
 };
 
 // A bad word file: "<path>:<line>: <what>" or "<path>: cannot open: <why>".

@@ -1,19 +1,23 @@
 #pragma once
-// The main() of an MPI benchmark: every rank parses the same argv (so they all
-// reach the same verdict and leave together), then runs; an exception escaping
-// the run aborts the job so no rank is left waiting.
+// The main() of an MPI benchmark, on the support library: support::mpi_main
+// (an exception escaping the run aborts the job, so no rank is left waiting)
+// and the one option parser, run on every rank with the ranks agreeing on the
+// outcome (bad options: exit 2 on every rank; --help: the help, exit 0).
 //
 //   int main(int argc, char** argv) {
-//       return mpidict::bench::mpi_main(argc, argv, bench_name, usage, parse, run);
+//       return mpidict::bench::mpi_main<settings>(argc, argv, bench_name, description, declare, run);
 //   }
 //
-// parse(argc, argv) returns the settings or throws (help_requested for --help);
-// run(settings, world) returns the exit status.
+// declare(parser, settings) adds the options, whose targets are the settings'
+// fields (their values are the defaults); run(settings, world) returns the
+// exit status.
 
-#include <cstdio>
-#include <exception>
+#include <string>
 
 #include <mpi.h>
+
+#include "mpidict/support/options.hpp"
+#include "mpidict/support/program.hpp"
 
 namespace mpidict::bench {
 
@@ -24,45 +28,22 @@ struct world {
     int size = 1;
 };
 
-// Thrown by a parser for --help: rank 0 prints the usage, every rank exits 0.
-struct help_requested {};
-
-template <class Parse, class Run>
-int mpi_main(int argc, char** argv, const char* name, const char* usage, Parse&& parse, Run&& run) {
-    MPI_Init(&argc, &argv);
-    world w;
-    MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
-    MPI_Comm_rank(w.comm, &w.rank);
-    MPI_Comm_size(w.comm, &w.size);
-    auto finish = [&](int status) {
+template <class Settings, class Declare, class Run>
+int mpi_main(int argc, char** argv, const char* name, const char* description, Declare&& declare, Run&& run) {
+    return support::mpi_main(argc, argv, name, [&](int count, char** words, MPI_Comm comm) {
+        Settings settings{};
+        support::option_parser parser(std::string(name) + " [options]", description);
+        declare(parser, settings);
+        if (const auto stop = support::parse_collectively(comm, parser, support::arguments_of(count, words), name))
+            return *stop;
+        world w;
+        MPI_Comm_dup(comm, &w.comm);
+        MPI_Comm_rank(w.comm, &w.rank);
+        MPI_Comm_size(w.comm, &w.size);
+        const int status = run(settings, w);
         MPI_Comm_free(&w.comm);
-        MPI_Finalize();
         return status;
-    };
-
-    decltype(parse(argc, argv)) settings;
-    try {
-        settings = parse(argc, argv);
-    } catch (const help_requested&) {
-        if (w.rank == 0)
-            std::fputs(usage, stdout);
-        return finish(0);
-    } catch (const std::exception& problem) {
-        // Every rank parsed the same argv, so every rank leaves here together.
-        if (w.rank == 0)
-            std::fprintf(stderr, "%s: %s\n%s", name, problem.what(), usage);
-        return finish(2);
-    }
-
-    int status = 0;
-    try {
-        status = run(settings, w);
-    } catch (const std::exception& problem) {
-        std::fprintf(stderr, "%s: rank %d: %s\n", name, w.rank, problem.what());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return finish(status);
+    });
 }
 
 }  // namespace mpidict::bench

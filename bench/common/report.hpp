@@ -1,12 +1,12 @@
 #pragma once
-// The results writer every benchmark in bench/ uses (see DESIGN.md, "Benchmarks").
+// The results writer every benchmark in bench/ uses, on support/json.hpp.
 //
 // Output contract.  One JSON object per line on stdout, one line per figure,
 // written only by the process constructed with `printing = true` (rank 0).
 // Every line starts with the same six fields, in this order:
 //
-//   {"bench": "<binary name>", "metric": "<snake_case>", "value": <number>,
-//    "unit": "ops/s"|"s"|"us"|"bytes"|"ratio"|..., "ranks": <p>, "seed": <seed>, ...}
+//   {"bench":"<binary name>","metric":"<snake_case>","value":<number>,
+//    "unit":"ops/s"|"s"|"us"|"bytes"|"ratio"|...,"ranks":<p>,"seed":<seed>,...}
 //
 // followed by the report's context fields (set once: keys, value_bytes,
 // tunables, reps, ...) and the figure's own extra fields.  A figure built from
@@ -40,82 +40,12 @@
 #include <utility>
 #include <vector>
 
-#include "apps/common/json.hpp"
+#include "mpidict/support/json.hpp"
 
 namespace mpidict::bench {
 
-// A JSON object built field by field.  Values are rendered when added: numbers
-// (non-finite ones become null), booleans, strings (escaped), nested objects and
-// vectors of numbers.  Fields keep the order they were added in.
-class json_object {
-public:
-    template <class T>
-    json_object& add(std::string_view key, const T& value) {
-        m_fields.emplace_back(std::string(key), render(value));
-        return *this;
-    }
-    // Adds a field whose value is already valid JSON text.
-    json_object& add_raw(std::string_view key, std::string json) {
-        m_fields.emplace_back(std::string(key), std::move(json));
-        return *this;
-    }
-    // Appends every field of `other` (after this object's own).
-    json_object& merge(const json_object& other) {
-        m_fields.insert(m_fields.end(), other.m_fields.begin(), other.m_fields.end());
-        return *this;
-    }
-
-    bool empty() const { return m_fields.empty(); }
-    const std::vector<std::pair<std::string, std::string>>& fields() const { return m_fields; }
-
-    // The fields without braces ("a": 1, "b": 2), for splicing into a larger object.
-    std::string body() const {
-        std::string out;
-        for (const auto& [key, value] : m_fields) {
-            if (!out.empty())
-                out += ", ";
-            out += quote(key);
-            out += ": ";
-            out += value;
-        }
-        return out;
-    }
-    std::string str() const { return "{" + body() + "}"; }
-
-    // Strings escape \n, \t and \r short; numbers have 10 significant digits.
-    static std::string quote(std::string_view text) { return apps::json_string(text, "\n\t\r"); }
-    static std::string number(double value) { return apps::json_number(value); }
-
-private:
-    template <class T>
-    static std::string render(const T& value) {
-        if constexpr (std::is_same_v<T, bool>) {
-            return value ? "true" : "false";
-        } else if constexpr (std::is_same_v<T, json_object>) {
-            return value.str();
-        } else if constexpr (std::is_integral_v<T>) {
-            return std::to_string(value);
-        } else if constexpr (std::is_floating_point_v<T>) {
-            return number(static_cast<double>(value));
-        } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
-            return quote(std::string_view(value));
-        } else if constexpr (requires { value.begin(); value.end(); }) {
-            std::string out = "[";
-            for (const auto& element : value) {
-                if (out.size() > 1)
-                    out += ", ";
-                out += render(element);
-            }
-            return out + "]";
-        } else {
-            static_assert(std::is_same_v<T, void>,
-                          "json_object::add takes numbers, bools, strings, json_objects or ranges of them.");
-            return {};
-        }
-    }
-
-    std::vector<std::pair<std::string, std::string>> m_fields;
-};
+// Fields of a line: support::json_object (mpidict/support/json.hpp).
+using support::json_object;
 
 // Median, minimum and maximum of repeated measurements.
 struct summary {
@@ -155,7 +85,7 @@ public:
 
     // One figure with a single measured value.
     void figure(std::string_view metric, double value, std::string_view unit, const json_object& extra = {}) {
-        emit(metric, json_object::number(value), unit, extra, value, NAN, NAN, {});
+        emit(metric, support::json_number(value), unit, extra, value, NAN, NAN, {});
     }
 
     // One figure from repeated measurements: value = median, plus median/min/max/reps.
@@ -165,7 +95,7 @@ public:
         json_object fields;
         fields.add("median", s.median).add("min", s.min).add("max", s.max).add("reps", s.count);
         fields.merge(extra);
-        emit(metric, json_object::number(s.median), unit, fields, s.median, s.min, s.max, {});
+        emit(metric, support::json_number(s.median), unit, fields, s.median, s.min, s.max, {});
     }
 
     // A ratio (unit "ratio") judged against a target such as ">= 1.0".
@@ -175,7 +105,7 @@ public:
         fields.add("target", target).add("meets_target", meets_target);
         fields.merge(extra);
         std::string note = "target " + std::string(target) + (meets_target ? ": met" : ": MISSED");
-        emit(metric, json_object::number(value), "ratio", fields, value, NAN, NAN, note);
+        emit(metric, support::json_number(value), "ratio", fields, value, NAN, NAN, note);
     }
 
     // A figure this run cannot measure: "value": null and "skipped": reason.
@@ -205,7 +135,7 @@ public:
         for (const row& r : m_rows) {
             std::string range;
             if (std::isfinite(r.min) && std::isfinite(r.max))
-                range = "[" + human(r.min) + ", " + human(r.max) + "]";
+                range.append("[").append(human(r.min)).append(", ").append(human(r.max)).append("]");
             std::fprintf(m_table_out, "  %-*s %14s  %-6s %25s  %s\n", static_cast<int>(width), r.metric.c_str(),
                          std::isfinite(r.value) ? human(r.value).c_str() : "-", r.unit.c_str(), range.c_str(),
                          r.note.c_str());
@@ -240,15 +170,10 @@ private:
               const json_object& extra, double value, double min, double max, std::string note) {
         if (!m_printing)
             return;
-        json_object line;
-        line.add("bench", m_bench)
-            .add("metric", metric)
-            .add_raw("value", rendered_value)
-            .add("unit", unit)
-            .add("ranks", m_ranks)
-            .add("seed", m_seed);
-        line.merge(m_context).merge(extra);
-        std::fprintf(m_json_out, "%s\n", line.str().c_str());
+        json_object fields = m_context;
+        fields.merge(extra);
+        const std::string line = support::json_line(m_bench, metric, rendered_value, unit, m_ranks, m_seed, fields);
+        std::fprintf(m_json_out, "%s\n", line.c_str());
         std::fflush(m_json_out);
         m_rows.push_back(row{std::string(metric), value, std::string(unit), min, max, std::move(note)});
     }

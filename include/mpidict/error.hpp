@@ -45,6 +45,8 @@ public:
 };
 
 namespace detail {
+// Prints the failed internal invariant and aborts the job (src/error.cpp);
+// called by MPIDICT_ASSERT below, never by users.
 [[noreturn]] void assertion_failed(const char* expression, const char* file, int line,
                                    const char* message);
 }  // namespace detail

@@ -16,10 +16,9 @@
 // deletes (req == NULL) are kept on the map and completed by mpidict_flush.
 //
 // Safety.  Every entry point validates its arguments before it touches the
-// hash_map (in particular before a request slot is opened: hash_map opens the
-// slot before it checks the target and the record size, so a throw there would
-// leak a slot of the blocking window), and converts every exception into an
-// error code and a thread-local message.  Nothing throws across extern "C".
+// hash_map, so a bad argument is reported without side effects, and converts
+// every exception into an error code and a thread-local message.  Nothing
+// throws across extern "C".
 
 #include "mpidict/c/mpidict.h"
 

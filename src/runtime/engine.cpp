@@ -14,19 +14,6 @@
 #include "mpidict/local/hash.hpp"
 
 namespace mpidict {
-namespace detail {
-void assertion_failed(const char* expression, const char* file, int line, const char* message) {
-    std::fprintf(stderr, "mpidict: internal error at %s:%d: %s (%s)\n", file, line, message, expression);
-    std::fflush(stderr);
-    int initialised = 0;
-    MPI_Initialized(&initialised);
-    int finalised = 0;
-    MPI_Finalized(&finalised);
-    if (initialised && !finalised)
-        MPI_Abort(MPI_COMM_WORLD, 70);
-    std::abort();
-}
-}  // namespace detail
 
 namespace runtime {
 
@@ -483,7 +470,8 @@ bool engine::progress() {
 }
 
 void engine::ship_all() {
-    // Copy: shipping may run handlers that dirty other outboxes.
+    // ship() takes its destination off m_dirty, but shipping may run handlers
+    // that dirty other outboxes: loop until none is left.
     while (!m_dirty.empty()) {
         const int destination = m_dirty.front();
         ship(destination);

@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include <mpi.h>
+
+#include "mpidict/support/program.hpp"
 
 namespace mpidict::testing {
 
@@ -32,36 +35,31 @@ inline void check(bool condition, const char* expression, const char* file, int 
     }
 }
 
-// Runs `body` on every rank under MPI; checks the launched rank count against
-// MPIDICT_TEST_RANKS; aborts the job if any rank throws; returns the exit code.
+// Runs `body` on every rank under MPI (support::mpi_main: a rank that throws
+// aborts the job, so none is left waiting); checks the launched rank count
+// against MPIDICT_TEST_RANKS; returns 0 if no rank recorded a failed check.
 template <class Body>
 int run_mpi_test(int argc, char** argv, Body&& body) {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-    int rank = 0;
-    int size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (const char* expected = std::getenv("MPIDICT_TEST_RANKS")) {
-        if (std::atoi(expected) != size) {
-            std::fprintf(stderr, "[rank %d] launched with %d ranks but the test expects %s\n", rank, size, expected);
-            MPI_Abort(MPI_COMM_WORLD, 3);
-        }
-    }
-    try {
-        body(rank, size);
-    } catch (const std::exception& problem) {
-        std::fprintf(stderr, "[rank %d] uncaught exception: %s\n", rank, problem.what());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    int local = failure_count();
-    int total = 0;
-    MPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        std::printf("%s: %d failed checks over %d ranks\n", total == 0 ? "PASS" : "FAIL", total, size);
-    MPI_Finalize();
-    return total == 0 ? 0 : 1;
+    const std::string name = support::program_name(argc, argv, "test");
+    return support::mpi_main(
+        argc, argv, name,
+        [&](int, char**, MPI_Comm comm) {
+            int rank = 0;
+            int size = 0;
+            MPI_Comm_rank(comm, &rank);
+            MPI_Comm_size(comm, &size);
+            if (const char* expected = std::getenv("MPIDICT_TEST_RANKS"); expected && std::atoi(expected) != size)
+                throw std::runtime_error("launched with " + std::to_string(size) + " ranks but the test expects " +
+                                         expected);
+            body(rank, size);
+            int local = failure_count();
+            int total = 0;
+            MPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM, comm);
+            if (rank == 0)
+                std::printf("%s: %d failed checks over %d ranks\n", total == 0 ? "PASS" : "FAIL", total, size);
+            return total == 0 ? support::exit_success : support::exit_failure;
+        },
+        MPI_THREAD_SERIALIZED);
 }
 
 }  // namespace mpidict::testing

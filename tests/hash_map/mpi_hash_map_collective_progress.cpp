@@ -2,7 +2,7 @@
 // answering other ranks while they wait for the
 // collective to complete: a rank may enter one while another rank still waits on
 // a request this rank owns (the other rank will join the collective as soon as its
-// answer arrives).  "Every library call makes progress" (DESIGN.md, Runtime contract).
+// answer arrives).  "Every library call makes progress" (docs/architecture.md, Runtime contract).
 //
 // Pins a core bug found by mpi_hash_map_basic: these calls block in a plain
 // MPI_Allreduce without progress (and, with a progress thread, while holding the

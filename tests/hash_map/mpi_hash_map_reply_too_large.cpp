@@ -3,7 +3,7 @@
 // it must raise mpidict::error on the CALLING rank with a message naming the
 // sizes, leave the owner running and its data untouched (nothing taken), and leave
 // no request slot behind; the same lookup with a smaller limit then works.
-// (DESIGN.md, Errors and bad input: "raise a clear exception on the calling rank";
+// (docs/architecture.md, Errors and bad input: "raise a clear exception on the calling rank";
 // "No input may crash or hang the job, or lose stored data".)
 //
 // Pins a core bug: the owner's handler throws, so at >= 2 ranks the exception

@@ -30,7 +30,6 @@
 #include "mpidict/runtime/statistics.hpp"
 
 #include "common/command.hpp"
-#include "common/options.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 
@@ -73,15 +72,8 @@ constexpr std::uint64_t key_bytes = sizeof(std::uint64_t);
 // {slot, count, key, values}; a find_many answer {batch, index, count, values}.
 constexpr std::uint64_t record_overhead_bytes = 8 + key_bytes;
 
-// MurmurHash3's 64-bit finaliser: a bijection, so distinct indices give distinct keys.
-constexpr std::uint64_t scramble(std::uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
+// mpidict::mix64 (local/hash.hpp) is a bijection, so distinct indices give distinct keys.
+constexpr std::uint64_t scramble(std::uint64_t x) { return mpidict::mix64(x); }
 
 // The value a key must hold at position `index`: a function of (key, index, seed).
 template <class V>
@@ -165,11 +157,9 @@ public:
         map.destroy();
         const double total_seconds = MPI_Wtime() - start;
 
-        std::uint64_t failures = m_failures;
-        MPI_Allreduce(&m_failures, &failures, 1, MPI_UINT64_T, MPI_SUM, m_context.world());
-        std::uint64_t rss = peak_rss_bytes();
-        std::uint64_t rss_max = rss;
-        MPI_Reduce(&rss, &rss_max, 1, MPI_UINT64_T, MPI_MAX, 0, m_context.world());
+        const run_outcome outcome = gather_outcome(m_context.world(), m_failures);
+        const std::uint64_t failures = outcome.failures;
+        const std::uint64_t rss_max = outcome.peak_rss_bytes_max;
         std::uint64_t table_max = m_table_bytes;
         std::uint64_t table_sum = m_table_bytes;
         MPI_Reduce(&m_table_bytes, &table_max, 1, MPI_UINT64_T, MPI_MAX, 0, m_context.world());
@@ -516,11 +506,8 @@ private:
                     format_bytes(static_cast<double>(summary.peak_rss_bytes_max)).c_str(),
                     format_bytes(static_cast<double>(summary.table_bytes_max)).c_str(),
                     format_bytes(static_cast<double>(summary.table_bytes_sum)).c_str());
-        if (summary.failures == 0)
-            std::printf("verified: yes, every value found and taken as inserted; final global size 0\n");
-        else
-            std::printf("verified: NO, %s failures (details on stderr)\n", format_count(summary.failures).c_str());
-        std::printf("total:    %s s\n\n", format_seconds(summary.total_seconds).c_str());
+        print_verdict(summary.failures, "every value found and taken as inserted; final global size 0",
+                      summary.total_seconds);
     }
 
     void print_json(const report& summary) const {
@@ -577,7 +564,7 @@ private:
 int run_hash(command_context& context) {
     hash_options options;
     option_parser parser(
-        "hash [options]",
+        "mpidict hash [options]",
         "Runs a hash-map workload on the current MPI world (seed 000, section 3): insert N\n"
         "keys with v values each, find them all, take them all, verifying every value,\n"
         "then prints rates, Figure-2 times, latency percentiles and memory.");

@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -32,10 +31,10 @@
 #include <mpi.h>
 
 #include "mpidict/runtime/statistics.hpp"
+#include "mpidict/local/hash.hpp"
 #include "mpidict/skiplist_map.hpp"
 
 #include "common/command.hpp"
-#include "common/options.hpp"
 #include "common/progress.hpp"
 #include "common/report.hpp"
 
@@ -59,14 +58,7 @@ struct skiplist_options {
     bool progress = false;
 };
 
-constexpr std::uint64_t scramble(std::uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
+constexpr std::uint64_t scramble(std::uint64_t x) { return mpidict::mix64(x); }
 
 struct phase_result {
     std::string name;
@@ -131,11 +123,9 @@ public:
         counts[op_kinds + 1] = m_failures;
         std::uint64_t sums[op_kinds + 2] = {};
         MPI_Reduce(counts, sums, op_kinds + 2, MPI_UINT64_T, MPI_SUM, 0, m_context.world());
-        std::uint64_t failures = 0;
-        MPI_Allreduce(&m_failures, &failures, 1, MPI_UINT64_T, MPI_SUM, m_context.world());
-        std::uint64_t rss = peak_rss_bytes();
-        std::uint64_t rss_max = rss;
-        MPI_Reduce(&rss, &rss_max, 1, MPI_UINT64_T, MPI_MAX, 0, m_context.world());
+        const run_outcome outcome = gather_outcome(m_context.world(), m_failures);
+        const std::uint64_t failures = outcome.failures;
+        const std::uint64_t rss_max = outcome.peak_rss_bytes_max;
 
         if (m_rank == 0) {
             report summary{load, mix, {}, sums[op_kinds], after_load, after_mix, rss_max, global, failures,
@@ -450,13 +440,10 @@ private:
         std::printf("memory:   peak RSS %s (max over ranks); key + value bytes held %s\n",
                     format_bytes(static_cast<double>(summary.peak_rss_bytes_max)).c_str(),
                     format_bytes(static_cast<double>(summary.after_mix.payload_bytes_sum)).c_str());
-        if (summary.failures == 0)
-            std::printf("verified: yes, every own key found, replaced and erased as the model says; ranges ordered "
-                        "and bounded; final size %s\n",
-                        format_count(summary.final_size).c_str());
-        else
-            std::printf("verified: NO, %s failures (details on stderr)\n", format_count(summary.failures).c_str());
-        std::printf("total:    %s s\n\n", format_seconds(summary.total_seconds).c_str());
+        print_verdict(summary.failures,
+                      "every own key found, replaced and erased as the model says; ranges ordered and bounded; "
+                      "final size " + format_count(summary.final_size),
+                      summary.total_seconds);
     }
 
     void print_json(const report& summary) const {
@@ -515,7 +502,7 @@ private:
 int run_skiplist(command_context& context) {
     skiplist_options options;
     option_parser parser(
-        "skiplist [options]",
+        "mpidict skiplist [options]",
         "Runs an ordered-dictionary workload on skiplist_map (seed 004): load N keys, then a\n"
         "mix of find / insert / erase / range operations, verifying every answer about the\n"
         "rank's own keys, then prints rates, range throughput, load balance and memory.");

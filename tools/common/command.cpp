@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "mpidict/support/program.hpp"
+
 namespace mpidict::tool {
 
 namespace {
@@ -44,35 +46,12 @@ command_context::command_context(MPI_Comm world, std::string_view command_name, 
 }
 
 bool command_context::parse_options(option_parser& parser) {
-    enum : int { parsed = 0, help = 1, rejected = 2 };
-    int status = parsed;
-    std::string message;
-    try {
-        if (!parser.parse(m_arguments))
-            status = help;
-    } catch (const usage_error& problem) {
-        status = rejected;
-        message = problem.what();
-    }
-    // Every rank saw the same argv, so they should agree; make sure anyway before
-    // anyone starts a collective that a rank which gave up would never join.
-    int worst = status;
-    MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, m_world);
-    if (worst == rejected) {
-        int first_failing = status == rejected ? m_rank : m_size;
-        int first = first_failing;
-        MPI_Allreduce(&first_failing, &first, 1, MPI_INT, MPI_MIN, m_world);
-        if (m_rank == first && m_rank != 0)
-            std::fprintf(stderr, "mpidict %s: rank %d: %s\n", m_command_name.c_str(), m_rank, message.c_str());
-        if (status == rejected && m_rank == 0)
-            throw usage_error(message);
-        throw usage_error("rank " + std::to_string(first) + " rejected the options (see its message above)");
-    }
-    if (worst == help) {
-        if (m_rank == 0)
-            std::fputs(parser.help().c_str(), stdout);
+    const std::optional<int> stop =
+        support::parse_collectively(m_world, parser, m_arguments, "mpidict " + m_command_name);
+    if (stop && *stop == support::exit_success)
         return false;
-    }
+    if (stop)
+        throw exit_now{*stop};
     return true;
 }
 

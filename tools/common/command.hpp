@@ -21,9 +21,19 @@
 
 #include <mpi.h>
 
-#include "common/options.hpp"
+#include "mpidict/support/options.hpp"
 
 namespace mpidict::tool {
+
+using support::option_parser;
+using support::parse_count;
+using support::usage_error;
+
+// Thrown by command_context::parse_options when every rank should exit now
+// with `code` (help printed: 0; usage error printed: 2); main() returns it.
+struct exit_now {
+    int code;
+};
 
 class command_context {
 public:
@@ -36,10 +46,10 @@ public:
     std::span<char* const> arguments() const { return m_arguments; }
 
     // Collective.  Parses this command's arguments with `parser` on every rank
-    // and agrees on the outcome.  Returns false if help was asked for (printed
-    // on rank 0; the command should return 0).  Throws usage_error on every rank
-    // if any rank rejected the options (rank 0 prints its own message, or names
-    // the rank that failed).
+    // and agrees on the outcome (support::parse_collectively).  Returns false
+    // if help was asked for (printed on rank 0; the command should return 0).
+    // If any rank rejected the options, rank 0 prints the first rank's message
+    // and every rank throws exit_now{2}.
     bool parse_options(option_parser& parser);
 
 private:

@@ -1,14 +1,19 @@
 #pragma once
-// Output helpers shared by the tool's subcommands: JSON lines in the format of
-// DESIGN.md ("bench", "metric", "value", "unit", "ranks", "seed", then fields
-// describing the run), an aligned text table, human-readable numbers, and
-// process memory.
+// Output helpers shared by the tool's subcommands: JSON lines ("bench", "metric",
+// "value", "unit", "ranks", "seed", then fields describing the run; the format
+// of support/json.hpp), and, from support/, the aligned text table, human-readable
+// numbers and process memory.
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <mpi.h>
+
+#include "mpidict/support/host.hpp"
+#include "mpidict/support/text.hpp"
 
 namespace mpidict::tool {
 
@@ -41,26 +46,28 @@ private:
     std::string m_tail;         // ,"ranks":..,"seed":..
 };
 
-// Rows of cells printed with aligned columns (first column left, others right).
-class text_table {
-public:
-    void add_row(std::vector<std::string> cells);
-    void print(std::FILE* out, std::string_view indent = "") const;
+using support::format_bytes;
+using support::format_count;
+using support::format_fixed;
+using support::format_rate;
+using support::format_seconds;
+using support::quantile;
+using support::text_table;
 
-private:
-    std::vector<std::vector<std::string>> m_rows;
+// Peak resident set size of this process, in bytes.
+inline std::uint64_t peak_rss_bytes() { return support::read_process_memory().peak_rss_bytes; }
+
+// What every command reports at its end.  Collective over `world`: the
+// failures summed on every rank (each rank returns the same exit code), the
+// peak RSS as the maximum over ranks (meaningful on rank 0).
+struct run_outcome {
+    std::uint64_t failures = 0;
+    std::uint64_t peak_rss_bytes_max = 0;
 };
+run_outcome gather_outcome(MPI_Comm world, std::uint64_t local_failures);
 
-std::string format_rate(double per_second);   // "1.63 M/s"
-std::string format_bytes(double bytes);       // "12.3 MiB"
-std::string format_seconds(double seconds);   // "0.123"
-std::string format_count(std::uint64_t n);    // "200,000"
-std::string format_fixed(double value, int decimals);
-
-// Peak resident set size of this process, in bytes (getrusage).
-std::uint64_t peak_rss_bytes();
-
-// The q-quantile (0..1) of already sorted samples, nearest-rank; 0 if empty.
-double quantile(const std::vector<double>& sorted, double q);
+// The table's last lines: "verified: yes, <what>" or "verified: NO, n failures",
+// then "total: <seconds> s".
+void print_verdict(std::uint64_t failures, const std::string& what, double total_seconds);
 
 }  // namespace mpidict::tool

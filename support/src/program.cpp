@@ -1,32 +1,43 @@
-// See app_support.hpp.
+// See program.hpp.
 
-#include "common/app_support.hpp"
+#include "mpidict/support/program.hpp"
 
 #include <climits>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 #include <utility>
 
-namespace mpidict::apps {
+namespace mpidict::support {
 
-int app_main(int argc, char** argv, const char* name, app_run run) {
-    MPI_Init(&argc, &argv);
+int mpi_main(int argc, char** argv, std::string_view name, const program_run& run, int thread_level) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, thread_level, &provided);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int exit_code = 1;
+    const std::string label(name);
+    int code = exit_failure;
     try {
-        exit_code = run(argc, argv, MPI_COMM_WORLD);
+        if (provided < thread_level)
+            throw std::runtime_error("MPI provides thread level " + std::to_string(provided) + ", below the " +
+                                     std::to_string(thread_level) + " this program needs");
+        code = run(argc, argv, MPI_COMM_WORLD);
     } catch (const std::exception& problem) {
         // Anything not foreseen may have left other ranks inside a collective.
-        std::fprintf(stderr, "%s: error on rank %d: %s\n", name, rank, problem.what());
+        std::fprintf(stderr, "%s: error on rank %d: %s\n", label.c_str(), rank, problem.what());
         std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return 1;
+        MPI_Abort(MPI_COMM_WORLD, exit_failure);
+        return exit_failure;
+    } catch (...) {
+        std::fprintf(stderr, "%s: unknown exception on rank %d\n", label.c_str(), rank);
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, exit_failure);
+        return exit_failure;
     }
     std::fflush(stdout);
     std::fflush(stderr);
     MPI_Finalize();
-    return exit_code;
+    return code;
 }
 
 std::string program_name(int argc, char** argv, std::string_view fallback) {
@@ -34,6 +45,12 @@ std::string program_name(int argc, char** argv, std::string_view fallback) {
     if (const auto slash = program.find_last_of('/'); slash != std::string::npos)
         program = program.substr(slash + 1);
     return program;
+}
+
+std::span<char* const> arguments_of(int argc, char** argv) {
+    if (argc <= 1 || argv == nullptr)
+        return {};
+    return {argv + 1, static_cast<std::size_t>(argc - 1)};
 }
 
 exit_reporter::exit_reporter(int argc, char** argv, std::string program, MPI_Comm comm)
@@ -79,4 +96,29 @@ bool usage_failed(MPI_Comm comm, const std::string& problem, const std::string& 
     return true;
 }
 
-}  // namespace mpidict::apps
+std::optional<int> parse_collectively(MPI_Comm comm, option_parser& parser, std::span<char* const> arguments,
+                                      const std::string& program) {
+    std::string problem;
+    bool run = true;
+    try {
+        run = parser.parse(arguments);
+    } catch (const usage_error& bad) {
+        problem = bad.what();
+    }
+    // Every rank saw the same argv, so they should agree; make sure anyway
+    // before anyone starts a collective that a rank which gave up would never join.
+    if (usage_failed(comm, problem, program))
+        return exit_usage;
+    if (!run) {
+        int rank = 0;
+        MPI_Comm_rank(comm, &rank);
+        if (rank == 0) {
+            std::fputs(parser.help().c_str(), stdout);
+            std::fflush(stdout);
+        }
+        return exit_success;
+    }
+    return std::nullopt;
+}
+
+}  // namespace mpidict::support

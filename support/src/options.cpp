@@ -1,4 +1,4 @@
-#include "common/options.hpp"
+#include "mpidict/support/options.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <utility>
 
-namespace mpidict::tool {
+namespace mpidict::support {
 
 namespace {
 
@@ -52,6 +52,16 @@ std::uint64_t parse_count(std::string_view text, std::string_view what) {
     };
     if (text.empty() || text.front() == '-' || text.front() == '+')
         return fail();
+    // Digit separators: 4'000'000 and 4_000_000 read as 4000000.
+    std::string without_separators;
+    if (text.find_first_of("'_") != std::string_view::npos) {
+        for (const char c : text)
+            if (c != '\'' && c != '_')
+                without_separators += c;
+        if (without_separators.empty())
+            return fail();
+        return parse_count(without_separators, what);
+    }
     // Split off a suffix.
     std::size_t digits_end = text.size();
     while (digits_end > 0 && std::isalpha(static_cast<unsigned char>(text[digits_end - 1])) &&
@@ -106,21 +116,26 @@ option_parser::option_parser(std::string usage, std::string description)
 
 option_parser& option_parser::add(option entry) {
     if (find(entry.name) != nullptr || entry.name == "help")
-        throw std::logic_error("mpidict tool: option --" + entry.name + " declared twice");
+        throw std::logic_error("option_parser: option --" + entry.name + " declared twice");
     m_options.push_back(std::move(entry));
     return *this;
 }
 
-option_parser& option_parser::add_count(std::string name, std::uint64_t* target, std::string help,
-                                        std::uint64_t minimum, std::uint64_t maximum, std::string placeholder) {
+option_parser& option_parser::add_count_to(std::string name, std::uint64_t current,
+                                           std::function<void(std::uint64_t)> store, std::string help,
+                                           std::uint64_t minimum, std::uint64_t maximum, std::string placeholder) {
     const std::string flag = "--" + name;
-    return add({name, std::move(placeholder), std::move(help), std::to_string(*target),
+    return add({name, std::move(placeholder), std::move(help), std::to_string(current),
                 [=](std::string_view text) {
                     const std::uint64_t value = parse_count(text, flag);
-                    if (value < minimum || value > maximum)
-                        throw usage_error(flag + ": " + std::to_string(value) + " is outside [" +
-                                          std::to_string(minimum) + ", " + std::to_string(maximum) + "]");
-                    *target = value;
+                    if (value < minimum || value > maximum) {
+                        const std::string range = maximum == UINT64_MAX
+                                                      ? "at least " + std::to_string(minimum)
+                                                      : "in [" + std::to_string(minimum) + ", " +
+                                                            std::to_string(maximum) + "]";
+                        throw usage_error(flag + ": must be " + range + " (got " + std::string(text) + ")");
+                    }
+                    store(value);
                 }});
 }
 
@@ -160,8 +175,23 @@ option_parser& option_parser::add_text(std::string name, std::string* target, st
                 [=](std::string_view text) { *target = std::string(text); }});
 }
 
-option_parser& option_parser::add_flag(std::string name, bool* target, std::string help) {
-    return add({name, "", std::move(help), "", [=](std::string_view) { *target = true; }});
+option_parser& option_parser::add_flag(std::string name, bool* target, std::string help, bool when_given) {
+    return add({name, "", std::move(help), "", [=](std::string_view) { *target = when_given; }});
+}
+
+option_parser& option_parser::add_custom(std::string name, std::string placeholder, std::string help,
+                                         std::string default_text, std::function<void(std::string_view)> assign) {
+    return add({std::move(name), std::move(placeholder), std::move(help), std::move(default_text),
+                std::move(assign)});
+}
+
+option_parser& option_parser::add_positional(std::string what, std::string* target, std::string placeholder) {
+    if (m_positional != nullptr)
+        throw std::logic_error("option_parser: a second positional argument declared");
+    m_positional_what = std::move(what);
+    m_positional_placeholder = std::move(placeholder);
+    m_positional = target;
+    return *this;
 }
 
 option_parser& option_parser::add_check(std::function<void()> check) {
@@ -182,10 +212,20 @@ const option_parser::option* option_parser::find(std::string_view name) const {
 }
 
 bool option_parser::parse(std::span<char* const> arguments) {
-    for (std::size_t index = 0; index < arguments.size(); ++index) {
-        const std::string_view argument = arguments[index];
+    for (const std::string_view argument : arguments)
         if (argument == "-h" || argument == "--help")
             return false;
+    bool positional_seen = false;
+    for (std::size_t index = 0; index < arguments.size(); ++index) {
+        const std::string_view argument = arguments[index];
+        if (m_positional != nullptr && !argument.starts_with("-")) {
+            if (positional_seen)
+                throw usage_error("more than one " + m_positional_what + " given (" + quoted(*m_positional) +
+                                  " and " + quoted(argument) + ")");
+            *m_positional = std::string(argument);
+            positional_seen = true;
+            continue;
+        }
         if (argument.size() < 3 || argument.substr(0, 2) != "--")
             throw usage_error("unexpected argument " + quoted(argument) + " (options start with --)");
         std::string_view name = argument.substr(2);
@@ -220,13 +260,15 @@ bool option_parser::parse(std::span<char* const> arguments) {
         }
         entry->assign(value);
     }
+    if (m_positional != nullptr && !positional_seen)
+        throw usage_error("no " + m_positional_what + " given");
     for (const auto& check : m_checks)
         check();
     return true;
 }
 
 std::string option_parser::help() const {
-    std::string text = "usage: mpidict " + m_usage + "\n\n" + m_description + "\n\noptions:\n";
+    std::string text = "usage: " + m_usage + "\n\n" + m_description + "\n\noptions:\n";
     std::vector<std::string> left;
     std::size_t width = 0;
     for (const option& entry : m_options) {
@@ -253,4 +295,4 @@ std::string option_parser::help() const {
     return text;
 }
 
-}  // namespace mpidict::tool
+}  // namespace mpidict::support

@@ -2,16 +2,12 @@
 // Waits on MPI requests that give the core away while they wait, for runs with
 // more ranks than cores (the tests run 4 ranks on 2 cores): a blocking MPI wait
 // busy-polls and takes the time share the ranks with work need.
-//
-// Header-only (like json.hpp) so that the benchmarks can use it without linking
-// anything from apps/: bench/ includes "apps/common/yielding.hpp", the apps
-// "common/yielding.hpp".
 
 #include <mpi.h>
 #include <sched.h>
 #include <time.h>
 
-namespace mpidict::apps {
+namespace mpidict::support {
 
 // Polls `request` with MPI_Test until it completes: the first few polls back
 // to back, then with sched_yield between them, and after 2048 polls with a
@@ -40,4 +36,4 @@ inline void barrier_yielding(MPI_Comm comm) {
     wait_yielding(request);
 }
 
-}  // namespace mpidict::apps
+}  // namespace mpidict::support

@@ -1,5 +1,6 @@
 #pragma once
-// Facts about this process and host that benchmarks report next to figures.
+// Facts about this process and host that the benchmarks, the tool and the apps
+// report next to their figures.
 //
 // read_process_memory(): resident memory, for bytes-per-item figures.  Linux keeps the
 // current resident set (VmRSS) and its high-water mark (VmHWM) in
@@ -16,7 +17,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace mpidict::bench {
+namespace mpidict::support {
 
 struct process_memory {
     std::size_t rss_bytes = 0;       // VmRSS now (0 if unknown)
@@ -55,4 +56,4 @@ inline double read_load_average() {
     return load;
 }
 
-}  // namespace mpidict::bench
+}  // namespace mpidict::support
