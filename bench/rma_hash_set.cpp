@@ -146,7 +146,7 @@ outcome run_rma(MPI_Comm comm, const std::vector<T>& objects, mpidict::rma_sync 
     barrier_yielding(comm);
     const double start = MPI_Wtime();
     for (const T& each : objects)
-        result.inserted += set.insert_if_absent(each) ? 1 : 0;
+        result.inserted += set.insert_if_absent(each).get() ? 1 : 0;
     for (int pass = 0; pass < 3; ++pass)
         for (const T& each : objects)
             result.found += set.contains(each) ? 1 : 0;

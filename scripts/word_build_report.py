@@ -364,7 +364,7 @@ config.server_capacity_bytes = 64u << 20;            // key + value payload byte
 mpidict::linear_hash_map<std::string, std::string> words(MPI_COMM_WORLD, config);  // collective
 
 if (words.is_client()) {
-    mpidict::lh_insert_result r = words.insert("fiets", std::string(1024, 'x')).get();
+    mpidict::replace_result r = words.insert("fiets", std::string(1024, 'x')).get();
     if (!r.stored) { /* the answering server was full and no dormant server was left */ }
     std::optional<std::string> v = words.find("fiets").get();
     words.async_insert("boot", "...");       // fire and forget: done by the next flush()

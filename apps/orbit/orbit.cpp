@@ -285,7 +285,7 @@ private:
     void drain() {
         if (m_batch.empty())
             return;
-        const rma_batch_result result = m_set.insert_batch(m_batch);
+        const insert_if_absent_many_result result = m_set.insert_if_absent_many(m_batch);
         for (std::size_t index = 0; index < m_batch.size(); ++index)
             if (result.status[index] == insert_status::inserted)
                 m_outgoing[static_cast<std::size_t>(m_set.owner(m_batch[index]))].push_back(m_batch[index]);
@@ -601,7 +601,7 @@ support::option_parser make_parser(const std::string& program, orbit_options& op
                             throw usage_error("--max-load: '" + copy + "' is not a number in (0, 1]");
                         options.max_load = value;
                     })
-        .add_count("batch", &options.batch, "rma backends: images per insert_batch", 1)
+        .add_count("batch", &options.batch, "rma backends: images per insert_if_absent_many", 1)
         .add_flag("quiet", &options.progress, "no progress line per BFS level", false)
         .add_flag("trace-exit", &trace_exit, "every rank prints its exit code (for tests)")
         .add_positional("problem file", &options.file, "FILE")

@@ -499,7 +499,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
         support::barrier_yielding(comm);
         t0 = runtime::now_seconds();
         if (is_client) {
-            run_windowed<request<lh_insert_result>>(
+            run_windowed<request<replace_result>>(
                 mine.size(), options.window, t0,
                 [&](std::size_t position) {
                     const std::string_view word = words[mine[position]];
@@ -507,7 +507,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
                     make_value(word, options.seed, options.value_bytes, value);
                     return map.insert(key, value);
                 },
-                [&](std::size_t, lh_insert_result answer) {
+                [&](std::size_t, replace_result answer) {
                     if (answer.stored)
                         ++stored;
                     else

@@ -40,7 +40,8 @@
 
 #include <mpi.h>
 
-#include "mpidict/detail/lh_core.hpp"
+#include "mpidict/linear_hash_map.hpp"
+
 
 namespace mpidict::apps::word_build {
 

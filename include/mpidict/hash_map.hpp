@@ -57,6 +57,7 @@
 #include "mpidict/local/codec.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/local/multi_table.hpp"
+#include "mpidict/results.hpp"
 #include "mpidict/runtime/engine.hpp"
 #include "mpidict/runtime/request.hpp"
 
@@ -78,16 +79,6 @@ struct hash_map_config {
     std::size_t capacity_bytes = 0;          // per-rank limit on key+value payload bytes; 0: none
     std::size_t fixed_value_bytes = 0;       // byte-string values must have this length; 0: any
 };
-
-struct insert_result {
-    std::uint32_t requested = 0;
-    std::uint32_t stored = 0;
-    // Values [stored, requested) of the call were not stored (capacity).
-    bool complete() const { return stored == requested; }
-    std::uint32_t not_stored() const { return requested - stored; }
-};
-
-struct nothing {};
 
 // hash_map's operation kinds, registered with its engine in this order; index
 // `stats()` with them (e.g. `map.stats()[hash_map_op::find].completion_seconds`).

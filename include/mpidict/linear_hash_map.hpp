@@ -131,8 +131,8 @@ public:
     // ---- operations (clients) ----------------------------------------------
 
     // Inserts or replaces.  stored = false: the answering server was full.
-    request<lh_insert_result> insert(const K& key, const V& value) {
-        return start<lh_insert_result>(lh_op::insert, linear_hash_map_op::insert, key, detail::payload_of(value),
+    request<replace_result> insert(const K& key, const V& value) {
+        return start<replace_result>(lh_op::insert, linear_hash_map_op::insert, key, detail::payload_of(value),
                                        &decode_insert);
     }
     void async_insert(const K& key, const V& value) {
@@ -240,9 +240,9 @@ private:
         m_core->send(op, detail::lh_core::no_slot, detail::payload_of(key), value);
     }
 
-    static lh_insert_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
+    static replace_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
         const auto status = reader.read<std::uint8_t>();
-        lh_insert_result result;
+        replace_result result;
         result.stored = status != detail::lh_core::status_rejected;
         result.replaced = status == detail::lh_core::status_replaced;
         return result;

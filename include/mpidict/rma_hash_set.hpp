@@ -47,13 +47,13 @@
 //   shared memory: k atomic loads (+1 CAS, 1 release store, 1 fetch_add to
 //     insert); owner_lock adds a lock CAS and a release store.
 //   MPI RMA lock_free: k round trips to read slots; inserting adds 3 (claim,
-//     object, publish).  insert_batch advances up to 1024 objects together:
+//     object, publish).  insert_if_absent_many advances up to 1024 objects together:
 //     about 4 + k waited rounds for the whole batch.  owner_lock: lock + k
 //     round trips + unlock per object.
 //
 // Full tables.  A probe visits each slot of the owner at most once.  If none is
 // free, insert_if_absent throws table_full_error naming the rank, the capacity
-// and the load; insert_batch instead reports, per object, that it was not
+// and the load; insert_if_absent_many instead reports, per object, that it was not
 // inserted.  contains() on a full table answers false after one full pass.
 //
 // Threads.  One thread per rank calls the set at a time.
@@ -78,6 +78,8 @@
 #include "mpidict/detail/rma_window.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/hash.hpp"
+#include "mpidict/results.hpp"
+#include "mpidict/runtime/request.hpp"
 
 namespace mpidict {
 
@@ -108,9 +110,7 @@ struct rma_hash_set_config {
     rma_access access = rma_access::automatic;
 };
 
-enum class insert_status : std::uint8_t { inserted, present, not_inserted };
-
-struct rma_batch_result {
+struct insert_if_absent_many_result {
     std::vector<insert_status> status;  // one per object, in the order given
     std::size_t inserted = 0;           // new objects stored
     std::size_t present = 0;            // already in the set
@@ -202,20 +202,21 @@ public:
 
     int owner(const T& object) const { return describe(object).owner; }
 
-    // Stores `object` unless present; true if it was new.  Throws
-    // table_full_error if the owner has no free slot.
-    bool insert_if_absent(const T& object) {
+    // Stores `object` unless present; the request's get() is true if it was
+    // new.  One-sided: the operation is complete when this returns, so the
+    // request is already complete (the same shape as hash_map's and
+    // skiplist_map's insert_if_absent).  Throws table_full_error if the owner
+    // has no free slot.
+    request<bool> insert_if_absent(const T& object) {
         check_alive("insert_if_absent");
         const key k = describe(object);
         ++m_stats.inserts;
         const probe_result result = probe(k, true);
         if (result == probe_result::full)
             throw table_full_error(full_message(k.owner));
-        if (result == probe_result::inserted) {
+        if (result == probe_result::inserted)
             ++m_stats.inserted;
-            return true;
-        }
-        return false;
+        return request<bool>::completed(result == probe_result::inserted);
     }
 
     bool contains(const T& object) {
@@ -229,9 +230,9 @@ public:
     // Inserts every object; an object whose owner is full is reported, not thrown.
     // With MPI RMA and lock_free the probes of up to 1024 objects advance
     // together, one waited round trip per step for all of them.
-    rma_batch_result insert_batch(std::span<const T> objects) {
-        check_alive("insert_batch");
-        rma_batch_result result;
+    insert_if_absent_many_result insert_if_absent_many(std::span<const T> objects) {
+        check_alive("insert_if_absent_many");
+        insert_if_absent_many_result result;
         result.status.resize(objects.size(), insert_status::not_inserted);
         if (!m_window->shared() && m_config.sync == rma_sync::lock_free) {
             pipelined_insert(objects, result);
@@ -525,11 +526,11 @@ private:
         return probe_result::full;
     }
 
-    // insert_batch on MPI RMA, lock_free: the scalar protocol above, as a state
+    // insert_if_absent_many on MPI RMA, lock_free: the scalar protocol above, as a state
     // machine per object.  Each round issues one step of every object in
     // flight, waits for all of them at once (requests polled with yields, then
     // one MPI_Win_flush_all that finds nothing left to wait for) and advances.
-    void pipelined_insert(std::span<const T> objects, rma_batch_result& result) {
+    void pipelined_insert(std::span<const T> objects, insert_if_absent_many_result& result) {
         enum class phase : std::uint8_t { read, claim, write, publish };
         struct flight {
             std::size_t index = 0;
@@ -807,7 +808,7 @@ private:
         return "mpidict: rma_hash_set is full on rank " + std::to_string(owner_rank) + ": capacity " +
                std::to_string(m_slots) + " slots per rank, load " + load + " (" + std::to_string(used) +
                " objects stored there); the object was not inserted. Raise slots_per_rank (or "
-               "expected_per_rank), or use insert_batch to learn which objects were not stored.";
+               "expected_per_rank), or use insert_if_absent_many to learn which objects were not stored.";
     }
 
     rma_hash_set_config m_config;

@@ -184,9 +184,9 @@ public:
 
     // Inserts or replaces.  Throws (from get()) list_full when the key needed a
     // new node and none was free anywhere.
-    request<skiplist_insert_result> insert(const K& key, const V& value) { return insert(key, value, never); }
-    request<skiplist_insert_result> insert(const K& key, const V& value, clock::time_point expires_at) {
-        return start<skiplist_insert_result>(skiplist_map_op::insert, detail::skiplist_core::op::insert, key,
+    request<replace_result> insert(const K& key, const V& value) { return insert(key, value, never); }
+    request<replace_result> insert(const K& key, const V& value, clock::time_point expires_at) {
+        return start<replace_result>(skiplist_map_op::insert, detail::skiplist_core::op::insert, key,
                                              detail::payload_of(value), expiry_of(expires_at), &decode_insert);
     }
     void async_insert(const K& key, const V& value) { async_insert(key, value, never); }
@@ -240,7 +240,7 @@ public:
                                          " keys and " + std::to_string(values.size()) + " values");
         std::size_t fresh = 0;
         windowed(keys.size(), [&](std::size_t index) { return insert(keys[index], values[index]); },
-                 [&](std::size_t, request<skiplist_insert_result>& answer) { fresh += !answer.get().replaced; });
+                 [&](std::size_t, request<replace_result>& answer) { fresh += !answer.get().replaced; });
         return fresh;
     }
 
@@ -401,9 +401,9 @@ private:
         }
         return status;
     }
-    static skiplist_insert_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
+    static replace_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
         const auto status = read_status(reader);
-        return skiplist_insert_result{true, status == detail::skiplist_core::status_replaced};
+        return replace_result{true, status == detail::skiplist_core::status_replaced};
     }
     static bool decode_inserted(std::uint32_t, byte_reader& reader, const void*) {
         return read_status(reader) == detail::skiplist_core::status_stored;

@@ -241,7 +241,7 @@ void run_linear_hash_map(std::uint8_t configuration, std::uint8_t requests,
             map.async_insert("key" + std::to_string(index), std::string(static_cast<std::size_t>(index * 5), 'v'));
         map.engine().progress();
         std::vector<request<std::optional<std::string>>> finds;
-        std::vector<request<lh_insert_result>> inserts;
+        std::vector<request<replace_result>> inserts;
         std::vector<request<bool>> erases;
         for (int index = 0; index < (requests & 15); ++index) {
             const std::string key = "key" + std::to_string(index);

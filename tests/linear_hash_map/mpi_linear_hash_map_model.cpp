@@ -96,7 +96,7 @@ void run(const arrangement& setup, int rank, int ranks) {
     if (client) {
         for (int round = 0; round < rounds; ++round) {
             std::vector<std::string> keys;
-            std::vector<mpidict::request<mpidict::lh_insert_result>> inserts;
+            std::vector<mpidict::request<mpidict::replace_result>> inserts;
             std::vector<bool> insert_expect_replaced;
             std::vector<mpidict::request<std::optional<std::string>>> finds;
             std::vector<std::optional<std::string>> find_expect;

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
             config.split_load = (before * (value_bytes + 4) + value_bytes / 2) / double(config.server_capacity_bytes);
             mpidict::linear_hash_map<std::string, std::string> map(MPI_COMM_WORLD, config);
             if (rank == 0) {
-                std::vector<mpidict::request<mpidict::lh_insert_result>> inserts;
+                std::vector<mpidict::request<mpidict::replace_result>> inserts;
                 for (int key = 0; key < before; ++key)
                     inserts.push_back(map.insert(key_name(key), value_of(key, value_bytes)));
                 for (auto& r : inserts)

@@ -103,12 +103,26 @@ void basic_and_contended(rma_sync sync, rma_access access, int rank, int size) {
     // Own objects: new once, then present.
     std::uint64_t fresh = 0;
     for (std::size_t i = 0; i < mine; ++i)
-        fresh += set.insert_if_absent(make_object<Bytes>(static_cast<std::uint64_t>(rank) + 1, i)) ? 1 : 0;
+        fresh += set.insert_if_absent(make_object<Bytes>(static_cast<std::uint64_t>(rank) + 1, i)).get() ? 1 : 0;
     MPIDICT_CHECK_MSG(fresh == mine, what + ": own objects not all new");
     std::uint64_t again = 0;
     for (std::size_t i = 0; i < mine; ++i)
-        again += set.insert_if_absent(make_object<Bytes>(static_cast<std::uint64_t>(rank) + 1, i)) ? 1 : 0;
+        again += set.insert_if_absent(make_object<Bytes>(static_cast<std::uint64_t>(rank) + 1, i)).get() ? 1 : 0;
     MPIDICT_CHECK_MSG(again == 0, what + ": re-insert reported new");
+    // The request is complete on return (one-sided), like any other container's
+    // insert_if_absent once waited for: test() without progress, count() 1, one get().
+    {
+        auto request = set.insert_if_absent(make_object<Bytes>(static_cast<std::uint64_t>(rank) + 1, 0));
+        MPIDICT_CHECK_MSG(request.valid() && request.test() && request.count() == 1, what + ": request not complete");
+        MPIDICT_CHECK_MSG(!request.get() && !request.valid(), what + ": present object reported new");
+        bool threw = false;
+        try {
+            request.get();
+        } catch (const mpidict::error&) {
+            threw = true;
+        }
+        MPIDICT_CHECK_MSG(threw, what + ": a consumed request answered again");
+    }
 
     // Every rank inserts the same objects in its own order: one winner each.
     std::vector<std::size_t> order(common);
@@ -116,16 +130,16 @@ void basic_and_contended(rma_sync sync, rma_access access, int rank, int size) {
     std::shuffle(order.begin(), order.end(), std::mt19937_64(1234 + static_cast<unsigned>(rank)));
     std::uint64_t won = 0;
     for (const std::size_t i : order)
-        won += set.insert_if_absent(make_object<Bytes>(1000, i)) ? 1 : 0;
+        won += set.insert_if_absent(make_object<Bytes>(1000, i)).get() ? 1 : 0;
     const std::uint64_t total_won = global_sum(won);
     MPIDICT_CHECK_MSG(total_won == common, what + ": contended winners " + std::to_string(total_won) + " != " +
                                                std::to_string(common));
-    // The same through insert_batch (pipelined on MPI RMA), duplicates included.
+    // The same through insert_if_absent_many (pipelined on MPI RMA), duplicates included.
     std::vector<T> batch;
     for (const std::size_t i : order)
         batch.push_back(make_object<Bytes>(1500, i));
     batch.push_back(batch.front());
-    const auto batch_result = set.insert_batch(batch);
+    const auto batch_result = set.insert_if_absent_many(batch);
     MPIDICT_CHECK_MSG(batch_result.complete() && batch_result.inserted + batch_result.present == batch.size(),
                       what + ": batch accounting");
     MPIDICT_CHECK_MSG(batch_result.status.back() == mpidict::insert_status::present, what + ": in-batch duplicate");
@@ -189,7 +203,7 @@ void full_table(rma_sync sync, rma_access access, int rank, int size) {
     for (std::size_t i = 0; i < (slots + slots / 2) * static_cast<std::size_t>(size); ++i)
         batch.push_back(make_object<Bytes>(3000 + static_cast<std::uint64_t>(rank), i));
     batch.push_back(batch.front());  // a duplicate within the batch
-    const auto result = set.insert_batch(batch);
+    const auto result = set.insert_if_absent_many(batch);
     MPIDICT_CHECK_MSG(result.status.size() == batch.size(), what);
     MPIDICT_CHECK_MSG(result.inserted + result.present + result.not_inserted == batch.size(), what);
     MPIDICT_CHECK_MSG(result.not_inserted == result.not_inserted_indices.size(), what);
@@ -230,8 +244,8 @@ void one_hash(rma_sync sync, rma_access access, int rank, int size) {
     rma_hash_set<T, constant_hash> set(MPI_COMM_WORLD, config);
     std::uint64_t won = 0;
     for (std::size_t i = 0; i < count; ++i) {
-        won += set.insert_if_absent(make_object<Bytes>(5000, i)) ? 1 : 0;                                      // shared
-        won += set.insert_if_absent(make_object<Bytes>(6000 + static_cast<std::uint64_t>(rank), i)) ? 1 : 0;  // own
+        won += set.insert_if_absent(make_object<Bytes>(5000, i)).get() ? 1 : 0;                                      // shared
+        won += set.insert_if_absent(make_object<Bytes>(6000 + static_cast<std::uint64_t>(rank), i)).get() ? 1 : 0;  // own
     }
     MPIDICT_CHECK_MSG(global_sum(won) == count * (1 + static_cast<std::uint64_t>(size)), what + ": winners");
     set.barrier();

@@ -130,7 +130,7 @@ void workload(int rank, sim::sim_context& context, const arrangement& setup, sha
     if (client) {
         for (int batch = 0; batch < setup.batches; ++batch) {
             std::vector<std::string> used;
-            std::vector<request<lh_insert_result>> inserts;
+            std::vector<request<replace_result>> inserts;
             std::vector<bool> replaced;
             std::vector<request<std::optional<std::string>>> finds;
             std::vector<std::optional<std::string>> expected;

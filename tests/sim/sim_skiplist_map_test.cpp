@@ -110,7 +110,7 @@ void workload(int rank, sim::sim_context& context, const shape& setup, bool unor
     u64 version = static_cast<u64>(rank) << 40;
     for (int batch = 0; batch < setup.batches; ++batch) {
         std::vector<std::int64_t> used;
-        std::vector<request<skiplist_insert_result>> inserts;
+        std::vector<request<replace_result>> inserts;
         std::vector<bool> replaced;
         std::vector<request<bool>> fresh;
         std::vector<bool> was_absent;

@@ -242,7 +242,7 @@ private:
         bool expect = false;     // find: present?
         key_type key = 0;
         std::optional<request<std::optional<value_type>>> find;
-        std::optional<request<skiplist_insert_result>> insert;
+        std::optional<request<replace_result>> insert;
         std::optional<request<bool>> erase;
         std::optional<request<map_type::entry_list>> range;
     };
@@ -320,7 +320,7 @@ private:
             break;
         }
         case op_insert: {
-            const skiplist_insert_result result = op.insert->get();
+            const replace_result result = op.insert->get();
             if (result.replaced != op.expect)
                 fail("insert of key " + std::to_string(op.key) + (op.expect ? " did not replace" : " replaced"));
             break;

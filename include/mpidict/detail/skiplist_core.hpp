@@ -19,62 +19,10 @@
 #include <vector>
 
 #include "mpidict/local/codec.hpp"
+#include "mpidict/skiplist_map_types.hpp"
 #include "mpidict/runtime/engine.hpp"
 
 namespace mpidict {
-
-struct skiplist_map_config {
-    runtime::config runtime{};
-    // Ranks that host nodes (the free-node managers form a ring in this order;
-    // the head node lives on the first).  nullopt: every rank.
-    std::optional<std::vector<int>> server_ranks{};
-    std::size_t granularity = 64;            // G: keys per node before it splits
-    std::size_t node_slots_per_rank = 1u << 16;  // P: nodes one server rank can host
-    unsigned max_height = 16;                // the head's tower; every tower is at most this tall
-    double tower_probability = 0.5;          // P(height > h | height >= h)
-    std::size_t max_key_bytes = 256;         // encoded key
-    std::size_t max_value_bytes = 1024;      // the defaults fit the default 64 KiB buffer
-    std::uint64_t seed = 0x736b69706c697374ULL;  // tower heights (per rank: seed + rank)
-    std::size_t caller_window = 256;         // W: requests one find_many/insert_many keeps in flight
-    // Test only: no ordering markers when links change and no per-key order at
-    // the caller, so operations may overtake one another (the simulation test
-    // must catch it).  Never set it otherwise.
-    bool unordered_for_testing = false;
-
-    // The smallest runtime.buffer_bytes the constructor accepts: one message must
-    // carry the upper half of a full node when it splits.
-    std::size_t required_buffer_bytes() const;
-};
-
-// insert (insert or replace).
-struct skiplist_insert_result {
-    bool stored = false;    // false never happens today: a full list throws list_full
-    bool replaced = false;  // the key existed and its value was replaced
-};
-
-// A node id: (rank, slot, generation).  A slot reused for a new node gets a new
-// generation, so a reference to the old node is detected as stale.
-struct skiplist_node_id {
-    std::int32_t rank = -1;
-    std::uint32_t slot = 0;
-    std::uint32_t generation = 0;
-    bool null() const { return rank < 0; }
-    friend bool operator==(const skiplist_node_id&, const skiplist_node_id&) = default;
-};
-
-struct skiplist_local_statistics {
-    std::uint64_t nodes = 0;             // live nodes hosted here
-    std::uint64_t entries = 0;           // key-value pairs held by them
-    std::uint64_t payload_bytes = 0;     // key + value bytes held
-    std::uint64_t splits = 0;            // splits started by nodes hosted here
-    std::uint64_t allocations_forwarded = 0;  // free-node requests passed on around the ring
-    std::uint64_t list_full = 0;         // inserts refused: no free node anywhere
-    std::uint64_t hops = 0;              // forwards sent by nodes hosted here
-    std::uint64_t handled = 0;           // operations answered here
-    std::uint64_t held = 0;              // requests queued behind a node's split or ordering marker
-    std::uint64_t expired = 0;           // entries removed because their expiry passed
-    std::uint64_t range_parts = 0;       // range parts sent from here
-};
 
 namespace detail {
 

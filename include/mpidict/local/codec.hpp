@@ -4,6 +4,11 @@
 // strings (std::string, std::vector<std::byte>) are a 32-bit length followed by
 // the bytes.  Decoding goes through byte_reader, which checks every read against
 // the end of the buffer and throws decode_error instead of reading past it.
+//
+// Namespace: mpidict, not mpidict::local.  codec<T> is a customisation point
+// that users specialise for their own key and value types (like std::hash), so
+// it lives where users write `template <> struct mpidict::codec<my_type>`; the
+// file sits in local/ because nothing in it communicates.
 
 #include <cstddef>
 #include <cstdint>

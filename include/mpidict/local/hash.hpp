@@ -2,6 +2,11 @@
 // Hashing for keys.  A hash here must be good in every bit: the owner rank is
 // taken from one mix of it and the slot in the local table from another, so a
 // weak hash would pile every key of a rank into one region of its table.
+//
+// Namespace: mpidict, not mpidict::local.  hasher<K> is a customisation point
+// users specialise for their own key types (like std::hash), and mix64 is used
+// by every container, the tool and the benchmarks; the file sits in local/
+// because nothing in it communicates.
 
 #include <bit>
 #include <cstddef>

@@ -4,8 +4,14 @@
 // A request is move-only; destroying an unfinished one abandons it (its reply
 // is discarded when it arrives).  count() says how many values the operation
 // processed (stored, found or taken), as in CSE_Hash's request size.
+//
+// request<T>::completed(value) is a request that is complete when it is made:
+// what an operation returns that finishes before it returns (rma_hash_set's
+// one-sided insert_if_absent), so that code written against one container's
+// request works against another's.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -35,17 +41,29 @@ public:
     }
     ~request() { release(); }
 
-    bool valid() const { return m_engine != nullptr; }
+    // A request that is already complete: get() returns `value`, count() `count`.
+    static request completed(T value, std::uint32_t count = 1) {
+        request done;
+        done.m_ready.emplace(std::move(value));
+        done.m_ready_count = count;
+        return done;
+    }
+
+    bool valid() const { return m_engine != nullptr || m_ready.has_value(); }
 
     // Makes progress; true once the result has arrived.
     bool test() {
         check_valid();
+        if (m_ready)
+            return true;
         runtime::engine_lock lock(*m_engine);
         return m_engine->test_request(m_slot);
     }
 
     void wait() {
         check_valid();
+        if (m_ready)
+            return;
         runtime::engine_lock lock(*m_engine);
         m_engine->wait_request(m_slot);
     }
@@ -54,6 +72,8 @@ public:
     // owner's error if the operation failed there.
     std::uint32_t count() {
         wait();
+        if (m_ready)
+            return m_ready_count;
         throw_if_failed();
         return m_engine->request_count(m_slot);
     }
@@ -62,6 +82,11 @@ public:
     // error (invalid_argument_error) if the operation failed there.
     T get() {
         wait();
+        if (m_ready) {
+            T result = std::move(*m_ready);
+            m_ready.reset();
+            return result;
+        }
         throw_if_failed();
         T result = [&] {
             runtime::engine_lock lock(*m_engine);
@@ -82,7 +107,7 @@ private:
         throw invalid_argument_error(message);
     }
     void check_valid() const {
-        if (!m_engine)
+        if (!valid())
             throw error("mpidict: wait/test/get on an empty request (moved from, or already consumed by get())");
     }
     void steal(request& other) {
@@ -90,8 +115,11 @@ private:
         m_slot = other.m_slot;
         m_decode = other.m_decode;
         m_context = other.m_context;
+        m_ready = std::exchange(other.m_ready, std::nullopt);
+        m_ready_count = other.m_ready_count;
     }
     void release() {
+        m_ready.reset();
         if (m_engine) {
             if (!m_engine->destroyed()) {
                 runtime::engine_lock lock(*m_engine);
@@ -105,6 +133,8 @@ private:
     std::uint32_t m_slot = 0;
     decoder m_decode = nullptr;
     const void* m_context = nullptr;
+    std::optional<T> m_ready;  // set: complete at creation (completed())
+    std::uint32_t m_ready_count = 0;
 };
 
 // Waits for every request in `requests`.
