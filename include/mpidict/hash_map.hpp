@@ -53,6 +53,7 @@
 
 #include <mpi.h>
 
+#include "mpidict/detail/wire.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
 #include "mpidict/local/hash.hpp"
@@ -436,6 +437,9 @@ public:
     static constexpr std::size_t unlimited = std::numeric_limits<std::uint32_t>::max();
 
 private:
+    using wire = detail::hash_map_wire;
+    template <class Record>
+    static constexpr std::size_t header_bytes = detail::wire_bytes<Record>;
     static constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
 
     struct visitor_entry {
@@ -508,8 +512,6 @@ private:
         bool m_armed = true;
     };
 
-    static void store_u32(std::byte* out, std::uint32_t value) { std::memcpy(out, &value, 4); }
-
     void check_value(const V& value) const {
         if constexpr (!codec<V>::fixed_size) {
             if (m_config.fixed_value_bytes != 0 && value.size() != m_config.fixed_value_bytes)
@@ -534,42 +536,44 @@ private:
     void encode_insert(target_rank target, std::uint32_t slot, const K& key, std::span<const V> values) {
         if (values.size() > std::numeric_limits<std::uint32_t>::max() - 1)
             throw invalid_argument_error("mpidict: at most 4294967294 values per insert");
-        std::size_t bytes = 8 + codec<K>::encoded_size(key);
+        std::size_t bytes = header_bytes<wire::insert_header> + codec<K>::encoded_size(key);
         for (const V& value : values)
             bytes += codec<V>::encoded_size(value);
-        std::byte* out = reserve(target, m_insert, bytes);
-        store_u32(out, slot);
-        store_u32(out + 4, static_cast<std::uint32_t>(values.size()));
-        out = codec<K>::encode(out + 8, key);
+        detail::byte_writer out(reserve(target, m_insert, bytes), bytes);
+        out.record(wire::insert_header{slot, static_cast<std::uint32_t>(values.size())}).encode(key);
         for (const V& value : values)
-            out = codec<V>::encode(out, value);
+            out.encode(value);
+        out.finish();
     }
 
     void encode_keyed(target_rank target, runtime::handler_id handler, std::uint32_t slot, const K& key,
                       std::uint32_t limit) {
-        std::byte* out = reserve(target, handler, 8 + codec<K>::encoded_size(key));
-        store_u32(out, slot);
-        store_u32(out + 4, limit);
-        codec<K>::encode(out + 8, key);
+        const std::size_t bytes = header_bytes<wire::keyed_header> + codec<K>::encoded_size(key);
+        detail::byte_writer(reserve(target, handler, bytes), bytes).record(wire::keyed_header{slot, limit}).encode(key).finish();
     }
 
     void encode_keyed_value(target_rank target, runtime::handler_id handler, std::uint32_t slot, const K& key,
                             const V& value) {
-        std::byte* out = reserve(target, handler, 4 + codec<K>::encoded_size(key) + codec<V>::encoded_size(value));
-        store_u32(out, slot);
-        out = codec<K>::encode(out + 4, key);
-        codec<V>::encode(out, value);
+        const std::size_t bytes =
+            header_bytes<wire::keyed_value_header> + codec<K>::encoded_size(key) + codec<V>::encoded_size(value);
+        detail::byte_writer(reserve(target, handler, bytes), bytes)
+            .record(wire::keyed_value_header{slot})
+            .encode(key)
+            .encode(value)
+            .finish();
     }
 
     template <class Arg>
     void encode_visit(target_rank target, std::uint32_t slot, const K& key, std::uint32_t which, const Arg& arg) {
         if (which >= m_visitors.size())
             throw invalid_argument_error("mpidict: unknown visitor " + std::to_string(which));
-        std::byte* out = reserve(target, m_visit, 8 + codec<K>::encoded_size(key) + codec<Arg>::encoded_size(arg));
-        store_u32(out, slot);
-        store_u32(out + 4, which);
-        out = codec<K>::encode(out + 8, key);
-        codec<Arg>::encode(out, arg);
+        const std::size_t bytes =
+            header_bytes<wire::visit_header> + codec<K>::encoded_size(key) + codec<Arg>::encoded_size(arg);
+        detail::byte_writer(reserve(target, m_visit, bytes), bytes)
+            .record(wire::visit_header{slot, which})
+            .encode(key)
+            .encode(arg)
+            .finish();
     }
 
     request<std::vector<V>> keyed_request(target_rank target, runtime::handler_id handler, runtime::op_kind kind,
@@ -612,11 +616,11 @@ private:
         for (std::size_t index = 0; index < keys.size(); ++index) {
             const K& key = keys[index];
             const int destination = target ? target->rank : owner(key);
-            std::byte* out = m_engine->reserve(destination, handler, 12 + codec<K>::encoded_size(key));
-            store_u32(out, m_batch_id);
-            store_u32(out + 4, static_cast<std::uint32_t>(index));
-            store_u32(out + 8, clamped);
-            codec<K>::encode(out + 12, key);
+            const std::size_t bytes = header_bytes<wire::many_header> + codec<K>::encoded_size(key);
+            detail::byte_writer(m_engine->reserve(destination, handler, bytes), bytes)
+                .record(wire::many_header{m_batch_id, static_cast<std::uint32_t>(index), clamped})
+                .encode(key)
+                .finish();
         }
         auto& kind = m_engine->stats()[kind_id];
         kind.operations += keys.size();
@@ -636,7 +640,7 @@ private:
     static insert_result decode_insert(std::uint32_t count, byte_reader& reader, const void*) {
         insert_result result;
         result.stored = count;
-        result.requested = reader.read<std::uint32_t>();
+        result.requested = detail::read_record<wire::count_record>(reader).count;
         return result;
     }
     static std::vector<V> decode_values(std::uint32_t count, byte_reader& reader, const void*) {
@@ -697,24 +701,20 @@ private:
     void notify_rejected(int source, std::uint32_t rejected) {
         if (rejected == 0)
             return;
-        std::byte* out = m_engine->reserve(source, m_rejected, 4);
-        store_u32(out, rejected);
+        detail::overwrite_record(m_engine->reserve(source, m_rejected, header_bytes<wire::count_record>),
+                                 wire::count_record{rejected});
     }
 
     void notify_visit_failed(int source, std::uint32_t failures, std::string_view message) {
         if (failures == 0)
             return;
-        message = message.substr(0, std::min(message.size(), m_engine->max_record_bytes() - 4));
-        std::byte* out = m_engine->reserve(source, m_visit_failed, 4 + message.size());
-        store_u32(out, failures);
-        if (!message.empty())
-            std::memcpy(out + 4, message.data(), message.size());
-    }
-
-    static std::uint32_t read_u32(const std::byte* in) {
-        std::uint32_t value;
-        std::memcpy(&value, in, 4);
-        return value;
+        constexpr std::size_t header = header_bytes<wire::count_record>;
+        message = message.substr(0, std::min(message.size(), m_engine->max_record_bytes() - header));
+        const std::size_t bytes = header + message.size();
+        detail::byte_writer(m_engine->reserve(source, m_visit_failed, bytes), bytes)
+            .record(wire::count_record{failures})
+            .put_bytes(message)
+            .finish();
     }
 
     void register_handlers() {
@@ -793,8 +793,7 @@ private:
         auto& self = *static_cast<hash_map*>(context);
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
-            const auto slot = reader.read<std::uint32_t>();
-            const auto n = reader.read<std::uint32_t>();
+            const auto [slot, n] = detail::read_record<wire::insert_header>(reader);
             const K key = codec<K>::decode(reader);
             std::uint32_t stored = 0;
             bool full = false;
@@ -808,8 +807,9 @@ private:
             if (full)  // store_value counted the first refusal; count the values skipped after it
                 self.m_local_rejected += (n - stored) - 1;
             if (slot != no_slot) {
-                std::byte* out = self.m_engine->reserve_reply(source, slot, stored, 4);
-                store_u32(out, n);
+                detail::overwrite_record(
+                    self.m_engine->reserve_reply(source, slot, stored, header_bytes<wire::count_record>),
+                    wire::count_record{n});
             } else {
                 self.notify_rejected(source, n - stored);
             }
@@ -818,27 +818,65 @@ private:
 
     static void handle_find(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                             std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
+        static_cast<hash_map*>(context)->answer_keyed(false, source, records, record_bytes, count);
+    }
+    static void handle_take(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                            std::uint32_t count) {
+        static_cast<hash_map*>(context)->answer_keyed(true, source, records, record_bytes, count);
+    }
+
+    // find and take: the answer is the engine's reply to the caller's request.
+    void answer_keyed(bool take, int source, const std::byte* records, std::uint32_t record_bytes,
+                      std::uint32_t count) {
+        const std::size_t room = m_engine->max_record_bytes() - runtime::reply_header_bytes;
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
-            const auto slot = reader.read<std::uint32_t>();
-            const auto limit = reader.read<std::uint32_t>();
+            const auto [slot, limit] = detail::read_record<wire::keyed_header>(reader);
             const K key = codec<K>::decode(reader);
-            const values_view found = self.m_table.find(key);
-            const std::size_t n = std::min<std::size_t>(limit, found.size());
-            std::size_t bytes = 0;
-            for (std::size_t i = 0; i < n; ++i)
-                bytes += codec<V>::encoded_size(found[i]);
-            const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
-            if (bytes > room) {
-                self.refuse(source, slot, bytes, room);
-                continue;
-            }
-            std::byte* out = self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
-            // reserve_reply never runs handlers inside a handler, so `found` is intact.
-            for (std::size_t i = 0; i < n; ++i)
-                out = codec<V>::encode(out, found[i]);
+            answer(
+                key, limit, take, room,
+                [&](std::size_t n, std::size_t bytes) {
+                    // reserve_reply never runs handlers inside a handler, so what
+                    // answer() found stays intact while it encodes.
+                    return m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
+                },
+                [&](const std::string& message) {
+                    if (slot == no_slot)
+                        throw invalid_argument_error(message);
+                    m_engine->reply_error(source, slot, message);
+                });
         }
+    }
+
+    // The one way to answer a find or take (single or batched): up to `limit`
+    // values of `key`, sized first; an answer over `room` bytes is refused with
+    // refuse(message) and nothing is removed (nothing stored is lost), else
+    // reserve(values, bytes) gives where to encode them, and a take removes them.
+    template <class Reserve, class Refuse>
+    void answer(const K& key, std::uint32_t limit, bool take, std::size_t room, Reserve&& reserve, Refuse&& refuse) {
+        const values_view found = m_table.find(key);
+        const std::size_t n = std::min<std::size_t>(limit, found.size());
+        std::size_t bytes = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            bytes += codec<V>::encoded_size(found[i]);
+        if (bytes > room) {
+            refuse(too_large_message(rank(), bytes, room));
+            return;
+        }
+        detail::byte_writer out(reserve(n, bytes), bytes);
+        if (!take) {
+            for (std::size_t i = 0; i < n; ++i)
+                out.encode(found[i]);
+        } else {
+            const bool removes_key = n == found.size();
+            std::size_t payload = 0;
+            m_table.take(key, n, [&](V&& value) {
+                payload += codec<V>::payload_bytes(value);
+                out.encode(value);
+            });
+            account_removed(key, payload, removes_key && n > 0);
+        }
+        out.finish();
     }
 
     // The answer would not fit in one message: nothing is removed, and the caller's
@@ -848,50 +886,13 @@ private:
                " bytes but one message holds " + std::to_string(room) +
                "; ask for fewer values per find/take or raise buffer_bytes";
     }
-    void refuse(int source, std::uint32_t slot, std::size_t bytes, std::size_t room) {
-        const std::string message = too_large_message(rank(), bytes, room);
-        if (slot == no_slot)
-            throw invalid_argument_error(message);
-        m_engine->reply_error(source, slot, message);
-    }
-
-    static void handle_take(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                            std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto slot = reader.read<std::uint32_t>();
-            const auto limit = reader.read<std::uint32_t>();
-            const K key = codec<K>::decode(reader);
-            // Check the reply fits before removing anything: nothing stored is lost.
-            const values_view found = self.m_table.find(key);
-            const std::size_t n = std::min<std::size_t>(limit, found.size());
-            std::size_t bytes = 0;
-            for (std::size_t i = 0; i < n; ++i)
-                bytes += codec<V>::encoded_size(found[i]);
-            const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
-            if (bytes > room) {
-                self.refuse(source, slot, bytes, room);
-                continue;
-            }
-            const bool removes_key = n == found.size();
-            std::byte* out = self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
-            std::size_t payload = 0;
-            self.m_table.take(key, n, [&](V&& value) {
-                payload += codec<V>::payload_bytes(value);
-                out = codec<V>::encode(out, value);
-            });
-            self.account_removed(key, payload, removes_key && n > 0);
-        }
-    }
 
     static void handle_erase(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                              std::uint32_t count) {
         auto& self = *static_cast<hash_map*>(context);
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
-            const auto slot = reader.read<std::uint32_t>();
-            reader.read<std::uint32_t>();
+            const auto slot = detail::read_record<wire::keyed_header>(reader).slot;  // erase has no limit
             const K key = codec<K>::decode(reader);
             std::size_t payload = 0;
             const std::size_t removed = self.m_table.take(key, unlimited_take, [&](V&& value) {
@@ -909,7 +910,7 @@ private:
         std::uint32_t rejected = 0;
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
-            const auto slot = reader.read<std::uint32_t>();
+            const auto slot = detail::read_record<wire::keyed_value_header>(reader).slot;
             const K key = codec<K>::decode(reader);
             const V value = codec<V>::decode(reader);
             bool inserted = false;
@@ -934,8 +935,7 @@ private:
         std::string failure;
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
-            const auto slot = reader.read<std::uint32_t>();
-            const auto which = reader.read<std::uint32_t>();
+            const auto [slot, which] = detail::read_record<wire::visit_header>(reader);
             const K key = codec<K>::decode(reader);
             if (which >= self.m_visitors.size())
                 throw decode_error("mpidict: visit names visitor " + std::to_string(which) + " but this rank has " +
@@ -1038,15 +1038,19 @@ private:
         static_cast<hash_map*>(context)->answer_many(true, source, records, record_bytes, count);
     }
 
+    // find_many and take_many: each answer is a find_many_reply record.
     void answer_many(bool take, int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        constexpr std::size_t header = header_bytes<wire::many_reply_header>;
+        const std::size_t room = m_engine->max_record_bytes() - header;
         // Prefetch the slots of the next few keys so the table's cache misses overlap.
         constexpr std::uint32_t lookahead = 8;
+        constexpr std::size_t key_offset = header_bytes<wire::many_header>;
         const std::byte* const first = records;
         auto prefetch_record = [&](std::uint32_t index) {
             if constexpr (codec<K>::fixed_size) {
-                if (index < count && record_bytes >= 12 + sizeof(K)) {
+                if (index < count && record_bytes >= key_offset + sizeof(K)) {
                     K ahead;
-                    std::memcpy(&ahead, first + std::size_t{index} * record_bytes + 12, sizeof(K));
+                    std::memcpy(&ahead, first + std::size_t{index} * record_bytes + key_offset, sizeof(K));
                     m_table.prefetch(ahead);
                 }
             }
@@ -1056,45 +1060,24 @@ private:
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             prefetch_record(index + lookahead);
             byte_reader reader(records, record_bytes);
-            const auto batch = reader.read<std::uint32_t>();
-            const auto key_index = reader.read<std::uint32_t>();
-            const auto limit = reader.read<std::uint32_t>();
+            const auto [batch, key_index, limit] = detail::read_record<wire::many_header>(reader);
             const K key = codec<K>::decode(reader);
-            const values_view found = m_table.find(key);
-            const std::size_t n = std::min<std::size_t>(limit, found.size());
-            std::size_t bytes = 12;
-            for (std::size_t i = 0; i < n; ++i)
-                bytes += codec<V>::encoded_size(found[i]);
-            // Check the answer fits before anything is removed.
-            const std::size_t room = m_engine->max_record_bytes();
-            if (bytes > room) {
-                // Answer with a failure marker and the reason; find_many throws it at the caller.
-                std::string message = too_large_message(rank(), bytes, room);
-                message.resize(std::min(message.size(), room - 12));
-                std::byte* out = m_engine->reserve(source, m_find_many_reply, 12 + message.size());
-                store_u32(out, batch);
-                store_u32(out + 4, key_index);
-                store_u32(out + 8, runtime::engine::error_count);
-                std::memcpy(out + 12, message.data(), message.size());
-                continue;
-            }
-            std::byte* out = m_engine->reserve(source, m_find_many_reply, bytes);
-            store_u32(out, batch);
-            store_u32(out + 4, key_index);
-            store_u32(out + 8, static_cast<std::uint32_t>(n));
-            out += 12;
-            if (!take) {
-                for (std::size_t i = 0; i < n; ++i)
-                    out = codec<V>::encode(out, found[i]);
-                continue;
-            }
-            const bool removes_key = n == found.size();
-            std::size_t payload = 0;
-            m_table.take(key, n, [&](V&& value) {
-                payload += codec<V>::payload_bytes(value);
-                out = codec<V>::encode(out, value);
-            });
-            account_removed(key, payload, removes_key && n > 0);
+            answer(
+                key, limit, take, room,
+                [&](std::size_t n, std::size_t bytes) {
+                    std::byte* out = m_engine->reserve(source, m_find_many_reply, header + bytes);
+                    detail::overwrite_record(out, wire::many_reply_header{batch, key_index, static_cast<std::uint32_t>(n)});
+                    return out + header;
+                },
+                [&](std::string message) {
+                    // A failure marker and the reason; find_many throws it at the caller.
+                    message.resize(std::min(message.size(), room));
+                    detail::byte_writer(m_engine->reserve(source, m_find_many_reply, header + message.size()),
+                                        header + message.size())
+                        .record(wire::many_reply_header{batch, key_index, runtime::engine::error_count})
+                        .put_bytes(message)
+                        .finish();
+                });
         }
     }
 
@@ -1104,9 +1087,7 @@ private:
         std::vector<V>& scratch = self.m_scratch;
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
-            const auto batch = reader.read<std::uint32_t>();
-            const auto key_index = reader.read<std::uint32_t>();
-            const auto n = reader.read<std::uint32_t>();
+            const auto [batch, key_index, n] = detail::read_record<wire::many_reply_header>(reader);
             if (batch != self.m_batch_id || self.m_batch_pending == 0 || !self.m_batch_callback) {
                 // The answer to a batch abandoned by an exception: drop it.
                 (void)source;
@@ -1131,22 +1112,24 @@ private:
     static void handle_visit_failed(void* context, int, const std::byte* records, std::uint32_t record_bytes,
                                     std::uint32_t count) {
         auto& self = *static_cast<hash_map*>(context);
-        if (record_bytes < 4)
+        constexpr std::size_t header = header_bytes<wire::count_record>;
+        if (record_bytes < header)
             throw decode_error("mpidict: malformed visitor failure notice");
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            self.m_async_visit_errors += read_u32(records);
+            self.m_async_visit_errors += detail::read_record<wire::count_record>(records, record_bytes).count;
             if (self.m_async_visit_error_message.empty())
-                self.m_async_visit_error_message.assign(reinterpret_cast<const char*>(records + 4), record_bytes - 4);
+                self.m_async_visit_error_message.assign(reinterpret_cast<const char*>(records + header),
+                                                        record_bytes - header);
         }
     }
 
     static void handle_rejected(void* context, int, const std::byte* records, std::uint32_t record_bytes,
                                 std::uint32_t count) {
         auto& self = *static_cast<hash_map*>(context);
-        if (record_bytes != 4)
+        if (record_bytes != header_bytes<wire::count_record>)
             throw decode_error("mpidict: malformed rejection notice");
-        for (std::uint32_t index = 0; index < count; ++index)
-            self.m_async_rejected += read_u32(records + std::size_t{index} * 4);
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
+            self.m_async_rejected += detail::read_record<wire::count_record>(records, record_bytes).count;
     }
 
     std::size_t global_sum(std::size_t local) {
