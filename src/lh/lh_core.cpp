@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "mpidict/detail/bytes.hpp"
+#include "mpidict/detail/wire.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
 #include "mpidict/local/hash.hpp"
@@ -37,23 +37,14 @@ namespace detail {
 namespace {
 
 
-// Request record: {u8 op, u8 hops, u16 0, u32 slot, u32 client, u32 address,
-// u32 first_address, u32 key_bytes, u32 value_bytes} key value.
-constexpr std::size_t request_header_bytes = 28;
-// Reply record: {u32 slot, u32 first_address, u32 server_address, u32 server_level,
-// u8 op, u8 hops, u8 0, u8 status} value.  The engine request's result is the
-// bytes from `status` on.
-constexpr std::size_t reply_header_bytes = 20;
-constexpr std::size_t reply_result_offset = 19;
-// Shipment record: {u32 sequence, u32 entries, u32 complete_below, u8 last,
-// 3 x u8 0} then entries {u64 hash, u32 key_bytes, u32 value_bytes} key value.
-// complete_below: every odd LH bucket of the splitter below it has now arrived.
-constexpr std::size_t ship_header_bytes = 16;
-// Activation record: {u32 address, u32 level, u32 from_address, u32 lh_level,
-// u32 lh_next}: the new bucket, its level, and the shape of the splitter's LH
-// table (to tell which of its buckets a key came from).
-constexpr std::size_t activate_bytes = 20;
-constexpr std::size_t ship_entry_header_bytes = 16;
+// The record layouts are lh_wire's (detail/wire.hpp).  A reply is
+// {reply_header} {u8 status} value: the engine request's result is what
+// follows the header.
+constexpr std::size_t request_header_bytes = wire_bytes<lh_wire::request_header>;
+constexpr std::size_t reply_result_offset = wire_bytes<lh_wire::reply_header>;
+constexpr std::size_t reply_header_bytes = reply_result_offset + 1;  // with the status
+constexpr std::size_t ship_header_bytes = wire_bytes<lh_wire::ship_header>;
+constexpr std::size_t ship_entry_header_bytes = wire_bytes<lh_wire::ship_entry>;
 // A request forwarded this often is a bug (LH* proves two); it fails instead of looping.
 constexpr unsigned forward_limit = 8;
 
@@ -75,19 +66,19 @@ struct lh_core::request_header {
         if (record_bytes < request_header_bytes)
             throw decode_error("mpidict: linear_hash_map request of " + std::to_string(record_bytes) +
                                " bytes from rank " + std::to_string(source) + " is shorter than its header");
-        request_header header;
-        const auto op = load<std::uint8_t>(record);
-        if (op >= lh_op_count)
+        const auto wire = read_record<lh_wire::request_header>(record, record_bytes);
+        if (wire.op >= lh_op_count)
             throw decode_error("mpidict: linear_hash_map request from rank " + std::to_string(source) +
-                               " has unknown operation " + std::to_string(op));
-        header.op = static_cast<lh_op>(op);
-        header.hops = load<std::uint8_t>(record + 1);
-        header.slot = load<std::uint32_t>(record + 4);
-        header.client = static_cast<int>(load<std::uint32_t>(record + 8));
-        header.address = load<std::uint32_t>(record + 12);
-        header.first_address = load<std::uint32_t>(record + 16);
-        header.key_bytes = load<std::uint32_t>(record + 20);
-        header.value_bytes = load<std::uint32_t>(record + 24);
+                               " has unknown operation " + std::to_string(wire.op));
+        request_header header;
+        header.op = static_cast<lh_op>(wire.op);
+        header.hops = wire.hops;
+        header.slot = wire.slot;
+        header.client = static_cast<int>(wire.client);
+        header.address = wire.address;
+        header.first_address = wire.first_address;
+        header.key_bytes = wire.key_bytes;
+        header.value_bytes = wire.value_bytes;
         if (std::uint64_t{header.key_bytes} + header.value_bytes + request_header_bytes != record_bytes)
             throw decode_error("mpidict: linear_hash_map request from rank " + std::to_string(source) +
                                " declares " + std::to_string(header.key_bytes) + "+" +
@@ -280,18 +271,15 @@ void lh_core::send(lh_op op, std::uint32_t slot, std::string_view key, std::stri
         --m_in_flight[static_cast<std::size_t>(address)];
         throw;
     }
-    store<std::uint8_t>(out, static_cast<std::uint8_t>(op));
-    store<std::uint8_t>(out + 1, 0);
-    store<std::uint16_t>(out + 2, 0);
-    store<std::uint32_t>(out + 4, slot);
-    store<std::uint32_t>(out + 8, static_cast<std::uint32_t>(rank()));
-    store<std::uint32_t>(out + 12, static_cast<std::uint32_t>(address));
-    store<std::uint32_t>(out + 16, static_cast<std::uint32_t>(address));
-    store<std::uint32_t>(out + 20, static_cast<std::uint32_t>(key.size()));
-    store<std::uint32_t>(out + 24, static_cast<std::uint32_t>(value.size()));
-    std::memcpy(out + request_header_bytes, key.data(), key.size());
-    if (!value.empty())
-        std::memcpy(out + request_header_bytes + key.size(), value.data(), value.size());
+    lh_wire::request_header header{};
+    header.op = static_cast<std::uint8_t>(op);
+    header.slot = slot;
+    header.client = static_cast<std::uint32_t>(rank());
+    header.address = static_cast<std::uint32_t>(address);
+    header.first_address = static_cast<std::uint32_t>(address);
+    header.key_bytes = static_cast<std::uint32_t>(key.size());
+    header.value_bytes = static_cast<std::uint32_t>(value.size());
+    byte_writer(out, bytes).record(header).put_bytes(key).put_bytes(value).finish();
 }
 
 void lh_core::handle_reply(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -301,12 +289,11 @@ void lh_core::handle_reply(void* context, int source, const std::byte* records, 
         throw decode_error("mpidict: linear_hash_map reply of " + std::to_string(record_bytes) + " bytes from rank " +
                            std::to_string(source) + " is shorter than its header");
     for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-        const auto slot = load<std::uint32_t>(records);
-        const auto first = load<std::uint32_t>(records + 4);
-        const auto server_address = load<std::uint32_t>(records + 8);
-        const auto server_level = load<std::uint32_t>(records + 12);
-        const auto hops = load<std::uint8_t>(records + 17);
-        const auto status = load<std::uint8_t>(records + 19);
+        byte_reader reader(records, record_bytes);
+        const auto header = read_record<lh_wire::reply_header>(reader);
+        const auto status = reader.read<std::uint8_t>();
+        const auto [slot, first, server_address, server_level, op, hops, reserved] = header;
+        (void)op, (void)reserved;
         if (first >= self.m_in_flight.size() || self.m_in_flight[first] == 0 ||
             server_address >= self.m_server_ranks.size() || server_level > 62)
             throw decode_error("mpidict: linear_hash_map reply from rank " + std::to_string(source) +
@@ -413,11 +400,10 @@ void lh_core::serve_request(int source, const std::byte* record, std::uint32_t r
 }
 
 void lh_core::forward(int target_address, const std::byte* record, std::uint32_t record_bytes) {
-    const auto hops = load<std::uint8_t>(record + 1);
-    if (hops + 1u > forward_limit)  // LH* proves two; more means a corrupt record or a bug
-        throw decode_error("mpidict: linear_hash_map request of client " +
-                           std::to_string(load<std::uint32_t>(record + 8)) + " would be forwarded " +
-                           std::to_string(hops + 1) + " times (LH* needs at most 2)");
+    auto header = read_record<lh_wire::request_header>(record, record_bytes);
+    if (header.hops + 1u > forward_limit)  // LH* proves two; more means a corrupt record or a bug
+        throw decode_error("mpidict: linear_hash_map request of client " + std::to_string(header.client) +
+                           " would be forwarded " + std::to_string(header.hops + 1) + " times (LH* needs at most 2)");
     if (target_address < 0 || static_cast<std::size_t>(target_address) >= m_server_ranks.size())
         throw decode_error("mpidict: linear_hash_map bucket " + std::to_string(m_address) + " at level " +
                            std::to_string(m_level) + " would forward to bucket " + std::to_string(target_address) +
@@ -425,8 +411,9 @@ void lh_core::forward(int target_address, const std::byte* record, std::uint32_t
     std::byte* out =
         m_engine->reserve(m_server_ranks[static_cast<std::size_t>(target_address)], m_request, record_bytes);
     std::memcpy(out, record, record_bytes);
-    store<std::uint8_t>(out + 1, static_cast<std::uint8_t>(hops + 1));
-    store<std::uint32_t>(out + 12, static_cast<std::uint32_t>(target_address));
+    header.hops += 1;
+    header.address = static_cast<std::uint32_t>(target_address);
+    overwrite_record(out, header);
     ++m_forwarded;
 }
 
@@ -466,17 +453,14 @@ void lh_core::answer(const request_header& header, std::string_view key, std::st
         ++m_stats.iams_sent;
     ++m_served;
 
-    std::byte* out = m_engine->reserve(header.client, m_reply, reply_header_bytes + found.size());
-    store<std::uint32_t>(out, header.slot);
-    store<std::uint32_t>(out + 4, header.first_address);
-    store<std::uint32_t>(out + 8, static_cast<std::uint32_t>(m_address));
-    store<std::uint32_t>(out + 12, static_cast<std::uint32_t>(m_level));
-    store<std::uint8_t>(out + 16, static_cast<std::uint8_t>(header.op));
-    store<std::uint8_t>(out + 17, header.hops);
-    store<std::uint8_t>(out + 18, 0);
-    store<std::uint8_t>(out + 19, status);
-    if (!found.empty())
-        std::memcpy(out + reply_header_bytes, found.data(), found.size());
+    const std::size_t bytes = reply_header_bytes + found.size();
+    byte_writer(m_engine->reserve(header.client, m_reply, bytes), bytes)
+        .record(lh_wire::reply_header{header.slot, header.first_address, static_cast<std::uint32_t>(m_address),
+                                      static_cast<std::uint32_t>(m_level), static_cast<std::uint8_t>(header.op),
+                                      header.hops, 0})
+        .put(status)
+        .put_bytes(found)
+        .finish();
 
     if (header.op == lh_op::insert)
         maybe_split();
@@ -489,11 +473,10 @@ void lh_core::answer(const request_header& header, std::string_view key, std::st
 void lh_core::handle_token(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                            std::uint32_t count) {
     auto& self = *static_cast<lh_core*>(context);
-    if (record_bytes != 8 || count != 1)
+    if (record_bytes != wire_bytes<lh_wire::token> || count != 1)
         throw decode_error("mpidict: linear_hash_map split token from rank " + std::to_string(source) +
                            " is malformed");
-    const auto next = load<std::uint32_t>(records);
-    const auto level = load<std::uint32_t>(records + 4);
+    const auto [next, level] = read_record<lh_wire::token>(records, record_bytes);
     if (!self.m_active || self.m_receiving || static_cast<std::uint32_t>(self.m_address) != next ||
         static_cast<std::uint32_t>(self.m_level) != level)
         throw decode_error("mpidict: linear_hash_map split token (n = " + std::to_string(next) +
@@ -537,12 +520,10 @@ void lh_core::start_split() {
     m_current_split.to_rank = m_server_ranks[target];
     m_current_split.start_seconds = runtime::now_seconds();
 
-    std::byte* out = m_engine->reserve(m_current_split.to_rank, m_activate, activate_bytes);
-    store<std::uint32_t>(out, static_cast<std::uint32_t>(target));
-    store<std::uint32_t>(out + 4, static_cast<std::uint32_t>(m_level));
-    store<std::uint32_t>(out + 8, static_cast<std::uint32_t>(m_address));
-    store<std::uint32_t>(out + 12, m_table.level());
-    store<std::uint32_t>(out + 16, static_cast<std::uint32_t>(m_table.next()));
+    overwrite_record(m_engine->reserve(m_current_split.to_rank, m_activate, wire_bytes<lh_wire::activate>),
+                     lh_wire::activate{static_cast<std::uint32_t>(target), static_cast<std::uint32_t>(m_level),
+                                       static_cast<std::uint32_t>(m_address), m_table.level(),
+                                       static_cast<std::uint32_t>(m_table.next())});
     for (std::size_t sent = 0; sent < m_config.ship_window && !m_ship_all_sent; ++sent)
         ship_next_chunk();
 }
@@ -554,11 +535,12 @@ void lh_core::ship_next_chunk() {
     std::uint32_t entries = 0;
     auto sink = [&](local::linear_table::entry&& e) {
         const std::size_t at = packed.size();
-        packed.resize(at + ship_entry_header_bytes + e.payload_bytes());
-        store<std::uint64_t>(packed.data() + at, e.hash);
-        store<std::uint32_t>(packed.data() + at + 8, e.key_bytes);
-        store<std::uint32_t>(packed.data() + at + 12, static_cast<std::uint32_t>(e.data.size() - e.key_bytes));
-        std::memcpy(packed.data() + at + ship_entry_header_bytes, e.data.data(), e.data.size());
+        const std::size_t bytes = ship_entry_header_bytes + e.payload_bytes();
+        packed.resize(at + bytes);
+        byte_writer(packed.data() + at, bytes)
+            .record(lh_wire::ship_entry{e.hash, e.key_bytes, static_cast<std::uint32_t>(e.data.size() - e.key_bytes)})
+            .put_bytes(e.data)
+            .finish();
         ++entries;
     };
     while (m_ship_cursor < m_table.bucket_count()) {
@@ -576,15 +558,16 @@ void lh_core::ship_next_chunk() {
         break;
     }
     m_ship_all_sent = m_ship_cursor >= m_table.bucket_count();
-    std::byte* out = m_engine->reserve(m_current_split.to_rank, m_ship, ship_header_bytes + packed.size());
-    store<std::uint32_t>(out, m_ship_sequence++);
-    store<std::uint32_t>(out + 4, entries);
-    store<std::uint32_t>(out + 8, static_cast<std::uint32_t>(std::min(m_ship_cursor, m_table.bucket_count())));
-    store<std::uint8_t>(out + 12, m_ship_all_sent ? 1 : 0);
-    store<std::uint8_t>(out + 13, 0);
-    store<std::uint16_t>(out + 14, 0);
-    if (!packed.empty())
-        std::memcpy(out + ship_header_bytes, packed.data(), packed.size());
+    lh_wire::ship_header header{};
+    header.sequence = m_ship_sequence++;
+    header.entries = entries;
+    header.complete_below = static_cast<std::uint32_t>(std::min(m_ship_cursor, m_table.bucket_count()));
+    header.last = m_ship_all_sent ? 1 : 0;
+    const std::size_t bytes = ship_header_bytes + packed.size();
+    byte_writer(m_engine->reserve(m_current_split.to_rank, m_ship, bytes), bytes)
+        .record(header)
+        .put_bytes(packed.data(), packed.size())
+        .finish();
     ++m_ship_unacknowledged;
     m_current_split.bytes_shipped += ship_header_bytes + packed.size();
     m_current_split.entries_shipped += entries;
@@ -594,11 +577,11 @@ void lh_core::ship_next_chunk() {
 void lh_core::handle_ship_ack(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                               std::uint32_t count) {
     auto& self = *static_cast<lh_core*>(context);
-    if (record_bytes != 4)
+    if (record_bytes != wire_bytes<lh_wire::ship_ack>)
         throw decode_error("mpidict: linear_hash_map shipment acknowledgement from rank " + std::to_string(source) +
                            " is malformed");
     for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-        const auto sequence = load<std::uint32_t>(records);
+        const auto sequence = read_record<lh_wire::ship_ack>(records, record_bytes).sequence;
         if (!self.m_splitting || self.m_ship_unacknowledged == 0 || source != self.m_current_split.to_rank ||
             sequence + self.m_ship_unacknowledged != self.m_ship_sequence)
             throw decode_error("mpidict: unexpected linear_hash_map shipment acknowledgement from rank " +
@@ -625,21 +608,21 @@ void lh_core::finish_split() {
         ++level;
     }
     m_has_token = false;
-    std::byte* out = m_engine->reserve(m_server_ranks[next], m_token, 8);
-    store<std::uint32_t>(out, static_cast<std::uint32_t>(next));
-    store<std::uint32_t>(out + 4, static_cast<std::uint32_t>(level));
+    overwrite_record(m_engine->reserve(m_server_ranks[next], m_token, wire_bytes<lh_wire::token>),
+                     lh_wire::token{static_cast<std::uint32_t>(next), static_cast<std::uint32_t>(level)});
 }
 
 void lh_core::handle_activate(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                               std::uint32_t count) {
     auto& self = *static_cast<lh_core*>(context);
-    if (record_bytes != activate_bytes || count != 1)
+    if (record_bytes != wire_bytes<lh_wire::activate> || count != 1)
         throw decode_error("mpidict: linear_hash_map activation from rank " + std::to_string(source) +
                            " is malformed");
-    const auto address = load<std::uint32_t>(records);
-    const auto level = load<std::uint32_t>(records + 4);
-    const auto source_level = load<std::uint32_t>(records + 12);
-    const auto source_next = load<std::uint32_t>(records + 16);
+    const auto activation = read_record<lh_wire::activate>(records, record_bytes);
+    const auto address = activation.address;
+    const auto level = activation.level;
+    const auto source_level = activation.lh_level;
+    const auto source_next = activation.lh_next;
     if (source_level < 1 || source_level > 40 || source_next >= (std::uint64_t{1} << source_level))
         throw decode_error("mpidict: linear_hash_map activation from rank " + std::to_string(source) +
                            " describes an impossible LH table (level " + std::to_string(source_level) +
@@ -669,29 +652,29 @@ void lh_core::handle_ship(void* context, int source, const std::byte* records, s
     for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
         if (record_bytes < ship_header_bytes || !self.m_receiving)
             throw decode_error("mpidict: unexpected linear_hash_map shipment from rank " + std::to_string(source));
-        const auto sequence = load<std::uint32_t>(records);
-        const auto entries = load<std::uint32_t>(records + 4);
-        const auto complete_below = load<std::uint32_t>(records + 8);
-        const bool last = load<std::uint8_t>(records + 12) != 0;
+        byte_reader reader(records, record_bytes);
+        const auto [sequence, entries, complete_below, last, reserved8, reserved16] =
+            read_record<lh_wire::ship_header>(reader);
+        (void)reserved8, (void)reserved16;
         if (sequence != self.m_receive_sequence)
             throw decode_error("mpidict: linear_hash_map shipment " + std::to_string(sequence) + " from rank " +
                                std::to_string(source) + " arrived when " +
                                std::to_string(self.m_receive_sequence) + " was expected");
         ++self.m_receive_sequence;
-        byte_reader reader(records + ship_header_bytes, record_bytes - ship_header_bytes);
         for (std::uint32_t e = 0; e < entries; ++e) {
+            const auto entry = read_record<lh_wire::ship_entry>(reader);
             local::linear_table::entry incoming;
-            incoming.hash = reader.read<std::uint64_t>();
-            incoming.key_bytes = reader.read<std::uint32_t>();
-            const auto value_bytes = reader.read<std::uint32_t>();
+            incoming.hash = entry.hash;
+            incoming.key_bytes = entry.key_bytes;
+            const auto value_bytes = entry.value_bytes;
             const std::byte* data = reader.take(std::size_t{incoming.key_bytes} + value_bytes);
             incoming.data.assign(reinterpret_cast<const char*>(data), std::size_t{incoming.key_bytes} + value_bytes);
             self.m_table.adopt(std::move(incoming));
         }
-        std::byte* out = self.m_engine->reserve(source, self.m_ship_ack, 4);
-        store<std::uint32_t>(out, sequence);
+        overwrite_record(self.m_engine->reserve(source, self.m_ship_ack, wire_bytes<lh_wire::ship_ack>),
+                         lh_wire::ship_ack{sequence});
         self.m_complete_below = std::max<std::size_t>(self.m_complete_below, complete_below);
-        if (last)
+        if (last != 0)
             self.m_receiving = false;
         // Answer what waited for the buckets that are complete now, in arrival order.
         self.release_deferred();
@@ -706,8 +689,8 @@ void lh_core::release_deferred() {
     held.swap(m_deferred);
     m_releasing = true;
     for (const auto& record : held)
-        serve_request(load<std::uint32_t>(record.data() + 8), record.data(),
-                      static_cast<std::uint32_t>(record.size()));
+        serve_request(static_cast<int>(read_record<lh_wire::request_header>(record.data(), record.size()).client),
+                      record.data(), static_cast<std::uint32_t>(record.size()));
     m_releasing = false;
 }
 
