@@ -7,8 +7,9 @@
 #
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (parallel fuzzing
 # processes, default 1), FUZZ_ARGS (extra libFuzzer flags, e.g. -max_len=4096),
-# FUZZ_CORPUS (working corpus directory, default $FUZZ_BUILD_DIR/corpus; the seed
-# corpus tests/fuzz/corpus/ is read but never written).
+# FUZZ_CORPUS (working corpus directory, default $FUZZ_BUILD_DIR/corpus). The
+# seeds (tests/fuzz/seeds.cpp, built from the record layouts the containers use)
+# are written into $FUZZ_BUILD_DIR/seeds first and read but never written.
 #
 # Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev, or
 # `scripts/install_deps.sh --fuzz`).  Without clang, the plain driver still runs
@@ -40,12 +41,15 @@ echo "fuzz.sh: build took $((built - start)) s; fuzzing for ${seconds} s"
 mkdir -p "$corpus" "$build/findings"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+rm -rf "$build/seeds"
+MPIDICT_FUZZ_WRITE_SEEDS="$build/seeds" "$build/fuzz_message" -runs=0 >/dev/null 2>&1
+[ -n "$(ls -A "$build/seeds" 2>/dev/null)" ] || { echo "fuzz.sh: writing the seeds into $build/seeds failed" >&2; exit 1; }
 parallel=()
 # libFuzzer's -jobs writes fuzz-N.log files into the current directory.
 [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
 status=0
 # shellcheck disable=SC2086
-"$build/fuzz_message" "$corpus" tests/fuzz/corpus \
+"$build/fuzz_message" "$corpus" "$build/seeds" \
   -max_total_time="$seconds" -max_len=2048 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
   "${parallel[@]}" -print_final_stats=1 \
   -artifact_prefix="$build/findings/" ${FUZZ_ARGS:-} || status=$?

@@ -6,7 +6,12 @@
 // AddressSanitizer report, another exception, one allocation over 1 GiB, as
 // libFuzzer's -malloc_limit_mb would report) fails the run.
 //
-//   fuzz_message_driver [--mutations N] [--seed S] <corpus dir or file>...
+// The built-in seeds (seeds.cpp) are always part of the corpus; with
+// --strict-seeds each must also run without a single decode_error, so a seed
+// that no longer matches its record layout fails the run instead of silently
+// testing nothing.  --write-seeds DIR writes them as files and exits.
+//
+//   fuzz_message_driver [--mutations N] [--seed S] [--strict-seeds] [--write-seeds DIR] [<corpus dir or file>...]
 
 #include <algorithm>
 #include <cstdint>
@@ -19,6 +24,8 @@
 #include <new>
 #include <string>
 #include <vector>
+
+#include "seeds.hpp"
 
 // Every plain allocation goes through here: a size read off the wire must never
 // turn into an unbounded allocation (overcommit would hide it otherwise).
@@ -120,10 +127,17 @@ std::vector<std::uint8_t> mutate(const std::vector<std::vector<std::uint8_t>>& c
 int main(int argc, char** argv) {
     long long mutations = 2000;
     std::uint64_t seed = 1;
+    bool strict_seeds = false;
     std::vector<std::vector<std::uint8_t>> corpus;
     for (int index = 1; index < argc; ++index) {
         const std::string arg = argv[index];
-        if (arg == "--mutations" && index + 1 < argc) {
+        if (arg == "--strict-seeds") {
+            strict_seeds = true;
+        } else if (arg == "--write-seeds" && index + 1 < argc) {
+            mpidict::fuzz::write_seeds(argv[++index]);
+            std::printf("fuzz_message_driver: wrote %zu seeds into %s\n", mpidict::fuzz::seeds().size(), argv[index]);
+            return 0;
+        } else if (arg == "--mutations" && index + 1 < argc) {
             mutations = std::atoll(argv[++index]);
         } else if (arg == "--seed" && index + 1 < argc) {
             seed = std::strtoull(argv[++index], nullptr, 10);
@@ -143,12 +157,25 @@ int main(int argc, char** argv) {
             }
         }
     }
-    if (corpus.empty()) {
-        std::fprintf(stderr, "usage: %s [--mutations N] [--seed S] <corpus dir or file>...\n", argv[0]);
-        return 2;
-    }
     long long inputs = 0;
-    for (const auto& input : corpus) {
+    const std::size_t files = corpus.size();
+    int stale = 0;
+    for (const mpidict::fuzz::seed& each : mpidict::fuzz::seeds()) {
+        const std::size_t before = mpidict::fuzz::decode_rejections();
+        (void)mpidict::fuzz::first_rejection();
+        LLVMFuzzerTestOneInput(each.bytes.data(), each.bytes.size());
+        ++inputs;
+        const std::size_t rejected = mpidict::fuzz::decode_rejections() - before;
+        if (strict_seeds && rejected != 0) {
+            std::fprintf(stderr, "fuzz_message_driver: seed %s was rejected %zu times (decode_error): it no longer "
+                                 "matches what the handlers expect; first: %s\n", each.name.c_str(), rejected,
+                         mpidict::fuzz::first_rejection().c_str());
+            ++stale;
+        }
+        corpus.push_back(each.bytes);
+    }
+    for (std::size_t index = 0; index < files; ++index) {
+        const auto& input = corpus[index];
         LLVMFuzzerTestOneInput(input.data(), input.size());
         ++inputs;
     }
@@ -158,8 +185,12 @@ int main(int argc, char** argv) {
         LLVMFuzzerTestOneInput(input.data(), input.size());
         ++inputs;
     }
-    std::printf("fuzz_message_driver: %zu corpus inputs and %lld mutations (seed %llu)\n", corpus.size(), mutations,
-                static_cast<unsigned long long>(seed));
+    std::printf("fuzz_message_driver: %zu seeds, %zu corpus files and %lld mutations (seed %llu)\n",
+                corpus.size() - files, files, mutations, static_cast<unsigned long long>(seed));
+    if (stale != 0) {
+        std::printf("%d of %zu seeds rejected\n", stale, corpus.size() - files);
+        return 1;
+    }
     std::printf("%lld passed, 0 failed\n", inputs);
     return 0;
 }

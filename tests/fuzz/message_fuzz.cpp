@@ -18,6 +18,9 @@
 // crash or hang.  Anything else escapes and libFuzzer (or the plain driver in
 // fuzz_driver.cpp) reports it.
 //
+// Seeds.  seeds.cpp builds one input per handler path from the containers'
+// record layouts (detail/wire.hpp); each must run without a decode_error.
+//
 // Input layout.  byte 0: configuration (map type, buffer size, capacity limit,
 // whether the messages arrive inside a find_many/take_many wait); byte 1: how
 // many requests to open first; then messages, each a u16 length followed by
@@ -26,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -36,6 +40,7 @@
 #include "mpidict/hash_map.hpp"
 #include "mpidict/linear_hash_map.hpp"
 #include "mpidict/runtime/transport.hpp"
+#include "seeds.hpp"
 
 namespace {
 
@@ -127,11 +132,21 @@ V visit_throw(typename hash_map<K, V>::visit_context&, const K&, std::vector<V>&
     throw std::runtime_error("fuzz visitor failed");
 }
 
+std::size_t decode_rejections_seen = 0;
+std::string first_decode_rejection;  // since the last call of first_rejection()
+
+void count_rejection(const decode_error& rejection) {
+    if (decode_rejections_seen++ == 0 || first_decode_rejection.empty())
+        first_decode_rejection = rejection.what();
+}
+
 // Hands every remaining input message to the engine; a rejected one is fine.
 void deliver_all(fuzz_transport& transport, runtime::engine& engine) {
     while (!transport.inbox.empty()) {
         try {
             engine.progress();
+        } catch (const decode_error& rejection) {
+            count_rejection(rejection);
         } catch (const error&) {
         }
     }
@@ -164,6 +179,12 @@ void run_map(std::uint8_t configuration, std::uint8_t requests, std::deque<std::
         // loopback and the real handlers; keys of rank 1 are swallowed.
         for (int index = 0; index < 12; ++index)
             map.async_insert(target_rank{index % 2}, data::key(index), data::value(index));
+        // Ship them (to this rank's loopback; rank 1's are swallowed) and run
+        // the handlers, so the input finds stored keys (and, for
+        // linear_hash_map, a split under way).
+        map.engine().ship_all();
+        map.engine().progress();
+        map.engine().ship_all();
         map.engine().progress();
         // Pending requests (records to rank 1, never answered but by the input).
         std::vector<request<std::vector<V>>> finds;
@@ -197,6 +218,8 @@ void run_map(std::uint8_t configuration, std::uint8_t requests, std::deque<std::
                 else
                     map.find_many(target_rank{1}, std::span<const K>(keys), 8, ignore);
             } catch (const input_exhausted&) {
+            } catch (const decode_error& rejection) {
+                count_rejection(rejection);
             } catch (const error&) {
             }
             transport.throw_when_empty = false;
@@ -239,6 +262,12 @@ void run_linear_hash_map(std::uint8_t configuration, std::uint8_t requests,
                                                       settings);
         for (int index = 0; index < 12; ++index)
             map.async_insert("key" + std::to_string(index), std::string(static_cast<std::size_t>(index * 5), 'v'));
+        // Ship them (to this rank's loopback; rank 1's are swallowed) and run
+        // the handlers, so the input finds stored keys (and, for
+        // linear_hash_map, a split under way).
+        map.engine().ship_all();
+        map.engine().progress();
+        map.engine().ship_all();
         map.engine().progress();
         std::vector<request<std::optional<std::string>>> finds;
         std::vector<request<replace_result>> inserts;
@@ -267,6 +296,21 @@ void run_linear_hash_map(std::uint8_t configuration, std::uint8_t requests,
 }
 
 }  // namespace
+
+std::size_t mpidict::fuzz::decode_rejections() { return decode_rejections_seen; }
+std::string mpidict::fuzz::first_rejection() {
+    std::string message;
+    message.swap(first_decode_rejection);
+    return message;
+}
+
+// Under libFuzzer: MPIDICT_FUZZ_WRITE_SEEDS=DIR writes the seeds into DIR first
+// (scripts/fuzz.sh runs that with -runs=0, then fuzzes from DIR).
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    if (const char* directory = std::getenv("MPIDICT_FUZZ_WRITE_SEEDS"))
+        mpidict::fuzz::write_seeds(directory);
+    return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 2)
