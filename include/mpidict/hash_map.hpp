@@ -831,10 +831,13 @@ private:
         const std::size_t room = m_engine->max_record_bytes() - runtime::reply_header_bytes;
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
-            const auto [slot, limit] = detail::read_record<wire::keyed_header>(reader);
+            // A named record, not a structured binding: lambdas capture it
+            // (capturing bindings needs clang 16).
+            const auto header = detail::read_record<wire::keyed_header>(reader);
+            const std::uint32_t slot = header.slot;
             const K key = codec<K>::decode(reader);
             answer(
-                key, limit, take, room,
+                key, header.limit, take, room,
                 [&](std::size_t n, std::size_t bytes) {
                     // reserve_reply never runs handlers inside a handler, so what
                     // answer() found stays intact while it encodes.
@@ -1060,10 +1063,12 @@ private:
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             prefetch_record(index + lookahead);
             byte_reader reader(records, record_bytes);
-            const auto [batch, key_index, limit] = detail::read_record<wire::many_header>(reader);
+            const auto request = detail::read_record<wire::many_header>(reader);
+            const std::uint32_t batch = request.batch;
+            const std::uint32_t key_index = request.index;
             const K key = codec<K>::decode(reader);
             answer(
-                key, limit, take, room,
+                key, request.limit, take, room,
                 [&](std::size_t n, std::size_t bytes) {
                     std::byte* out = m_engine->reserve(source, m_find_many_reply, header + bytes);
                     detail::overwrite_record(out, wire::many_reply_header{batch, key_index, static_cast<std::uint32_t>(n)});
