@@ -11,6 +11,7 @@
 namespace mpidict::tool {
 namespace {
 
+// doc-begin
 int run_scatter(command_context& context) {
     static char program[] = "mpidict scatter";  // argv[0]: the name in messages
     std::vector<char*> argv{program};
@@ -24,3 +25,4 @@ int run_scatter(command_context& context) {
 
 MPIDICT_TOOL_COMMAND(scatter, "matrix scatter of a MatrixMarket file: hash_map vs blocking send/recv (seed 000)",
                      mpidict::tool::run_scatter);
+// doc-end
