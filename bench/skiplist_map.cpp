@@ -61,6 +61,7 @@ struct settings {
     std::uint64_t ranges_per_rank = 100;
     std::uint64_t granularity = 64;
     std::uint64_t window = 256;
+    std::uint64_t route_cache = 1u << 16;
     std::uint64_t seed = 1;
 };
 
@@ -71,6 +72,8 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_count("ranges-per-rank", &s.ranges_per_rank, "range queries each rank runs", 0, UINT64_MAX, "Q")
         .add_count("granularity", &s.granularity, "skiplist_map keys per node", 1, UINT64_MAX, "G")
         .add_count("window", &s.window, "skiplist_map caller window of insert_many/find_many", 1, UINT64_MAX, "W")
+        .add_count("route-cache", &s.route_cache,
+                   "skiplist_map route_cache_entries (0: every operation enters at the head)", 0, UINT64_MAX, "C")
         .add_count("seed", &s.seed, "keys and tower heights", 0, UINT64_MAX, "S");
 }
 
@@ -260,6 +263,7 @@ public:
             .add("value_bytes", 8)
             .add("granularity", m_s.granularity)
             .add("window", m_s.window)
+            .add("route_cache_entries", m_s.route_cache)
             .add("range_results", m_s.range_results)
             .add("load_average", mpidict::support::read_load_average());
         const std::uint64_t n = m_s.keys_per_rank;
@@ -480,6 +484,7 @@ private:
         config.max_key_bytes = 8;
         config.max_value_bytes = 8;
         config.caller_window = m_s.window;
+        config.route_cache_entries = static_cast<std::size_t>(m_s.route_cache);
         config.seed = m_s.seed;
         // Enough slots for n * p keys in nodes at least a quarter full, on any rank.
         config.node_slots_per_rank = static_cast<std::size_t>(

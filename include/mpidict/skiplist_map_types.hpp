@@ -29,6 +29,10 @@ struct skiplist_map_config {
     std::size_t max_value_bytes = 1024;      // the defaults fit the default 64 KiB buffer
     std::uint64_t seed = 0x736b69706c697374ULL;  // tower heights (per rank: seed + rank)
     std::size_t caller_window = 256;         // W: requests one find_many/insert_many keeps in flight
+    // Nodes each caller remembers as entry points (separator -> node, learned from
+    // answers, about 80 bytes each): an operation enters at the closest one at or
+    // below its key instead of at the head.  0: every operation enters at the head.
+    std::size_t route_cache_entries = 1u << 16;
     // Test only: no ordering markers when links change and no per-key order at
     // the caller, so operations may overtake one another (the simulation test
     // must catch it).  Never set it otherwise.

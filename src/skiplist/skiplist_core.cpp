@@ -238,7 +238,7 @@ void skiplist_core::dispatch_point(op kind, std::uint32_t slot, const std::strin
     record_writer tail;
     tail.put(static_cast<std::uint8_t>(kind)).put(static_cast<std::int32_t>(rank())).put(slot).put(ticket);
     tail.put(expires).put_bytes(key).put_bytes(value);
-    forward(m_h_point, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
+    forward(m_h_point, entry_point(key), tail.bytes(), static_cast<int>(m_config.max_height) - 1);
 }
 
 void skiplist_core::send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
@@ -248,15 +248,44 @@ void skiplist_core::send_range(std::uint32_t slot, std::string_view lo, std::str
     tail.put(static_cast<std::int32_t>(rank())).put(slot).put(std::uint32_t{0});
     tail.put(static_cast<std::uint8_t>(bounded)).put(limit == 0 ? unlimited : limit);
     tail.put_bytes(lo).put_bytes(hi);
-    forward(m_h_range, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
+    forward(m_h_range, entry_point(lo), tail.bytes(), static_cast<int>(m_config.max_height) - 1);
 }
 
-void skiplist_core::reply_point(int caller, std::uint32_t slot, std::uint32_t ticket, std::uint8_t status,
-                                std::string_view value) {
+skiplist_node_id skiplist_core::entry_point(std::string_view key) const {
+    // The remembered node with the largest separator <= key: the key's node is
+    // that one or one after it (a separator never changes while its node lives),
+    // and operations travel forward only.
+    auto after = m_routes.upper_bound(key);
+    if (after == m_routes.begin())
+        return m_head;
+    return std::prev(after)->second;
+}
+
+void skiplist_core::learn_route(std::string_view separator, skiplist_node_id id) {
+    if (m_config.route_cache_entries == 0 || separator.empty())
+        return;  // disabled, or the head (the default entry point)
+    auto known = m_routes.lower_bound(separator);
+    if (known != m_routes.end() && known->first == separator) {
+        known->second = id;
+        return;
+    }
+    if (m_routes.size() >= m_config.route_cache_entries) {
+        // Full: forget the neighbour above (or below) the new entry, so the cache
+        // stays bounded and keeps the entries spread over the key space.
+        auto victim = known != m_routes.end() ? known : std::prev(known);
+        known = m_routes.erase(victim);
+    }
+    m_routes.emplace_hint(known, std::string(separator), id);
+}
+
+void skiplist_core::reply_point(const node& here, skiplist_node_id id, int caller, std::uint32_t slot,
+                                std::uint32_t ticket, std::uint8_t status, std::string_view value) {
     if (ticket == no_slot)
         return;  // a node's own record (an ordering marker): nobody waits for it
+    // The answering node and its separator go back with the answer: the caller
+    // enters there next time for keys at or above the separator (entry_point).
     record_writer reply;
-    reply.put(slot).put(ticket).put(status).append(value);
+    reply.put(slot).put(ticket).put(status).put_id(id).put_bytes(here.separator).append(value);
     send_record(caller, m_h_point_reply, reply.bytes());
 }
 
@@ -271,13 +300,22 @@ void skiplist_core::handle_point_reply(int source, std::string_view record) {
     const auto slot = in.get<std::uint32_t>();
     const auto ticket = in.get<std::uint32_t>();
     const auto status = in.get<std::uint8_t>();
+    const skiplist_node_id answered_by = in.get_id();
+    const std::string_view separator = in.get_bytes();
     const std::string_view value = in.rest();
+    if (answered_by.rank != source)
+        throw decode_error("mpidict: skiplist_map answer from rank " + std::to_string(source) + " names node " +
+                           describe(answered_by) + " of another rank");
     auto owner = m_tickets.find(ticket);
     if (owner == m_tickets.end() || status > status_full)
         throw decode_error("mpidict: skiplist_map answer for ticket " + std::to_string(ticket) +
                            ", which this caller did not send, or with a bad status");
     const std::string key = std::move(owner->second);
     m_tickets.erase(owner);
+    if (separator > std::string_view(key))
+        throw decode_error("mpidict: skiplist_map answer from node " + describe(answered_by) +
+                           " whose range starts above the key it answered for");
+    learn_route(separator, answered_by);
     if (slot != no_slot) {
         // The request's result: the status byte, then the value (or the message).
         std::string result(1, static_cast<char>(status));
@@ -446,6 +484,13 @@ void skiplist_core::handle_point(int source, std::string_view record) {
                              record_reader(value).get_id() == id;
     if (!marker_home && hold_if_busy(here, m_h_point, source, record))
         return;
+    if (key < std::string_view(here.separator)) {
+        // Entered above its key (a caller's route to a node it no longer knows
+        // rightly): start again at the head, which is below every key.
+        ++m_stats.hops;
+        forward(m_h_point, m_head, tail, static_cast<int>(m_config.max_height) - 1);
+        return;
+    }
     const int next = forward_level(here, key, level, false);
     if (next >= 0) {
         ++m_stats.hops;
@@ -483,9 +528,9 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
     switch (kind) {
     case op::find:
         if (present)
-            reply_point(caller, slot, ticket, status_hit, position->value);
+            reply_point(here, id, caller, slot, ticket, status_hit, position->value);
         else
-            reply_point(caller, slot, ticket, status_miss);
+            reply_point(here, id, caller, slot, ticket, status_miss);
         return;
     case op::erase:
         if (present) {
@@ -493,13 +538,13 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
             --m_stats.entries;
             here.run.erase(position);
         }
-        reply_point(caller, slot, ticket, present ? status_hit : status_miss);
+        reply_point(here, id, caller, slot, ticket, present ? status_hit : status_miss);
         return;
     case op::insert:
     case op::insert_if_absent:
         if (present) {
             if (kind == op::insert_if_absent) {
-                reply_point(caller, slot, ticket, status_duplicate);
+                reply_point(here, id, caller, slot, ticket, status_duplicate);
                 return;
             }
             m_stats.payload_bytes += value.size();
@@ -508,7 +553,7 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
             position->expires = expires;
             if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
                 here.earliest_expiry = expires;
-            reply_point(caller, slot, ticket, status_replaced);
+            reply_point(here, id, caller, slot, ticket, status_replaced);
             return;
         }
         here.run.insert(position, entry{std::string(key), std::string(value), expires});
@@ -525,7 +570,7 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
             start_split(here, id);
             return;
         }
-        reply_point(caller, slot, ticket, status_stored);
+        reply_point(here, id, caller, slot, ticket, status_stored);
         return;
     case op::marker:
         break;
@@ -682,7 +727,7 @@ void skiplist_core::handle_alloc_reply(std::string_view record) {
         }
         if (linked < here.split_height)
             send_link_up(fresh, here.split_separator, linked);
-        reply_point(caller, slot, ticket, status_stored);
+        reply_point(here, id, caller, slot, ticket, status_stored);
     } else {
         // list_full: take the key that made the node overflow back out.
         ++m_stats.list_full;
@@ -694,7 +739,7 @@ void skiplist_core::handle_alloc_reply(std::string_view record) {
             --m_stats.entries;
             here.run.erase(position);
         }
-        reply_point(caller, slot, ticket, status_full,
+        reply_point(here, id, caller, slot, ticket, status_full,
                     "mpidict: skiplist_map is full (list_full): no free node on any of the " +
                         std::to_string(m_servers.size()) + " server ranks (node_slots_per_rank = " +
                         std::to_string(m_config.node_slots_per_rank) + ", G = " +
@@ -909,6 +954,12 @@ void skiplist_core::handle_range(int source, std::string_view record) {
     const std::string_view hi = in.get_bytes();
     if (caller < 0 || caller >= m_engine->size() || limit == 0)
         throw decode_error("mpidict: skiplist_map range record with a bad caller or limit");
+    if (lo < std::string_view(here.separator) && sequence == 0) {
+        // Entered above lo (see handle_point): start again at the head.
+        ++m_stats.hops;
+        forward(m_h_range, m_head, tail, static_cast<int>(m_config.max_height) - 1);
+        return;
+    }
     const int next_level = forward_level(here, lo, level, false);
     if (next_level >= 0) {
         ++m_stats.hops;

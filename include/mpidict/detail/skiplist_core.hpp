@@ -154,8 +154,13 @@ private:
     // Answers a point operation through the caller's point_reply handler (which
     // completes its request, if any, and releases the caller's next operation on
     // the key).
-    void reply_point(int caller, std::uint32_t slot, std::uint32_t ticket, std::uint8_t status,
-                     std::string_view value = {});
+    void reply_point(const node& here, skiplist_node_id id, int caller, std::uint32_t slot, std::uint32_t ticket,
+                     std::uint8_t status, std::string_view value = {});
+    // Caller side: the node a key's operation enters the list at (the route
+    // cache's closest node at or below the key, else the head), and what an
+    // answer taught about where a key range starts.
+    skiplist_node_id entry_point(std::string_view key) const;
+    void learn_route(std::string_view separator, skiplist_node_id id);
     void start_split(node& here, skiplist_node_id id);
     void purge_expired(node& here, expiry_time now);
     unsigned draw_height();
@@ -199,6 +204,9 @@ private:
     void dispatch_point(op kind, std::uint32_t slot, const std::string& key, std::string_view value,
                         expiry_time expires, key_state& state);
     std::unordered_map<std::string, key_state> m_keys;
+    // Caller side: separator -> node, learned from answers (at most
+    // config().route_cache_entries); entry_point reads it.
+    std::map<std::string, skiplist_node_id, std::less<>> m_routes;
     std::unordered_map<std::uint32_t, std::string> m_tickets;  // answer ticket -> key
     std::uint32_t m_next_ticket = 0;
     std::uint64_t m_async_rejected = 0;
