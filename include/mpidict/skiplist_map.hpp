@@ -420,7 +420,9 @@ private:
     }
     static entry_list decode_range(std::uint32_t count, byte_reader& reader, const void*) {
         entry_list out;
-        out.reserve(count);
+        // count came off the wire: reserve no more than the bytes can hold
+        // (every entry takes at least its two 4-byte lengths).
+        out.reserve(std::min<std::size_t>(count, reader.remaining() / 8));
         for (std::uint32_t index = 0; index < count; ++index) {
             const auto key_bytes = reader.read<std::uint32_t>();
             const std::string_view key(reinterpret_cast<const char*>(reader.take(key_bytes)), key_bytes);

@@ -10,7 +10,8 @@
 // size records, the bulk insert path) and <std::string, std::string>
 // (length-prefixed keys and values).  With configuration bit 0x80 instead: a
 // linear_hash_map's handlers (requests, replies, split token, activation,
-// shipments and their acknowledgements), see run_linear_hash_map().
+// shipments and their acknowledgements), see run_linear_hash_map(); with bits
+// 0xc0: a skiplist_map's handlers, see run_skiplist_map().
 //
 // The contract.  A malformed or truncated message may only be rejected with an
 // mpidict::error (decode_error, or invalid_argument_error from a handler that
@@ -39,6 +40,7 @@
 
 #include "mpidict/hash_map.hpp"
 #include "mpidict/linear_hash_map.hpp"
+#include "mpidict/skiplist_map.hpp"
 #include "mpidict/runtime/transport.hpp"
 #include "seeds.hpp"
 
@@ -52,16 +54,23 @@ struct input_exhausted {};
 
 class fuzz_transport final : public runtime::transport {
 public:
+    explicit fuzz_transport(int rank = 0) : m_rank(rank) {}
     std::deque<std::vector<std::byte>> inbox;
     bool throw_when_empty = false;
+    // Seeds only: keep what is sent to the other rank (a real container's
+    // messages, which the target then receives).
+    bool keep_sent = false;
+    std::deque<std::vector<std::byte>> sent;
 
-    int rank() const override { return 0; }
+    int rank() const override { return m_rank; }
     int size() const override { return 2; }
     void open(std::size_t max_message_bytes, std::size_t) override { m_max = max_message_bytes; }
     std::uint64_t start_send(int destination, std::span<const std::byte> message, bool) override {
         // The engine must never build a message a receiver could not take.
         if (destination < 0 || destination > 1 || message.size() > m_max)
             __builtin_trap();
+        if (keep_sent && destination != m_rank)
+            sent.emplace_back(message.begin(), message.end());
         return m_next_ticket++;
     }
     bool send_complete(std::uint64_t) override { return true; }
@@ -98,6 +107,7 @@ public:
     void idle() override {}
 
 private:
+    int m_rank;
     std::size_t m_max = 0;
     std::uint64_t m_next_ticket = 0;
 };
@@ -295,7 +305,153 @@ void run_linear_hash_map(std::uint8_t configuration, std::uint8_t requests,
     }
 }
 
+// skiplist_map (configuration bits 0xc0).  Bit 0x08 clear: this rank hosts
+// every node (a list of G = 4 already split by the preload) and the input is
+// what a caller on rank 1 sends it (points, ranges, markers, allocations,
+// links...).  Bit 0x08 set: this rank is only a caller, the list lives on rank
+// 1, and the input answers this rank's pending requests (point replies, range
+// parts).
+skiplist_map_config skiplist_settings(bool caller_only) {
+    skiplist_map_config settings;
+    settings.runtime.blocking_factor = 64;
+    settings.granularity = 4;
+    settings.max_height = 4;
+    settings.max_key_bytes = 16;
+    settings.max_value_bytes = 64;
+    settings.node_slots_per_rank = 16;
+    settings.server_ranks = std::vector<int>{caller_only ? 1 : 0};
+    settings.runtime.buffer_bytes = settings.required_buffer_bytes() + 256;
+    return settings;
+}
+
+using fuzz_list = skiplist_map<std::string, std::string>;
+
+struct skiplist_requests {
+    std::vector<request<std::optional<std::string>>> finds;
+    std::vector<request<replace_result>> inserts;
+    std::vector<request<bool>> flags;
+    std::vector<request<fuzz_list::entry_list>> ranges;
+};
+
+// The same requests, in the same order, wherever they are opened (the seeds'
+// recording and the target), so the answers recorded match the target's slots.
+void open_skiplist_requests(fuzz_list& list, int count, skiplist_requests& open) {
+    for (int index = 0; index < count; ++index) {
+        const std::string key = "key" + std::to_string(index);
+        switch (index % 6) {
+        case 0: open.finds.push_back(list.find(key)); break;
+        case 1: open.inserts.push_back(list.insert(key, "new")); break;
+        case 2: open.flags.push_back(list.erase(key)); break;
+        case 3: open.flags.push_back(list.insert_if_absent(key, "v")); break;
+        case 4: open.ranges.push_back(list.range("key0", "key9")); break;
+        default: open.ranges.push_back(list.range_from(key, range_options{3, true})); break;
+        }
+    }
+}
+
+void run_skiplist_map(std::uint8_t configuration, std::uint8_t requests, std::deque<std::vector<std::byte>> messages) {
+    const bool caller_only = (configuration & 0x08) != 0;
+    auto network = std::make_unique<fuzz_transport>();
+    fuzz_transport& transport = *network;
+    const skiplist_map_config settings = skiplist_settings(caller_only);
+    try {
+        fuzz_list list(std::make_unique<runtime::engine>(std::move(network), settings.runtime), settings);
+        if (!caller_only) {
+            for (int index = 0; index < 12; ++index)
+                list.async_insert("key" + std::to_string(index), std::string(static_cast<std::size_t>(index * 3), 'v'));
+            list.engine().ship_all();
+            list.engine().progress();
+            list.engine().ship_all();
+            list.engine().progress();
+        }
+        skiplist_requests open;
+        open_skiplist_requests(list, requests & 15, open);
+        transport.inbox = std::move(messages);
+        deliver_all(transport, list.engine());
+        for (auto& each : open.finds) try_get(each);
+        for (auto& each : open.inserts) try_get(each);
+        for (auto& each : open.flags) try_get(each);
+        for (auto& each : open.ranges) try_get(each);
+        list.for_all([](const std::string& key, const std::string& value) { (void)(key.size() + value.size()); });
+        (void)list.check_local_invariants();
+        throw abandon{};
+    } catch (const abandon&) {
+    } catch (const error&) {
+    }
+}
+
+std::vector<std::uint8_t> skiplist_input(std::uint8_t configuration, std::uint8_t requests,
+                                         const std::deque<std::vector<std::byte>>& messages) {
+    std::vector<std::uint8_t> out{configuration, requests};
+    for (const auto& message : messages) {
+        if (message.size() > 0xffff)
+            throw std::runtime_error("a recorded skiplist_map message of " + std::to_string(message.size()) + " bytes does not fit a seed");
+        out.push_back(static_cast<std::uint8_t>(message.size() & 0xff));
+        out.push_back(static_cast<std::uint8_t>(message.size() >> 8));
+        for (std::byte b : message)
+            out.push_back(static_cast<std::uint8_t>(b));
+    }
+    return out;
+}
+
+// Runs `act` on a skiplist_map that is rank `rank` of 2 and returns what it sent
+// to the other rank (after delivering `inbox` to it).
+template <class Act>
+std::deque<std::vector<std::byte>> record_skiplist(int rank, bool caller_only, std::deque<std::vector<std::byte>> inbox,
+                                                   Act&& act) {
+    auto network = std::make_unique<fuzz_transport>(rank);
+    fuzz_transport& transport = *network;
+    transport.keep_sent = true;
+    const skiplist_map_config settings = skiplist_settings(caller_only);
+    std::deque<std::vector<std::byte>> sent;
+    try {
+        fuzz_list list(std::make_unique<runtime::engine>(std::move(network), settings.runtime), settings);
+        transport.inbox = std::move(inbox);
+        while (!transport.inbox.empty())
+            list.engine().progress();
+        act(list);
+        list.engine().ship_all();
+        list.engine().progress();
+        list.engine().ship_all();
+        sent = std::move(transport.sent);  // the transport goes with the list
+        throw abandon{};
+    } catch (const abandon&) {
+    }
+    return sent;
+}
+
 }  // namespace
+
+std::vector<mpidict::fuzz::seed> mpidict::fuzz::skiplist_seeds() {
+    constexpr std::uint8_t skiplist = 0xc0, caller_only = 0x08;
+    std::vector<seed> all;
+    // What a caller on rank 1 sends the list this rank hosts.
+    all.push_back({"skiplist_points", skiplist_input(skiplist, 0, record_skiplist(1, false, {}, [](fuzz_list& list) {
+                                                         list.async_insert("key20", "v");
+                                                         list.async_insert("key0", "replaced");
+                                                         list.async_insert_if_absent("key1", "dup");
+                                                         (void)list.find("key5");
+                                                         (void)list.erase("key7");
+                                                         (void)list.insert("key30", std::string(40, 'x'));
+                                                     }))});
+    all.push_back({"skiplist_ranges", skiplist_input(skiplist, 0, record_skiplist(1, false, {}, [](fuzz_list& list) {
+                                                         (void)list.range("key0", "key5");
+                                                         (void)list.range_from("key3", range_options{2, false});
+                                                         (void)list.prefix("key1");
+                                                     }))});
+    // Answers to the pending requests of a caller-only rank 0: its requests,
+    // recorded, go to a real list on rank 1, whose answers are the seed.
+    for (const int requests : {6, 12}) {
+        auto asked = record_skiplist(0, true, {}, [&](fuzz_list& list) {
+            skiplist_requests open;
+            open_skiplist_requests(list, requests, open);
+        });
+        auto answers = record_skiplist(1, true, std::move(asked), [](fuzz_list&) {});
+        all.push_back({"skiplist_answers_" + std::to_string(requests),
+                       skiplist_input(skiplist | caller_only, static_cast<std::uint8_t>(requests), answers)});
+    }
+    return all;
+}
 
 std::size_t mpidict::fuzz::decode_rejections() { return decode_rejections_seen; }
 std::string mpidict::fuzz::first_rejection() {
@@ -333,7 +489,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         messages.emplace_back(start, start + length);
         at += length;
     }
-    if (configuration & 0x80)
+    if ((configuration & 0xc0) == 0xc0)
+        run_skiplist_map(configuration, requests, std::move(messages));
+    else if (configuration & 0x80)
         run_linear_hash_map(configuration, requests, std::move(messages));
     else if (configuration & 1)
         run_map<std::string, std::string>(configuration, requests, std::move(messages));

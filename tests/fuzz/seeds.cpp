@@ -247,6 +247,8 @@ std::vector<seed> seeds() {
     // This rank holds bucket 0 and splits onto rank 1: acknowledge, hand the token back.
     add("lh_split_acks", input(linear | hosts_bucket0 | buffer_1k, 0,
                                {group(lh_ship_ack, {record(lh::ship_ack{0})}), group(lh_token, {record(lh::token{0, 1})})}));
+    for (seed& each : skiplist_seeds())
+        all.push_back(std::move(each));
     return all;
 }
 

@@ -19,6 +19,10 @@ struct seed {
 // without a single decode_error (the driver's --strict-seeds checks it).
 std::vector<seed> seeds();
 
+// skiplist_map's seeds: messages a real skiplist_map sent (recorded in
+// message_fuzz.cpp over its transport), so they follow the container's layouts.
+std::vector<seed> skiplist_seeds();
+
 // How many decode_errors the handlers raised since the process started
 // (message_fuzz.cpp counts them; a malformed input may cause any number).
 std::size_t decode_rejections();
