@@ -19,13 +19,22 @@
 // link: that delay and its hold-back disappear.
 //
 // Operations travel forward only (Listings 1-4 with G keys per node).  A request
-// enters at the head at the top level; a node forwards it on the highest level
+// enters at the top level of the closest node the caller knows at or below its
+// key (the route cache: every answer names its node and that node's separator,
+// which never changes, so the key's node is that one or one after it), else at
+// the head; a node that gets a key below its separator sends it to the head.  A
+// node forwards it on the highest level
 // (at or below the one it arrived on) whose successor's separator is <= the key,
 // else the key is in its own range and the node answers the caller directly.  A
 // node handles one request at a time, atomically (every rank handles records in
 // order, one at a time).
 //   - insert / insert_if_absent / find / erase: one answer from the node that
-//     holds the key's range.  Cost: O(log(n / G)) expected hops + 1 answer.
+//     holds the key's range.  Cost: O(log(n / G)) expected hops from the head,
+//     usually 1 with a warm route cache, + 1 answer.
+//   - find_many / insert_many: the same records, one per key, without a request
+//     each: the answer's ticket is the key's index and its slot names the batch;
+//     at most W keys between the oldest unanswered and the newest sent, results
+//     delivered in index order; a repeated key waits for its earlier occurrence.
 //   - An insert that takes a node past G keys splits it: the node keeps the
 //     lower half, asks the free-node service for a node with the upper half
 //     (a record to a manager on another rank; managers form a ring, a manager
@@ -97,6 +106,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -104,6 +114,7 @@
 
 #include "mpidict/detail/payload.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
+#include "mpidict/local/hash.hpp"
 #include "mpidict/ordered_key.hpp"
 #include "mpidict/runtime/request.hpp"
 
@@ -225,22 +236,38 @@ public:
 
     // ---- batches -------------------------------------------------------------
 
-    // Looks every key up, with up to settings().caller_window requests in
-    // flight, and calls on_result(index, std::optional<V>) in index order.
-    // Local: other ranks answer while inside any library call.
+    // Looks every key up, with up to settings().caller_window keys in flight,
+    // and calls on_result(index, std::optional<V>) in index order.  Starts
+    // after this caller's earlier operations are answered.  Local: other ranks
+    // answer while inside any library call.
     template <class Function>
     void find_many(std::span<const K> keys, Function&& on_result) {
-        windowed(keys.size(), [&](std::size_t index) { return find(keys[index]); },
-                 [&](std::size_t index, request<std::optional<V>>& answer) { on_result(index, answer.get()); });
+        const std::size_t window = batch_window();
+        std::vector<std::optional<V>> found(std::min(window, keys.size()));
+        batched(skiplist_map_op::find, detail::skiplist_core::op::find, keys, nullptr, false,
+                [&](std::size_t index, std::uint8_t status, std::string_view value) {
+                    auto& slot = found[index % window];
+                    if (status == detail::skiplist_core::status_hit)
+                        slot = detail::from_payload<V>(value);
+                    else
+                        slot.reset();
+                },
+                [&](std::size_t index) { on_result(index, std::as_const(found[index % window])); });
     }
-    // Inserts (or replaces) keys[i] -> values[i]; returns how many keys were new.
+    // Inserts (or replaces) keys[i] -> values[i], in index order where a key
+    // repeats; returns how many keys were new.  Throws list_full (after every
+    // answer arrived) if a key needed a new node and none was free; the other
+    // keys are stored.
     std::size_t insert_many(std::span<const K> keys, std::span<const V> values) {
         if (keys.size() != values.size())
             throw invalid_argument_error("mpidict: skiplist_map insert_many got " + std::to_string(keys.size()) +
                                          " keys and " + std::to_string(values.size()) + " values");
         std::size_t fresh = 0;
-        windowed(keys.size(), [&](std::size_t index) { return insert(keys[index], values[index]); },
-                 [&](std::size_t, request<replace_result>& answer) { fresh += !answer.get().replaced; });
+        batched(skiplist_map_op::insert, detail::skiplist_core::op::insert, keys, &values, true,
+                [&](std::size_t, std::uint8_t status, std::string_view) {
+                    fresh += status == detail::skiplist_core::status_stored;
+                },
+                [](std::size_t) {});
         return fresh;
     }
 
@@ -371,25 +398,90 @@ private:
                                    reinterpret_cast<const void*>(static_cast<std::uintptr_t>(options.limit)));
     }
 
-    template <class Start, class Finish>
-    void windowed(std::size_t count, Start&& start_one, Finish&& finish_one) {
-        using request_type = decltype(start_one(std::size_t{0}));
-        const std::size_t window = std::max<std::size_t>(1, m_core->config().caller_window);
-        std::vector<request_type> in_flight;
-        in_flight.reserve(std::min(window, count));
-        std::size_t done = 0;
-        for (std::size_t index = 0; index < count; ++index) {
-            if (index - done == window) {
-                finish_one(done, in_flight[done % window]);
+    std::size_t batch_window() const { return std::max<std::size_t>(1, m_core->config().caller_window); }
+
+    // The batches: one record per key straight to the node the route cache
+    // names (send_batch_point), answers through the core's batch callback, at
+    // most W keys between the oldest unanswered one and the newest sent.
+    // store(index, status, value) runs as an answer arrives; deliver(index) in
+    // index order.  With distinct, a key is never in flight twice (a repeated
+    // key waits until its earlier occurrence is answered), so repeated inserts
+    // take effect in index order.
+    template <class Store, class Deliver>
+    void batched(runtime::op_kind kind, detail::skiplist_core::op operation, std::span<const K> keys,
+                 const std::span<const V>* values, bool distinct, Store&& store, Deliver&& deliver) {
+        auto& engine = m_core->engine();
+        runtime::engine_lock lock(engine);
+        engine.check_alive(engine.op_kind_name(kind).data());
+        if (engine.in_handler())
+            throw error("mpidict: skiplist_map find_many/insert_many cannot be called from inside a handler");
+        const std::size_t count = keys.size();
+        if (count >= detail::skiplist_core::no_slot)
+            throw invalid_argument_error("mpidict: skiplist_map find_many/insert_many take fewer than 4294967295 "
+                                         "keys per call");
+        const std::size_t window = batch_window();
+        const double started = runtime::now_seconds();
+        std::vector<std::uint8_t> ready(std::min(window, std::max<std::size_t>(count, 1)), 0);
+        std::vector<std::uint64_t> hashes(distinct ? ready.size() : 0);
+        std::unordered_map<std::uint64_t, std::uint32_t> in_flight;  // key hash -> keys in flight (distinct)
+        std::string failure;
+        std::size_t sent = 0, done = 0;
+        m_core->begin_batch([&](std::uint32_t index, std::uint8_t status, std::string_view value) {
+            if (index >= sent || index < done || ready[index % ready.size()] != 0)
+                throw decode_error("mpidict: skiplist_map batch answer for key " + std::to_string(index) +
+                                   ", which is not in flight");
+            ready[index % ready.size()] = 1;
+            if (status == detail::skiplist_core::status_full) {
+                if (failure.empty())
+                    failure.assign(value);
+                return;
+            }
+            store(index, status, value);
+        });
+        struct end_guard {
+            detail::skiplist_core& core;
+            ~end_guard() { core.end_batch(); }
+        } guard{*m_core};
+        auto deliver_ready = [&] {
+            while (done < sent && ready[done % ready.size()] != 0) {
+                ready[done % ready.size()] = 0;
+                if (distinct) {
+                    auto entry = in_flight.find(hashes[done % ready.size()]);
+                    if (--entry->second == 0)
+                        in_flight.erase(entry);
+                }
+                deliver(done);
                 ++done;
             }
-            if (in_flight.size() < window)
-                in_flight.push_back(start_one(index));
-            else
-                in_flight[index % window] = start_one(index);
+            return done;
+        };
+        std::string key, value;
+        for (std::size_t index = 0; index < count; ++index) {
+            key.clear();
+            ordered_codec<K>::encode(keys[index], key);
+            m_core->check_key(key.size());
+            const std::string_view payload = values ? detail::payload_of((*values)[index]) : std::string_view();
+            m_core->check_value(payload.size());
+            if (index - deliver_ready() >= window)
+                engine.wait_until([&] { return index - deliver_ready() < window; });
+            if (distinct) {
+                const std::uint64_t hash = hash_bytes(key.data(), key.size());
+                if (in_flight.count(hash) != 0)  // its earlier occurrence first
+                    engine.wait_until([&] { return deliver_ready() == index; });
+                ++in_flight[hash];
+                hashes[index % ready.size()] = hash;
+            }
+            m_core->send_batch_point(operation, static_cast<std::uint32_t>(index), key, payload);
+            sent = index + 1;
         }
-        for (; done < count; ++done)
-            finish_one(done, in_flight[done % window]);
+        auto& statistics = engine.stats()[kind];
+        statistics.operations += count;
+        statistics.initiation_seconds += runtime::now_seconds() - started;
+        const double waiting = runtime::now_seconds();
+        engine.wait_until([&] { return deliver_ready() == count; });
+        statistics.completion_seconds += runtime::now_seconds() - waiting;
+        if (!failure.empty())
+            throw invalid_argument_error(failure);
     }
 
     // A node answered list_full: the rest of the answer is the message.

@@ -4,6 +4,7 @@
 // overtaking one another when links change.  See skiplist_map.hpp for the design.
 
 #include "mpidict/detail/skiplist_core.hpp"
+#include "mpidict/detail/wire.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -210,9 +211,13 @@ void skiplist_core::send_record(int destination, runtime::handler_id handler, st
 }
 
 void skiplist_core::forward(runtime::handler_id handler, skiplist_node_id to, std::string_view record_tail, int level) {
-    record_writer record;
-    record.put(to.slot).put(to.generation).put(static_cast<std::uint8_t>(level)).append(record_tail);
-    send_record(to.rank, handler, record.bytes());
+    const std::size_t bytes = header_bytes + record_tail.size();
+    detail::byte_writer(m_engine->reserve(to.rank, handler, bytes), bytes)
+        .put(to.slot)
+        .put(to.generation)
+        .put(static_cast<std::uint8_t>(level))
+        .put_bytes(record_tail)
+        .finish();
 }
 
 void skiplist_core::send_point(op kind, std::uint32_t slot, std::string_view key, std::string_view value,
@@ -284,9 +289,51 @@ void skiplist_core::reply_point(const node& here, skiplist_node_id id, int calle
         return;  // a node's own record (an ordering marker): nobody waits for it
     // The answering node and its separator go back with the answer: the caller
     // enters there next time for keys at or above the separator (entry_point).
-    record_writer reply;
-    reply.put(slot).put(ticket).put(status).put_id(id).put_bytes(here.separator).append(value);
-    send_record(caller, m_h_point_reply, reply.bytes());
+    const std::size_t bytes = 4 + 4 + 1 + node_id_bytes + 4 + here.separator.size() + value.size();
+    detail::byte_writer(m_engine->reserve(caller, m_h_point_reply, bytes), bytes)
+        .put(slot)
+        .put(ticket)
+        .put(status)
+        .put(id.rank)
+        .put(id.slot)
+        .put(id.generation)
+        .put(static_cast<std::uint32_t>(here.separator.size()))
+        .put_bytes(here.separator)
+        .put_bytes(value)
+        .finish();
+}
+
+void skiplist_core::begin_batch(batch_answer on_answer) {
+    if (m_batch_answer)
+        throw error("mpidict: skiplist_map find_many/insert_many called while another one is running");
+    // Earlier operations of this caller first (per-key order, see send_point).
+    m_engine->wait_until([this] { return m_tickets.empty(); });
+    m_batch_answer = std::move(on_answer);
+    ++m_batch_id;
+}
+
+void skiplist_core::end_batch() { m_batch_answer = nullptr; }
+
+void skiplist_core::send_batch_point(op kind, std::uint32_t index, std::string_view key, std::string_view value) {
+    // A point record like dispatch_point's: the slot says "batch" (and which),
+    // the ticket is the key's index in the batch.
+    const skiplist_node_id to = entry_point(key);
+    const std::uint32_t slot = batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1));
+    const std::size_t bytes = header_bytes + 1 + 4 + 4 + 4 + sizeof(expiry_time) + 4 + key.size() + 4 + value.size();
+    detail::byte_writer(m_engine->reserve(to.rank, m_h_point, bytes), bytes)
+        .put(to.slot)
+        .put(to.generation)
+        .put(static_cast<std::uint8_t>(m_config.max_height - 1))
+        .put(static_cast<std::uint8_t>(kind))
+        .put(static_cast<std::int32_t>(rank()))
+        .put(slot)
+        .put(index)
+        .put(expiry_time{0})
+        .put(static_cast<std::uint32_t>(key.size()))
+        .put_bytes(key)
+        .put(static_cast<std::uint32_t>(value.size()))
+        .put_bytes(value)
+        .finish();
 }
 
 void skiplist_core::on_point_reply(void* self, int source, const std::byte* records, std::uint32_t bytes,
@@ -306,6 +353,15 @@ void skiplist_core::handle_point_reply(int source, std::string_view record) {
     if (answered_by.rank != source)
         throw decode_error("mpidict: skiplist_map answer from rank " + std::to_string(source) + " names node " +
                            describe(answered_by) + " of another rank");
+    if (slot != no_slot && (slot & batch_slot_bit) != 0) {
+        // An answer to a batch (send_batch_point): the ticket is the key's index.
+        if (status > status_full)
+            throw decode_error("mpidict: skiplist_map batch answer with a bad status");
+        learn_route(separator, answered_by);
+        if (m_batch_answer && (slot & ~batch_slot_bit) == (m_batch_id & (batch_slot_bit / 2 - 1)))
+            m_batch_answer(ticket, status, value);
+        return;
+    }
     auto owner = m_tickets.find(ticket);
     if (owner == m_tickets.end() || status > status_full)
         throw decode_error("mpidict: skiplist_map answer for ticket " + std::to_string(ticket) +

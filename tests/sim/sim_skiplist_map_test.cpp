@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,10 @@ struct shape {
     std::size_t buffer_bytes = 4096;
     int keys_per_rank = 40;
     int batches = 8;
+    std::size_t window = 256;  // caller_window: small ones make insert_many wait between keys
     std::string describe() const {
         std::string text = "G=" + std::to_string(granularity) + " height=" + std::to_string(max_height) +
-                           " p=" + std::to_string(probability).substr(0, 4) + " buffer=" + std::to_string(buffer_bytes) +
+                           " p=" + std::to_string(probability).substr(0, 4) + " buffer=" + std::to_string(buffer_bytes) + " W=" + std::to_string(window) +
                            " servers {";
         for (int r : servers)
             text += std::to_string(r) + " ";
@@ -72,6 +74,7 @@ shape make_shape(int ranks, u64 seed, int ops) {
     const std::size_t servers = random(3) == 0 ? 1 + random(static_cast<u64>(ranks)) : static_cast<std::size_t>(ranks);
     s.servers.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(servers));
     s.buffer_bytes = random(2) == 0 ? 1024 : 8192;
+    s.window = random(3) == 0 ? 256 : 1 + random(3);
     if (ops > 0)
         s.batches = ops;
     return s;
@@ -103,6 +106,7 @@ void workload(int rank, sim::sim_context& context, const shape& setup, bool unor
     config.max_value_bytes = 8;
     config.seed = context.seed();
     config.unordered_for_testing = unordered;
+    config.caller_window = setup.window;
     map_type map(std::make_unique<runtime::engine>(context.make_transport(), config.runtime), config);
 
     std::map<std::int64_t, u64> model;
@@ -166,6 +170,19 @@ void workload(int rank, sim::sim_context& context, const shape& setup, bool unor
             fail_if(finds[i].get() != expected[i], "find during the run");
         for (std::size_t i = 0; i < erases.size(); ++i)
             fail_if(erases[i].get() != present[i], "erase result");
+        if (context.random_below(2) == 0) {
+            // insert_many with repeated keys: the last value of each must win.
+            std::vector<std::int64_t> keys;
+            std::vector<u64> values;
+            const int count = 2 + static_cast<int>(context.random_below(8));
+            const u64 distinct = std::min<u64>(4, static_cast<u64>(setup.keys_per_rank));
+            for (int i = 0; i < count; ++i) {
+                keys.push_back(key_of(context.random_below(distinct)));
+                values.push_back(++version);
+                model[keys.back()] = version;
+            }
+            (void)map.insert_many(std::span<const std::int64_t>(keys), std::span<const u64>(values));
+        }
     }
     map.flush();
     for (int index = 0; index < setup.keys_per_rank; ++index) {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -257,6 +258,92 @@ void run_list_full(int rank, int size) {
     MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
 }
 
+// insert_many and find_many: repeated keys in one call take effect in index
+// order, splits happen under the batch (G = 4, small windows), a batch starts
+// after this caller's async operations, and list_full in a batch throws after
+// every answer with nothing stored lost.
+void run_batches(int rank, int size) {
+    for (const std::size_t window : {std::size_t{1}, std::size_t{3}, std::size_t{64}}) {
+        mpidict::skiplist_map_config config;
+        config.granularity = 4;
+        config.max_key_bytes = 8;
+        config.max_value_bytes = 8;
+        config.caller_window = window;
+        map_type map(MPI_COMM_WORLD, config);
+        // Own keys k = i * size + rank; key i % 50 repeats with versions.
+        std::vector<key_type> keys;
+        std::vector<std::uint64_t> values;
+        std::map<key_type, std::uint64_t> model;
+        for (int i = 0; i < 300; ++i) {
+            const key_type key = static_cast<key_type>((i % 120) * size + rank);
+            keys.push_back(key);
+            values.push_back(value_for(key, i));
+            model[key] = value_for(key, i);
+        }
+        const std::size_t fresh = map.insert_many(std::span<const key_type>(keys), std::span<const std::uint64_t>(values));
+        MPIDICT_CHECK_MSG(fresh == model.size(), "insert_many reported " + std::to_string(fresh) + " new keys of " +
+                                                     std::to_string(model.size()));
+        // Async erases of some own keys, then a batch: it must see them.
+        for (key_type i = 0; i < 120; i += 7) {
+            map.async_erase(i * size + rank);
+            model.erase(i * size + rank);
+        }
+        std::vector<key_type> wanted;
+        for (int i = 0; i < 130; ++i)
+            wanted.push_back(static_cast<key_type>(i * size + rank));
+        std::size_t seen = 0;
+        map.find_many(std::span<const key_type>(wanted), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+            MPIDICT_CHECK_MSG(index == seen, "find_many delivered index " + std::to_string(index) + " out of order");
+            ++seen;
+            const auto expected = model.find(wanted[index]);
+            if (expected == model.end())
+                MPIDICT_CHECK_MSG(!value.has_value(), "key " + std::to_string(wanted[index]) + " found after erase");
+            else
+                MPIDICT_CHECK_MSG(value && *value == expected->second,
+                                  "key " + std::to_string(wanted[index]) + ": not the last value inserted");
+        });
+        MPIDICT_CHECK(seen == wanted.size());
+        map.flush();
+        MPIDICT_CHECK(static_cast<std::int64_t>(map.global_size()) == global_sum(static_cast<std::int64_t>(model.size())));
+        MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+        map.flush();
+    }
+    // list_full inside insert_many.
+    mpidict::skiplist_map_config config;
+    config.granularity = 2;
+    config.node_slots_per_rank = 2;
+    config.max_key_bytes = 8;
+    config.max_value_bytes = 8;
+    map_type map(MPI_COMM_WORLD, config);
+    std::vector<key_type> keys;
+    std::vector<std::uint64_t> values;
+    for (key_type i = 0; i < 40; ++i) {
+        keys.push_back(i * size + rank);
+        values.push_back(value_for(i * size + rank, 2));
+    }
+    int refused = 0;
+    try {
+        (void)map.insert_many(std::span<const key_type>(keys), std::span<const std::uint64_t>(values));
+    } catch (const mpidict::invalid_argument_error& problem) {
+        MPIDICT_CHECK_MSG(std::string(problem.what()).find("list_full") != std::string::npos, problem.what());
+        refused = 1;
+    }
+    map.flush();
+    MPIDICT_CHECK(global_sum(refused) > 0);
+    // Whatever was stored is intact and findable.
+    std::size_t found = 0;
+    map.find_many(std::span<const key_type>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+        if (value) {
+            MPIDICT_CHECK(*value == values[index]);
+            ++found;
+        }
+    });
+    map.flush();
+    MPIDICT_CHECK(global_sum(static_cast<std::int64_t>(found)) == static_cast<std::int64_t>(map.global_size()));
+    MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+    map.flush();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -271,5 +358,6 @@ int main(int argc, char** argv) {
         for (const auto& s : scenarios)
             run_scenario(s, rank, size);
         run_list_full(rank, size);
+        run_batches(rank, size);
     });
 }

@@ -56,6 +56,18 @@ public:
     // {u32 key bytes, key, u32 value bytes, value}* in key order, count = entries.
     void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit);
 
+    // Caller side, batches (find_many, insert_many): point operations answered
+    // to on_answer(index, status, value) instead of completing requests, with no
+    // per-key bookkeeping here (the front end keeps one key from being in flight
+    // twice).  begin_batch waits until this caller's earlier point operations
+    // are answered, so a batch takes effect after them; end_batch forgets the
+    // callback, and answers of an abandoned batch are dropped.
+    using batch_answer = std::function<void(std::uint32_t index, std::uint8_t status, std::string_view value)>;
+    static constexpr std::uint32_t batch_slot_bit = 0x80000000u;  // request slots are far below
+    void begin_batch(batch_answer on_answer);
+    void send_batch_point(op kind, std::uint32_t index, std::string_view key, std::string_view value);
+    void end_batch();
+
     void check_key(std::size_t bytes) const;
     void check_value(std::size_t bytes) const;
     std::uint64_t async_rejected() const { return m_async_rejected; }
@@ -209,6 +221,9 @@ private:
     std::map<std::string, skiplist_node_id, std::less<>> m_routes;
     std::unordered_map<std::uint32_t, std::string> m_tickets;  // answer ticket -> key
     std::uint32_t m_next_ticket = 0;
+    // The batch in progress (begin_batch .. end_batch).
+    batch_answer m_batch_answer;
+    std::uint32_t m_batch_id = 0;  // low 30 bits travel in the slot of its records
     std::uint64_t m_async_rejected = 0;
 
     skiplist_local_statistics m_stats{};
