@@ -114,6 +114,7 @@
 
 #include "mpidict/detail/payload.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
+#include "mpidict/key_pattern.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/ordered_key.hpp"
 #include "mpidict/runtime/request.hpp"
@@ -291,6 +292,27 @@ public:
         const std::string bound = prefix_successor(prefix);
         return start_range(std::string(prefix), bound, !bound.empty(), options);
     }
+    // Every entry whose multi-dimensional key lies in the pattern's box (each
+    // dimension an exact value or an interval; see key_pattern.hpp), in key
+    // order.  The query visits only the nodes that can hold matches: from each
+    // answering node it jumps over the towers to the next key that can match.
+    // Throws invalid_argument_error if the pattern is not for keys of type K.
+    request<entry_list> match(const key_pattern& pattern, range_options options = {}) {
+        const auto types = key_dimensions<K>();
+        if (pattern.types() != types)
+            throw invalid_argument_error("mpidict: skiplist_map match: the pattern " + pattern.to_string() +
+                                         " is not for this map's key type (its dimensions differ)");
+        std::string bound = *pattern.upper_bound();
+        bound.push_back('\0');  // the smallest encoding above the box
+        std::string wire;
+        pattern.serialize(wire);
+        return start_range(pattern.lower_bound(), bound, true, options, wire);
+    }
+    // The text form, e.g. "4.[2,8].3.[1,3]"; a syntax error throws
+    // pattern_syntax_error naming the position.
+    request<entry_list> match(std::string_view pattern, range_options options = {}) {
+        return match(key_pattern::parse<K>(pattern), options);
+    }
 
     // ---- this rank's nodes ---------------------------------------------------
 
@@ -378,7 +400,8 @@ private:
         m_core->send_point(operation, detail::skiplist_core::no_slot, encoded, value, expires);
     }
 
-    request<entry_list> start_range(const std::string& lo, const std::string& hi, bool bounded, range_options options) {
+    request<entry_list> start_range(const std::string& lo, const std::string& hi, bool bounded, range_options options,
+                                    std::string_view pattern = {}) {
         runtime::engine_lock lock(m_core->engine());
         prepare(skiplist_map_op::range, {});
         auto& engine = m_core->engine();
@@ -386,7 +409,7 @@ private:
         // Descending with a limit wants the last entries: collect all, cut at the caller.
         const std::uint64_t limit = options.descending ? 0 : options.limit;
         try {
-            m_core->send_range(slot, lo, hi, bounded, limit);
+            m_core->send_range(slot, lo, hi, bounded, limit, pattern);
         } catch (...) {
             engine.cancel_request(slot);
             throw;

@@ -5,6 +5,7 @@
 
 #include "mpidict/detail/skiplist_core.hpp"
 #include "mpidict/detail/wire.hpp"
+#include "mpidict/key_pattern.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -247,12 +248,12 @@ void skiplist_core::dispatch_point(op kind, std::uint32_t slot, const std::strin
 }
 
 void skiplist_core::send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
-                               std::uint64_t limit) {
+                               std::uint64_t limit, std::string_view pattern) {
     m_ranges[slot] = range_state{};
     record_writer tail;
     tail.put(static_cast<std::int32_t>(rank())).put(slot).put(std::uint32_t{0});
     tail.put(static_cast<std::uint8_t>(bounded)).put(limit == 0 ? unlimited : limit);
-    tail.put_bytes(lo).put_bytes(hi);
+    tail.put_bytes(lo).put_bytes(hi).put_bytes(pattern);
     forward(m_h_range, entry_point(lo), tail.bytes(), static_cast<int>(m_config.max_height) - 1);
 }
 
@@ -1008,8 +1009,12 @@ void skiplist_core::handle_range(int source, std::string_view record) {
     std::uint64_t limit = in.get<std::uint64_t>();
     const std::string_view lo = in.get_bytes();
     const std::string_view hi = in.get_bytes();
+    const std::string_view pattern_bytes = in.get_bytes();
     if (caller < 0 || caller >= m_engine->size() || limit == 0)
         throw decode_error("mpidict: skiplist_map range record with a bad caller or limit");
+    std::optional<key_pattern> pattern;
+    if (!pattern_bytes.empty())
+        pattern = key_pattern::deserialize(pattern_bytes);
     if (lo < std::string_view(here.separator) && sequence == 0) {
         // Entered above lo (see handle_point): start again at the head.
         ++m_stats.hops;
@@ -1028,6 +1033,9 @@ void skiplist_core::handle_range(int source, std::string_view record) {
                                [](const entry& e, std::string_view k) { return std::string_view(e.key) < k; });
     const link& next = here.tower[0];
     const std::size_t room = m_engine->max_record_bytes() - runtime::reply_header_bytes - 16;
+    // Where a pattern query goes after `key`: the smallest key above it that can
+    // match (nullopt: nothing more can).
+    auto skip_to = [&](std::string_view key) { return pattern->next_candidate(key); };
     // Parts of at most one message each; the last part of the query says so.
     while (true) {
         record_writer part;
@@ -1036,6 +1044,22 @@ void skiplist_core::handle_range(int source, std::string_view record) {
         for (; it != here.run.end() && limit != 0; ++it) {
             if (bounded && std::string_view(it->key) >= hi)
                 break;
+            if (pattern && !pattern->matches(it->key)) {
+                // Jump within this node to the next key that can match.
+                const auto candidate = skip_to(it->key);
+                if (!candidate) {
+                    it = here.run.end();
+                    limit = 0;  // nothing above can match: the query ends here
+                    break;
+                }
+                it = std::lower_bound(it, here.run.end(), *candidate, [](const entry& e, const std::string& k) {
+                    return e.key < k;
+                });
+                if (it == here.run.end())
+                    break;
+                --it;  // the loop's ++it lands on it again
+                continue;
+            }
             const std::size_t size = 8 + it->key.size() + it->value.size();
             if (entries > 0 && bytes + size > room)
                 break;
@@ -1046,8 +1070,16 @@ void skiplist_core::handle_range(int source, std::string_view record) {
                 --limit;
         }
         const bool node_done = it == here.run.end() || limit == 0 || (bounded && std::string_view(it->key) >= hi);
+        // A pattern query continues at the first key at or above the successor's
+        // separator that can match, routed from here over the towers so the
+        // nodes in the gap are skipped.
+        std::optional<std::string> resume;
+        if (node_done && pattern && limit != 0 && next.set && !next.to.null())
+            resume = pattern->matches(next.separator) ? std::optional<std::string>(next.separator)
+                                                      : skip_to(next.separator);
         const bool more_nodes = node_done && limit != 0 && next.set && !next.to.null() &&
-                                (!bounded || std::string_view(next.separator) < hi);
+                                (!pattern || resume.has_value()) &&
+                                (!bounded || std::string_view(pattern ? *resume : next.separator) < hi);
         const bool last = node_done && !more_nodes;
         record_writer out;
         out.put(slot).put(sequence).put(static_cast<std::uint8_t>(last)).put(entries).append(part.bytes());
@@ -1059,9 +1091,17 @@ void skiplist_core::handle_range(int source, std::string_view record) {
         if (more_nodes) {
             record_writer onward;
             onward.put(caller).put(slot).put(sequence).put(static_cast<std::uint8_t>(bounded)).put(limit);
-            onward.put_bytes(next.separator).put_bytes(hi);
+            if (!pattern) {
+                onward.put_bytes(next.separator).put_bytes(hi).put_bytes({});
+                ++m_stats.hops;
+                forward(m_h_range, next.to, onward.bytes(), 0);
+                return;
+            }
+            onward.put_bytes(*resume).put_bytes(hi).put_bytes(pattern_bytes);
+            const int level = forward_level(here, *resume, static_cast<int>(here.tower.size()) - 1, false);
+            MPIDICT_ASSERT(level >= 0, "a pattern query resumes beyond this node's range");
             ++m_stats.hops;
-            forward(m_h_range, next.to, onward.bytes(), 0);
+            forward(m_h_range, here.tower[static_cast<std::size_t>(level)].to, onward.bytes(), level);
         }
         return;
     }

@@ -5,11 +5,15 @@
 // (keys and values over their limits, NaN keys, configurations that cannot work)
 // with clear errors and nothing stored lost.
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstdio>
 #include <map>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -213,11 +217,116 @@ void bad_configurations(int rank, int size) {
 
 }  // namespace
 
+// Pattern queries (match): every entry in the box, in order, against a filter of
+// the model; the query skips the nodes between matching runs (fewer parts than a
+// plain range over the same bounds); limits, descending, bad patterns.
+void patterns(int rank, int size) {
+    using cell = std::array<std::int32_t, 3>;
+    mpidict::skiplist_map_config config;
+    config.granularity = 4;
+    config.max_key_bytes = 12;
+    config.max_value_bytes = 8;
+    mpidict::skiplist_map<cell, std::int64_t> map(MPI_COMM_WORLD, config);
+    std::map<cell, std::int64_t> everything;
+    std::vector<cell> mine;
+    std::vector<std::int64_t> values;
+    int index = 0;
+    for (std::int32_t x = -2; x < 8; ++x)
+        for (std::int32_t y = 0; y < 10; ++y)
+            for (std::int32_t z = 0; z < 4; ++z, ++index) {
+                everything[cell{x, y, z}] = index;
+                if (index % size == rank) {
+                    mine.push_back(cell{x, y, z});
+                    values.push_back(index);
+                }
+            }
+    (void)map.insert_many(std::span<const cell>(mine), std::span<const std::int64_t>(values));
+    map.flush();
+    auto filter = [&](const mpidict::key_pattern& pattern) {
+        std::vector<std::pair<cell, std::int64_t>> out;
+        for (const auto& [key, value] : everything) {
+            std::string encoded;
+            mpidict::ordered_codec<cell>::encode(key, encoded);
+            if (pattern.matches(encoded))
+                out.emplace_back(key, value);
+        }
+        return out;
+    };
+    auto total = [](std::int64_t mine_count) {
+        std::int64_t sum = 0;
+        MPI_Allreduce(&mine_count, &sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        return sum;
+    };
+    auto parts_of = [&](auto&& query) {
+        map.flush();
+        const auto before = total(static_cast<std::int64_t>(map.local_statistics().range_parts));
+        auto result = query();
+        map.flush();
+        const auto after = total(static_cast<std::int64_t>(map.local_statistics().range_parts));
+        return std::make_pair(result, after - before);
+    };
+    for (const char* text : {"3.[2,5].*", "[1,4].4.[0,2]", "*.*.3", "2.3.1", "[20,30].*.*", "[-2,0].[8,].[3,]", "*.*.*"}) {
+        const auto pattern = mpidict::key_pattern::parse<cell>(text);
+        const auto expected = filter(pattern);
+        const auto got = map.match(text).get();
+        MPIDICT_CHECK_MSG(got == expected, std::string("match ") + text + ": " + std::to_string(got.size()) +
+                                               " entries, expected " + std::to_string(expected.size()));
+        auto limited = map.match(pattern, {.limit = 5}).get();
+        MPIDICT_CHECK_MSG(limited.size() == std::min<std::size_t>(5, expected.size()) &&
+                              std::equal(limited.begin(), limited.end(), expected.begin()),
+                          std::string("match ") + text + " with a limit");
+        auto last = map.match(pattern, {.limit = 3, .descending = true}).get();
+        MPIDICT_CHECK_MSG(last.size() == std::min<std::size_t>(3, expected.size()) &&
+                              std::equal(last.begin(), last.end(), expected.rbegin()),
+                          std::string("match ") + text + " descending");
+    }
+    // Skipping: a pattern with one y per x answers from far fewer nodes than a
+    // plain range over the same bounds (only rank 0 queries; the others wait).
+    std::int64_t pattern_parts = 0, range_parts = 0;
+    const auto [matched, with_pattern] = parts_of([&] {
+        return rank == 0 ? map.match("[0,5].7.*").get() : decltype(map.match("0.0.0").get()){};
+    });
+    const auto [ranged, with_range] = parts_of([&] {
+        return rank == 0 ? map.range(cell{0, 7, 0}, cell{5, 7, 3}).get() : decltype(map.match("0.0.0").get()){};
+    });
+    pattern_parts = with_pattern;
+    range_parts = with_range;
+    if (rank == 0) {
+        MPIDICT_CHECK_MSG(matched == filter(mpidict::key_pattern::parse<cell>("[0,5].7.*")) && matched.size() == 24,
+                          "match [0,5].7.* found " + std::to_string(matched.size()) + " entries");
+        MPIDICT_CHECK(ranged.size() > matched.size());
+    }
+    if (rank == 0 && std::getenv("SKIPLIST_TEST_VERBOSE"))
+        std::fprintf(stderr, "match [0,5].7.*: %lld parts; range over the same bounds: %lld parts\n",
+                     static_cast<long long>(pattern_parts), static_cast<long long>(range_parts));
+    MPIDICT_CHECK_MSG(pattern_parts * 2 < range_parts, "the pattern query answered from " +
+                                                           std::to_string(pattern_parts) + " nodes, the range from " +
+                                                           std::to_string(range_parts));
+    // Bad patterns: named, nothing changes.
+    bool syntax = false;
+    try {
+        (void)map.match("3.[2,");
+    } catch (const mpidict::pattern_syntax_error& problem) {
+        syntax = std::string(problem.what()).find("position") != std::string::npos;
+    }
+    MPIDICT_CHECK(syntax);
+    bool wrong_type = false;
+    try {
+        (void)map.match(mpidict::key_pattern::for_key<std::array<double, 2>>());
+    } catch (const mpidict::invalid_argument_error& problem) {
+        wrong_type = std::string(problem.what()).find("key type") != std::string::npos;
+    }
+    MPIDICT_CHECK(wrong_type);
+    map.flush();
+    MPIDICT_CHECK(map.global_size() == everything.size());
+}
+
 int main(int argc, char** argv) {
     return mpidict::testing::run_mpi_test(argc, argv, [](int rank, int size) {
         mpidict::testing::watchdog guard(rank, std::chrono::seconds(150), "mpi_skiplist_map_keys");
         strings_and_prefixes(rank, size);
         multi_dimensional(rank, size);
+        patterns(rank, size);
         expiry(rank, size);
         bad_configurations(rank, size);
     });

@@ -54,7 +54,11 @@ public:
     // Caller side.  Starts a range query over [lo, hi) (hi empty and !bounded: to
     // the end), at most `limit` entries (0: no limit).  Completes `slot` with
     // {u32 key bytes, key, u32 value bytes, value}* in key order, count = entries.
-    void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit);
+    // With a pattern (key_pattern::serialize form, empty: none) only matching
+    // entries are returned, and the query jumps from node to node over the gaps
+    // between matching runs (next_candidate) instead of walking every node.
+    void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit,
+                    std::string_view pattern = {});
 
     // Caller side, batches (find_many, insert_many): point operations answered
     // to on_answer(index, status, value) instead of completing requests, with no
