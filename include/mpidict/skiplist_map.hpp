@@ -98,6 +98,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -298,10 +299,7 @@ public:
     // answering node it jumps over the towers to the next key that can match.
     // Throws invalid_argument_error if the pattern is not for keys of type K.
     request<entry_list> match(const key_pattern& pattern, range_options options = {}) {
-        const auto types = key_dimensions<K>();
-        if (pattern.types() != types)
-            throw invalid_argument_error("mpidict: skiplist_map match: the pattern " + pattern.to_string() +
-                                         " is not for this map's key type (its dimensions differ)");
+        check_pattern(pattern);
         std::string bound = *pattern.upper_bound();
         bound.push_back('\0');  // the smallest encoding above the box
         std::string wire;
@@ -312,6 +310,44 @@ public:
     // pattern_syntax_error naming the position.
     request<entry_list> match(std::string_view pattern, range_options options = {}) {
         return match(key_pattern::parse<K>(pattern), options);
+    }
+
+    // Streaming forms of the ordered queries: on_entry(key, value) is called in
+    // key order as the parts arrive (a part waits only for the parts before it),
+    // so the entries are never all held at once; returns how many there were.
+    // Local; like find_many, other ranks answer meanwhile.  With descending the
+    // entries are collected first (the last ones arrive last).  If on_entry
+    // throws, the rest of the query is dropped as it arrives and the exception
+    // propagates.
+    template <class Function>
+        requires std::invocable<Function&, const K&, const V&>
+    std::size_t range(const K& lo, const K& hi, Function&& on_entry, range_options options = {}) {
+        std::string bound = encode(hi);
+        bound.push_back('\0');
+        return stream_range(encode(lo), bound, true, options, {}, on_entry);
+    }
+    template <class Function>
+        requires std::invocable<Function&, const K&, const V&>
+    std::size_t range_from(const K& lo, Function&& on_entry, range_options options = {}) {
+        return stream_range(encode(lo), {}, false, options, {}, on_entry);
+    }
+    template <class Function>
+        requires(std::invocable<Function&, const K&, const V&> &&
+                 (std::is_same_v<K, std::string> || std::is_same_v<K, std::vector<std::byte>>))
+    std::size_t prefix(std::string_view prefix, Function&& on_entry, range_options options = {}) {
+        m_core->check_key(prefix.size());
+        const std::string bound = prefix_successor(prefix);
+        return stream_range(std::string(prefix), bound, !bound.empty(), options, {}, on_entry);
+    }
+    template <class Function>
+        requires std::invocable<Function&, const K&, const V&>
+    std::size_t match(const key_pattern& pattern, Function&& on_entry, range_options options = {}) {
+        check_pattern(pattern);
+        std::string bound = *pattern.upper_bound();
+        bound.push_back('\0');
+        std::string wire;
+        pattern.serialize(wire);
+        return stream_range(pattern.lower_bound(), bound, true, options, wire, on_entry);
     }
 
     // ---- this rank's nodes ---------------------------------------------------
@@ -399,6 +435,63 @@ private:
         prepare(kind, value);
         m_core->send_point(operation, detail::skiplist_core::no_slot, encoded, value, expires);
     }
+
+    static void check_pattern(const key_pattern& pattern) {
+        if (pattern.types() != key_dimensions<K>())
+            throw invalid_argument_error("mpidict: skiplist_map match: the pattern " + pattern.to_string() +
+                                         " is not for this map's key type (its dimensions differ)");
+    }
+
+    template <class Function>
+    std::size_t stream_range(const std::string& lo, const std::string& hi, bool bounded, range_options options,
+                             std::string_view pattern, Function& on_entry) {
+        if (options.descending) {
+            const entry_list all = start_range(lo, hi, bounded, options, pattern).get();
+            for (const auto& [key, value] : all)
+                on_entry(key, value);
+            return all.size();
+        }
+        auto& engine = m_core->engine();
+        runtime::engine_lock lock(engine);
+        if (engine.in_handler())
+            throw error("mpidict: skiplist_map streaming ranges cannot be run from inside a handler");
+        prepare(skiplist_map_op::range, {});
+        const std::uint32_t slot = engine.open_request(skiplist_map_op::range);
+        try {
+            m_core->send_range(slot, lo, hi, bounded, options.limit, pattern, true);
+        } catch (...) {
+            engine.cancel_request(slot);
+            throw;
+        }
+        request<std::size_t> finished(engine, slot, &decode_count, nullptr);
+        std::size_t delivered = 0;
+        std::string part;
+        auto drain = [&] {
+            while (m_core->take_stream_part(slot, part)) {
+                byte_reader reader(reinterpret_cast<const std::byte*>(part.data()), part.size());
+                while (!reader.empty()) {
+                    const auto key_bytes = reader.read<std::uint32_t>();
+                    const std::string_view key(reinterpret_cast<const char*>(reader.take(key_bytes)), key_bytes);
+                    const auto value_bytes = reader.read<std::uint32_t>();
+                    const std::string_view value(reinterpret_cast<const char*>(reader.take(value_bytes)), value_bytes);
+                    const K decoded_key = ordered_codec<K>::decode(key);
+                    const V decoded_value = detail::from_payload<V>(value);
+                    on_entry(decoded_key, decoded_value);
+                    ++delivered;
+                }
+            }
+            return !m_core->range_in_progress(slot);
+        };
+        try {
+            engine.wait_until(drain);
+        } catch (...) {
+            m_core->abandon_stream(slot);
+            throw;
+        }
+        (void)finished.get();
+        return delivered;
+    }
+    static std::size_t decode_count(std::uint32_t count, byte_reader&, const void*) { return count; }
 
     request<entry_list> start_range(const std::string& lo, const std::string& hi, bool bounded, range_options options,
                                     std::string_view pattern = {}) {

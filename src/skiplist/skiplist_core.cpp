@@ -248,8 +248,9 @@ void skiplist_core::dispatch_point(op kind, std::uint32_t slot, const std::strin
 }
 
 void skiplist_core::send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
-                               std::uint64_t limit, std::string_view pattern) {
+                               std::uint64_t limit, std::string_view pattern, bool streaming) {
     m_ranges[slot] = range_state{};
+    m_ranges[slot].streaming = streaming;
     record_writer tail;
     tail.put(static_cast<std::int32_t>(rank())).put(slot).put(std::uint32_t{0});
     tail.put(static_cast<std::uint8_t>(bounded)).put(limit == 0 ? unlimited : limit);
@@ -1126,10 +1127,17 @@ void skiplist_core::handle_range_part(int source, std::string_view record) {
     range_state& state = found->second;
     if (state.parts.count(sequence) != 0 || (state.last != no_slot && sequence > state.last))
         throw decode_error("mpidict: skiplist_map range part " + std::to_string(sequence) + " arrived twice or late");
+    if (state.streaming && sequence < state.next)
+        throw decode_error("mpidict: skiplist_map range part " + std::to_string(sequence) + " arrived twice");
     state.parts.emplace(sequence, std::string(in.rest()));
     state.counts.emplace(sequence, entries);
     if (last)
         state.last = sequence;
+    if (state.streaming) {
+        state.source = source;
+        advance_stream(slot, state);
+        return;
+    }
     if (state.last == no_slot || state.parts.size() != std::size_t(state.last) + 1)
         return;
     // Every part is here: hand the request its entries in key order.
@@ -1142,6 +1150,44 @@ void skiplist_core::handle_range_part(int source, std::string_view record) {
     m_ranges.erase(found);
     m_engine->complete_request(source, slot, total,
                                std::span<const std::byte>(reinterpret_cast<const std::byte*>(result.data()), result.size()));
+}
+
+void skiplist_core::advance_stream(std::uint32_t slot, range_state& state) {
+    for (auto first = state.parts.begin(); first != state.parts.end() && first->first == state.next;
+         first = state.parts.begin()) {
+        state.entries += state.counts[first->first];
+        state.counts.erase(first->first);
+        if (!state.abandoned)
+            state.ready.push_back(std::move(first->second));
+        state.parts.erase(first);
+        ++state.next;
+    }
+    if (state.last == no_slot || state.next <= state.last || !state.ready.empty())
+        return;
+    // Every part handed out: the request completes with the entry count.
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(state.entries, no_slot - 1));
+    const int source = state.source;
+    m_ranges.erase(slot);
+    m_engine->complete_request(source, slot, count, {});
+}
+
+bool skiplist_core::take_stream_part(std::uint32_t slot, std::string& part) {
+    auto found = m_ranges.find(slot);
+    if (found == m_ranges.end() || found->second.ready.empty())
+        return false;
+    part = std::move(found->second.ready.front());
+    found->second.ready.pop_front();
+    advance_stream(slot, found->second);
+    return true;
+}
+
+void skiplist_core::abandon_stream(std::uint32_t slot) {
+    auto found = m_ranges.find(slot);
+    if (found == m_ranges.end())
+        return;
+    found->second.abandoned = true;
+    found->second.ready.clear();
+    advance_stream(slot, found->second);
 }
 
 // ---------------------------------------------------------------------------

@@ -54,6 +54,10 @@ void strings_and_prefixes(int rank, int size) {
         MPIDICT_CHECK(last_two.size() == std::min<std::size_t>(2, expected.size()));
         for (std::size_t i = 0; i < last_two.size(); ++i)
             MPIDICT_CHECK(last_two[i] == expected[expected.size() - 1 - i]);
+        std::vector<std::pair<std::string, std::string>> streamed;
+        const std::size_t count = map.prefix(
+            prefix, [&](const std::string& key, const std::string& value) { streamed.emplace_back(key, value); });
+        MPIDICT_CHECK_MSG(streamed == expected && count == expected.size(), "streaming prefix '" + prefix + "'");
     };
     for (const char* prefix : {"ap", "band", "b", "", "zz#", "q", "a"})
         expect_prefix(prefix);
@@ -271,6 +275,12 @@ void patterns(int rank, int size) {
         const auto got = map.match(text).get();
         MPIDICT_CHECK_MSG(got == expected, std::string("match ") + text + ": " + std::to_string(got.size()) +
                                                " entries, expected " + std::to_string(expected.size()));
+        // Streaming: the same entries, in order, to a callback.
+        std::vector<std::pair<cell, std::int64_t>> streamed;
+        const std::size_t count =
+            map.match(pattern, [&](const cell& key, const std::int64_t& value) { streamed.emplace_back(key, value); });
+        MPIDICT_CHECK_MSG(streamed == expected && count == expected.size(),
+                          std::string("streaming match ") + text + ": " + std::to_string(streamed.size()) + " entries");
         auto limited = map.match(pattern, {.limit = 5}).get();
         MPIDICT_CHECK_MSG(limited.size() == std::min<std::size_t>(5, expected.size()) &&
                               std::equal(limited.begin(), limited.end(), expected.begin()),

@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <vector>
@@ -80,6 +81,33 @@ void check_range(map_type& map, const std::map<key_type, std::uint64_t>& model, 
         const auto tail = map.range_from(lo).get();
         std::map<key_type, std::uint64_t> from(everything->lower_bound(lo), everything->end());
         MPIDICT_CHECK(std::equal(tail.begin(), tail.end(), from.begin(), from.end(), same_entry));
+        // Streaming forms: the same entries, in order, to a callback.
+        std::vector<std::pair<key_type, std::uint64_t>> streamed;
+        auto keep = [&](const key_type& key, const std::uint64_t& value) { streamed.emplace_back(key, value); };
+        MPIDICT_CHECK(map.range(lo, hi, keep) == all.size());
+        MPIDICT_CHECK(std::equal(streamed.begin(), streamed.end(), all.begin(), all.end(), same_entry));
+        streamed.clear();
+        MPIDICT_CHECK(map.range_from(lo, keep, {.limit = 9}) == std::min<std::size_t>(9, from.size()));
+        MPIDICT_CHECK(std::equal(streamed.begin(), streamed.end(), from.begin(), same_entry));
+        streamed.clear();
+        MPIDICT_CHECK(map.range(lo, hi, keep, {.limit = 4, .descending = true}) == std::min<std::size_t>(4, all.size()));
+        MPIDICT_CHECK(std::equal(streamed.begin(), streamed.end(), all.rbegin(), same_entry));
+        // A callback that throws: the exception reaches the caller, the rest of
+        // the query is dropped, and the map keeps working.
+        if (all.size() > 2) {
+            std::size_t calls = 0;
+            bool thrown = false;
+            try {
+                map.range(lo, hi, [&](const key_type&, const std::uint64_t&) {
+                    if (++calls == 2)
+                        throw std::runtime_error("stop");
+                });
+            } catch (const std::runtime_error&) {
+                thrown = true;
+            }
+            MPIDICT_CHECK(thrown && calls == 2);
+            MPIDICT_CHECK(map.range(lo, hi).get().size() == all.size());
+        }
     }
 }
 

@@ -57,8 +57,18 @@ public:
     // With a pattern (key_pattern::serialize form, empty: none) only matching
     // entries are returned, and the query jumps from node to node over the gaps
     // between matching runs (next_candidate) instead of walking every node.
+    // streaming: the parts are not collected for the request; take_stream_part
+    // hands them out in key order as soon as every earlier part has arrived (only
+    // parts that arrive early wait here), and the request completes with the
+    // entry count once the last one is taken.
     void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit,
-                    std::string_view pattern = {});
+                    std::string_view pattern = {}, bool streaming = false);
+    // Streaming ranges: the next part of `slot` in order ({u32 key bytes, key,
+    // u32 value bytes, value}*), if one is ready.
+    bool take_stream_part(std::uint32_t slot, std::string& part);
+    // Streaming ranges: the caller gave up (its callback threw); later parts are dropped.
+    void abandon_stream(std::uint32_t slot);
+    bool range_in_progress(std::uint32_t slot) const { return m_ranges.count(slot) != 0; }
 
     // Caller side, batches (find_many, insert_many): point operations answered
     // to on_answer(index, status, value) instead of completing requests, with no
@@ -204,7 +214,18 @@ private:
         std::map<std::uint32_t, std::string> parts;   // sequence -> encoded entries
         std::map<std::uint32_t, std::uint32_t> counts;
         std::uint32_t last = no_slot;                  // sequence of the final part, once known
+        // Streaming: parts before `next` were handed out; `ready` is what
+        // arrived in order and awaits take_stream_part.
+        bool streaming = false;
+        bool abandoned = false;
+        std::uint32_t next = 0;
+        std::uint64_t entries = 0;
+        std::deque<std::string> ready;
+        int source = -1;  // the rank whose part completes the request
     };
+    // Streaming: moves the parts that are now in order to `ready`; completes the
+    // request when the last one has been handed out (or dropped).
+    void advance_stream(std::uint32_t slot, range_state& state);
     std::map<std::uint32_t, range_state> m_ranges;
     // Caller side: one point operation per key in flight; the rest wait here.
     struct waiting_point {
