@@ -65,6 +65,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -150,12 +151,14 @@ public:
 
     // Collective.  Builds the set over `communicator` (duplicated).
     explicit rma_hash_set(MPI_Comm communicator, rma_hash_set_config config = {})
-        : m_config(config), m_slots(slots_for(config)) {
+        : m_config(config), m_slots(wanted_slots(config)) {
         const std::uint64_t values[] = {m_slots, static_cast<std::uint64_t>(config.sync),
                                         static_cast<std::uint64_t>(config.access), sizeof(T)};
         const std::string names[] = {"rma_hash_set slots_per_rank", "rma_hash_set sync", "rma_hash_set access",
                                      "rma_hash_set object size"};
         detail::check_same_on(communicator, values, names);
+        // The ranks agree on the slot count: a bad one is refused on all of them.
+        check_slots(config, m_slots);
         if (config.access == rma_access::shared_memory && !detail::all_ranks_on_one_node(communicator))
             throw invalid_argument_error(
                 "mpidict: rma_hash_set access = shared_memory needs every rank on one node; "
@@ -315,15 +318,32 @@ private:
         std::array<std::uint64_t, object_words> words{};
     };
 
-    static std::size_t slots_for(const rma_hash_set_config& config) {
+    // The most slots whose window size (8 * (header_words + slots * slot_words))
+    // does not overflow; the window itself refuses what does not fit in memory.
+    static constexpr std::size_t max_slots = (std::numeric_limits<std::size_t>::max() / 16 - header_words) / slot_words;
+
+    static void check_slots(const rma_hash_set_config& config, std::size_t slots) {
+        if (slots == 0)
+            throw invalid_argument_error("mpidict: rma_hash_set max_load = " + std::to_string(config.max_load) +
+                                         " is outside (0, 1]");
+        if (slots > max_slots)
+            throw invalid_argument_error("mpidict: rma_hash_set needs " + std::to_string(slots) +
+                                         " slots per rank, more than the " + std::to_string(max_slots) +
+                                         " whose window size can be computed; lower slots_per_rank or "
+                                         "expected_per_rank");
+    }
+    // Never throws (the constructor agrees on it first): 0 for a bad max_load,
+    // above max_slots for a size it cannot compute.
+    static std::size_t wanted_slots(const rma_hash_set_config& config) {
         if (config.slots_per_rank != 0)
             return config.slots_per_rank;
         if (!(config.max_load > 0.0 && config.max_load <= 1.0))
-            throw invalid_argument_error("mpidict: rma_hash_set max_load = " + std::to_string(config.max_load) +
-                                         " is outside (0, 1]");
+            return 0;
         if (config.expected_per_rank == 0)
             return 65536;
         const double wanted = static_cast<double>(config.expected_per_rank) / config.max_load;
+        if (!(wanted < static_cast<double>(max_slots)))
+            return max_slots + 1;  // refused by check_slots
         return static_cast<std::size_t>(wanted) + 1;
     }
 

@@ -3,9 +3,13 @@
 #include "mpidict/detail/rma_window.hpp"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -115,11 +119,59 @@ void check_same_on(MPI_Comm communicator, std::span<const std::uint64_t> values,
     }
 }
 
+namespace {
+
+// /proc/meminfo's "<name>: N kB" in bytes, or 0 if absent.
+std::uint64_t meminfo_bytes(const char* name) {
+    std::FILE* file = std::fopen("/proc/meminfo", "r");
+    if (!file)
+        return 0;
+    char line[256];
+    std::uint64_t value = 0;
+    const std::size_t length = std::strlen(name);
+    while (std::fgets(line, sizeof line, file)) {
+        if (std::strncmp(line, name, length) == 0 && line[length] == ':') {
+            value = std::strtoull(line + length + 1, nullptr, 10) * 1024;
+            break;
+        }
+    }
+    std::fclose(file);
+    return value;
+}
+
+// Why this rank cannot map `mapped` bytes (its own `own` bytes among them), or "".
+std::string memory_verdict(std::uint64_t own, std::uint64_t mapped) {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && mapped > limit.rlim_cur)
+        return "needs " + std::to_string(mapped) + " bytes of address space for the window, but RLIMIT_AS (ulimit -v) is " +
+               std::to_string(limit.rlim_cur) + " bytes";
+    if (getrlimit(RLIMIT_DATA, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && own > limit.rlim_cur)
+        return "needs " + std::to_string(own) + " bytes for its window segment, but RLIMIT_DATA (ulimit -d) is " +
+               std::to_string(limit.rlim_cur) + " bytes";
+    const std::uint64_t available = meminfo_bytes("MemAvailable") + meminfo_bytes("SwapFree");
+    if (available > 0 && own > available)
+        return "needs " + std::to_string(own) + " bytes for its window segment, but only " + std::to_string(available) +
+               " bytes of memory (MemAvailable + SwapFree) are available";
+    return {};
+}
+
+}  // namespace
+
+std::size_t rma_window::checked_bytes(std::size_t bytes_per_rank) {
+    // Whole cache lines (see the constructor), and a size MPI_Aint can carry.
+    constexpr std::size_t largest = static_cast<std::size_t>(std::numeric_limits<MPI_Aint>::max()) / 2;
+    if (bytes_per_rank > largest)
+        throw invalid_argument_error("mpidict: a window of " + std::to_string(bytes_per_rank) +
+                                     " bytes per rank is larger than the largest this library allocates (" +
+                                     std::to_string(largest) + " bytes)");
+    return (bytes_per_rank + 63) / 64 * 64;
+}
+
 rma_window::rma_window(MPI_Comm communicator, std::size_t bytes_per_rank, bool allow_shared)
     // MPICH 4.0.2 (ch4) bug: with MPI_Win_allocate of a size that is not a
     // multiple of 16 bytes, the base pointer returned to ranks >= 1 is 8 bytes
     // off from where RMA operations land.  Whole cache lines avoid it.
-    : m_bytes_per_rank((bytes_per_rank + 63) / 64 * 64) {
+    : m_bytes_per_rank(checked_bytes(bytes_per_rank)) {
     {
         // MPI_Comm_idup, polled with yields: a blocking dup busy-polls.
         MPI_Request request = MPI_REQUEST_NULL;
@@ -130,6 +182,28 @@ rma_window::rma_window(MPI_Comm communicator, std::size_t bytes_per_rank, bool a
     MPI_Comm_rank(m_comm, &m_rank);
     MPI_Comm_size(m_comm, &m_size);
     const bool shared = allow_shared && all_ranks_on_one_node(m_comm);
+    {
+        // Refuse a window that cannot fit before MPI tries (MPICH loops forever
+        // in MPI_Win_allocate_shared past RLIMIT_AS), on every rank together: a
+        // shared window maps every rank's segment into each process.
+        const std::uint64_t own = m_bytes_per_rank;
+        const std::uint64_t mapped =
+            shared ? (own > UINT64_MAX / static_cast<std::uint64_t>(m_size) ? UINT64_MAX : own * static_cast<std::uint64_t>(m_size))
+                   : own;
+        const std::string verdict = memory_verdict(own, mapped);
+        int mine = verdict.empty() ? -1 : m_rank;
+        int first = -1;
+        const int code = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MAX, m_comm);
+        if (code != MPI_SUCCESS || first >= 0) {
+            MPI_Comm_free(&m_comm);
+            check_mpi(code, "MPI_Allreduce");
+            if (!verdict.empty())
+                throw invalid_argument_error("mpidict: rank " + std::to_string(m_rank) + " cannot allocate its RMA window: " +
+                                             verdict + "; lower slots_per_rank / expected_per_rank");
+            throw invalid_argument_error("mpidict: rank " + std::to_string(first) +
+                                         " cannot allocate its RMA window (it says why); nothing was allocated");
+        }
+    }
 
     MPI_Info info = MPI_INFO_NULL;
     MPI_Info_create(&info);

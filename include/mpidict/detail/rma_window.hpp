@@ -52,7 +52,11 @@ public:
     // Collective over `communicator` (duplicated).  `bytes_per_rank` is the same
     // on every rank; `allow_shared`: use a shared-memory window if every rank is
     // on this node.  The segment is zeroed on every rank before this returns.
+    // Throws invalid_argument_error (on every rank) if the window cannot fit:
+    // beyond what MPI_Aint carries, RLIMIT_AS / RLIMIT_DATA or available memory.
     rma_window(MPI_Comm communicator, std::size_t bytes_per_rank, bool allow_shared);
+    // bytes_per_rank rounded up to whole cache lines; throws if it is absurd.
+    static std::size_t checked_bytes(std::size_t bytes_per_rank);
     rma_window(const rma_window&) = delete;
     rma_window& operator=(const rma_window&) = delete;
     // Frees nothing collectively: call free() (collective) first.  If it was not
