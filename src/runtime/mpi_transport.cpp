@@ -43,7 +43,12 @@ public:
         check_mpi(MPI_Comm_set_errhandler(m_communicator, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
         check_mpi(MPI_Comm_rank(m_communicator, &m_rank), "MPI_Comm_rank");
         check_mpi(MPI_Comm_size(m_communicator, &m_size), "MPI_Comm_size");
-        choose_idle_policy();
+        try {
+            choose_idle_policy();
+        } catch (...) {
+            MPI_Comm_free(&m_communicator);
+            throw;
+        }
     }
 
     ~mpi_transport() override {
@@ -216,6 +221,9 @@ private:
                 oversubscribed = true;
             else if (std::strcmp(choice, "yield") == 0)
                 oversubscribed = false;
+            else if (std::strcmp(choice, "auto") != 0 && *choice != '\0')
+                throw invalid_argument_error(std::string("mpidict: MPIDICT_IDLE = '") + choice +
+                                             "' is not one of: sleep, yield, auto (unset or empty: auto)");
         }
         idle_calls_before_sleep = oversubscribed ? 2 : 1000;
     }

@@ -19,6 +19,26 @@ inline int& failure_count() {
     return failures;
 }
 
+// A count from environment variable `name` (test-only settings such as
+// MPIDICT_TEST_RANKS): unset gives `fallback`; anything but decimal digits for
+// a number in [1, limit] throws, naming the variable and the valid range.
+inline unsigned long long env_count(const char* name, unsigned long long fallback,
+                                    unsigned long long limit = 1'000'000'000ULL) {
+    const char* text = std::getenv(name);
+    if (!text)
+        return fallback;
+    unsigned long long value = 0;
+    bool valid = *text != '\0';
+    for (const char* at = text; *at && valid; ++at) {
+        valid = *at >= '0' && *at <= '9' && value <= (limit - static_cast<unsigned long long>(*at - '0')) / 10;
+        value = value * 10 + static_cast<unsigned long long>(*at - '0');
+    }
+    if (!valid || value < 1 || value > limit)
+        throw std::invalid_argument(std::string(name) + " = '" + text + "' is not a whole number from 1 to " +
+                                    std::to_string(limit));
+    return value;
+}
+
 inline int world_rank() {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -48,9 +68,10 @@ int run_mpi_test(int argc, char** argv, Body&& body) {
             int size = 0;
             MPI_Comm_rank(comm, &rank);
             MPI_Comm_size(comm, &size);
-            if (const char* expected = std::getenv("MPIDICT_TEST_RANKS"); expected && std::atoi(expected) != size)
+            if (const auto expected = env_count("MPIDICT_TEST_RANKS", 0, 1 << 20);
+                expected != 0 && expected != static_cast<unsigned long long>(size))
                 throw std::runtime_error("launched with " + std::to_string(size) + " ranks but the test expects " +
-                                         expected);
+                                         std::to_string(expected));
             body(rank, size);
             int local = failure_count();
             int total = 0;

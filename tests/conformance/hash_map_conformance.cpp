@@ -52,8 +52,7 @@ struct constant_hash {
 
 template <class Adapter>
 void run(options settings, hash_map_config config) {
-    if (const char* ops = std::getenv("MPIDICT_CONFORMANCE_OPS"))
-        settings.operations_per_rank = std::strtoull(ops, nullptr, 10);
+    settings.operations_per_rank = mpidict::testing::env_count("MPIDICT_CONFORMANCE_OPS", settings.operations_per_rank);
     run_suite<Adapter>(settings, [&] { return std::make_unique<Adapter>(MPI_COMM_WORLD, config); });
 }
 
