@@ -2,8 +2,10 @@
 
 #include "mpidict/support/program.hpp"
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <utility>
@@ -34,8 +36,16 @@ int mpi_main(int argc, char** argv, std::string_view name, const program_run& ru
         MPI_Abort(MPI_COMM_WORLD, exit_failure);
         return exit_failure;
     }
-    std::fflush(stdout);
-    std::fflush(stderr);
+    // Output that could not be written (a full disk, a closed pipe, /dev/full)
+    // is a failure, not a success with the results lost.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        const int error = errno;
+        std::fprintf(stderr, "%s: rank %d could not write its standard output: %s\n", label.c_str(), rank,
+                     error != 0 ? std::strerror(error) : "write error");
+        code = exit_failure;
+    }
+    if (std::fflush(stderr) != 0 || std::ferror(stderr))
+        code = exit_failure;
     MPI_Finalize();
     return code;
 }
