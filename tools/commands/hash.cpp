@@ -306,6 +306,7 @@ private:
             const double start = MPI_Wtime();
             for (request<insert_result>& pending : window) {
                 const insert_result result = pending.get();
+                m_request_rejected += result.requested - result.stored;
                 if (result.requested != m_values_per_key || !result.complete())
                     fail("an insert stored " + std::to_string(result.stored) + " of " +
                          std::to_string(result.requested) + " values (expected all " +
@@ -328,8 +329,15 @@ private:
 
     // Collective (outside the timed phases).  Counts and placement after insert.
     void check_after_insert(map_type& map) {
-        if (map.async_rejected() != 0 || map.local_rejected() != 0)
-            fail(std::to_string(map.async_rejected() + map.local_rejected()) + " values were rejected");
+        // Each lost value counts once, at its origin (async inserts: reported back
+        // by the owner; requests: what the answer did not store).  The owner's
+        // local_rejected() counts the same values again, so it is not added.
+        const std::uint64_t lost_here = map.async_rejected() + m_request_rejected;
+        std::uint64_t lost = 0;
+        MPI_Allreduce(&lost_here, &lost, 1, MPI_UINT64_T, MPI_SUM, m_context.world());
+        if (lost_here != 0)
+            fail(std::to_string(lost_here) + " of this rank's values were rejected by their owners' capacity (" +
+                 std::to_string(lost) + " on all ranks)");
         const std::uint64_t keys = map.global_size();
         const std::uint64_t values = map.global_value_count();
         if (m_rank == 0 && (keys != m_options.keys || values != m_options.keys * m_values_per_key))
@@ -557,6 +565,7 @@ private:
     std::uint64_t m_first = 0;  // this rank originates key indices [m_first, m_last)
     std::uint64_t m_last = 0;
     std::uint64_t m_failures = 0;
+    std::uint64_t m_request_rejected = 0;  // values this rank's insert requests did not store
     std::uint64_t m_table_bytes = 0;
     progress_meter m_meter;
 };
