@@ -57,6 +57,19 @@ int owner_of_row(std::int64_t row, int ranks) {
 
 }  // namespace
 
+std::vector<std::int64_t> rows_to_send(const row_table& table, int ranks) {
+    // Only rows with entries travel: the work follows the entries in the file,
+    // not the row count its header declares (1e12 declared rows with 2 entries
+    // cost 2 messages, not 1e12).  In row order, as the seed's loop sends them.
+    std::vector<std::int64_t> rows;
+    table.for_each([&](const std::int64_t& row, const row_table::values_view& values) {
+        if (!values.empty() && owner_of_row(row, ranks) != 0)
+            rows.push_back(row);
+    });
+    std::sort(rows.begin(), rows.end());
+    return rows;
+}
+
 std::vector<row_summary> expected_by_rank(const row_table& table, int ranks) {
     std::vector<row_summary> expected(static_cast<std::size_t>(ranks));
     table.for_each([&](const std::int64_t& row, const row_table::values_view& values) {
@@ -179,8 +192,8 @@ std::size_t values_per_insert(row_map& map) {
 
 }  // namespace
 
-phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_rows, std::int64_t row_count,
-                                  std::size_t blocking_factor, insert_tally& tally) {
+phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_rows, std::size_t blocking_factor,
+                                  insert_tally& tally) {
     const int rank = map.rank();
     const int ranks = map.size();
     const std::size_t chunk = values_per_insert(map);
@@ -202,19 +215,18 @@ phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_r
         waiting += runtime::now_seconds() - start;
     };
 
+    const std::vector<std::int64_t> rows = rank == 0 ? rows_to_send(root_rows, ranks) : std::vector<std::int64_t>{};
     MPI_Barrier(comm);
     const double start = runtime::now_seconds();
     if (rank == 0) {
-        for (std::int64_t row = 1; row <= row_count; ++row) {
+        for (const std::int64_t row : rows) {
             const int target = owner_of_row(row, ranks);
-            if (target == 0)
-                continue;
             double initiated = runtime::now_seconds();
             batch.clear();
             root_rows.take(row, std::numeric_limits<std::size_t>::max(),
                            [&](matrix_entry&& entry) { batch.push_back(entry); });
             std::size_t offset = 0;
-            do {  // one insert per row (an empty row too), more if it exceeds a message
+            do {  // one insert per row, more if it exceeds a message
                 const std::size_t n = std::min(chunk, batch.size() - offset);
                 requests.push_back(
                     map.insert(target_rank{target}, row, std::span<const matrix_entry>(batch.data() + offset, n)));
@@ -236,8 +248,7 @@ phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_r
     return times;
 }
 
-phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::int64_t row_count,
-                                  std::uint64_t longest_row) {
+phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::uint64_t longest_row) {
     int rank = 0;
     int ranks = 1;
     MPI_Comm_rank(comm, &rank);
@@ -249,14 +260,19 @@ phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::int64_t r
     std::vector<matrix_entry> buffer(static_cast<std::size_t>(longest_row) + 1);
     const int capacity_bytes = static_cast<int>(buffer.size() * sizeof(matrix_entry));
     phase_times times;
+    // Each rank learns how many rows it will receive (before the timed phase).
+    const std::vector<std::int64_t> sending = rank == 0 ? rows_to_send(rows, ranks) : std::vector<std::int64_t>{};
+    std::vector<std::int64_t> per_rank(rank == 0 ? static_cast<std::size_t>(ranks) : 0, 0);
+    for (const std::int64_t row : sending)
+        ++per_rank[static_cast<std::size_t>(owner_of_row(row, ranks))];
+    std::int64_t expected_messages = 0;
+    MPI_Scatter(per_rank.data(), 1, MPI_INT64_T, &expected_messages, 1, MPI_INT64_T, 0, comm);
 
     MPI_Barrier(comm);
     const double start = runtime::now_seconds();
     if (rank == 0) {
-        for (std::int64_t row = 1; row <= row_count; ++row) {
+        for (const std::int64_t row : sending) {
             const int target = owner_of_row(row, ranks);
-            if (target == 0)
-                continue;
             std::size_t n = 0;
             buffer[0] = matrix_entry{row, 0};
             rows.take(row, buffer.size() - 1, [&](matrix_entry&& entry) { buffer[++n] = entry; });
@@ -264,10 +280,9 @@ phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::int64_t r
                      sendrecv_tag, comm);
         }
         times.initiation_seconds = times.completion_seconds = runtime::now_seconds() - start;
-    } else if (row_count >= rank) {
-        // Rows rank, rank + p, ... <= row_count: one message each.
-        const std::int64_t messages = (row_count - rank) / ranks + 1;
-        for (std::int64_t index = 0; index < messages; ++index) {
+    } else {
+        // One message per row with entries that this rank owns.
+        for (std::int64_t index = 0; index < expected_messages; ++index) {
             MPI_Status status;
             MPI_Recv(buffer.data(), capacity_bytes, MPI_BYTE, 0, sendrecv_tag, comm, &status);
             int bytes = 0;
@@ -404,6 +419,7 @@ struct matrix_facts {  // broadcast from rank 0 after each reading
     std::int64_t longest_row = 0;
     std::int64_t field = 0;
     std::int64_t symmetry = 0;
+    std::int64_t rows_sent = 0;  // rows with entries that rank 0 sends (one message each in send/recv)
 };
 
 struct repetition {
@@ -485,6 +501,7 @@ private:
             m_facts.longest_row = static_cast<std::int64_t>(m_reading.longest_row);
             m_facts.field = static_cast<std::int64_t>(m_reading.field);
             m_facts.symmetry = static_cast<std::int64_t>(m_reading.symmetry);
+            m_facts.rows_sent = static_cast<std::int64_t>(rows_to_send(m_reading.table, m_ranks).size());
         }
         MPI_Bcast(&m_facts, sizeof(m_facts) / sizeof(std::int64_t), MPI_INT64_T, 0, m_world);
         return true;
@@ -493,7 +510,8 @@ private:
     void run_hash_map(repetition& sample, const std::vector<row_summary>& expected) {
         hash_map_config config;
         config.place = placement::cyclic;
-        config.expected_keys_per_rank = static_cast<std::size_t>(m_facts.rows / m_ranks + 1);
+        // A capacity hint from the entries present, not the declared row count.
+        config.expected_keys_per_rank = static_cast<std::size_t>(std::min(m_facts.rows, m_facts.nnz) / m_ranks + 1);
         config.runtime.blocking_factor = std::max<std::size_t>(m_options.blocking_factor, 1);
         config.runtime.buffer_bytes = m_options.buffer_bytes;
         config.runtime.release_queue = m_options.release_queue;
@@ -502,7 +520,7 @@ private:
         row_table empty;
         row_table& root_rows = m_rank == 0 ? m_reading.table : empty;
         const phase_times mine =
-            scatter_with_hash_map(m_world, map, root_rows, m_facts.rows, m_options.blocking_factor, tally);
+            scatter_with_hash_map(m_world, map, root_rows, m_options.blocking_factor, tally);
         sample.hash_map = max_over_ranks(m_world, mine);
         sample.hash_map_messages = map.stats().messages_sent;
 
@@ -521,7 +539,7 @@ private:
     }
 
     void run_sendrecv(repetition& sample, const std::vector<row_summary>& expected, row_table& rows) {
-        const phase_times mine = scatter_with_sendrecv(m_world, rows, m_facts.rows,
+        const phase_times mine = scatter_with_sendrecv(m_world, rows,
                                                        static_cast<std::uint64_t>(m_facts.longest_row));
         sample.sendrecv = max_over_ranks(m_world, mine);
         const row_summary held = held_rows(&rows, nullptr, m_rank, m_ranks);
@@ -550,10 +568,7 @@ private:
         });
         const double ratio = barrier.median > 0 ? sr_barrier.median / barrier.median : 0.0;
         const std::uint64_t messages = m_samples.empty() ? 0 : m_samples.back().hash_map_messages;
-        std::int64_t sendrecv_messages = 0;
-        for (int target = 1; target < m_ranks; ++target)
-            if (m_facts.rows >= target)
-                sendrecv_messages += (m_facts.rows - target) / m_ranks + 1;
+        const std::int64_t sendrecv_messages = m_facts.rows_sent;
 
         const std::string name = matrix_name(m_options.file);
         const auto field = static_cast<matrix_field>(m_facts.field);

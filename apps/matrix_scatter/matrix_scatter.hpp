@@ -77,22 +77,28 @@ struct insert_tally {
     std::uint64_t stored = 0;     // values the owners reported stored
 };
 
-// Collective over comm, whose ranks are map's.  Rank 0 scatters rows
-// 1..row_count of `root_rows` (Figure 2): takes each row whose target r % p is
-// not 0 and inserts it at the target with a request (an empty row too),
-// waiting for the outstanding requests every `blocking_factor` of them; rows
-// longer than one message are split into several inserts.  Other ranks only
-// flush (their `root_rows` is not used).  Times start at a barrier.
-phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_rows, std::int64_t row_count,
-                                  std::size_t blocking_factor, insert_tally& tally);
+// The rows of `table` with entries whose target r % ranks is not 0, in row
+// order: what rank 0 sends.  Rows without entries are not sent (the seed's loop
+// runs over every declared row; here the work follows the entries, so a header
+// declaring 1e12 rows costs nothing).
+std::vector<std::int64_t> rows_to_send(const row_table& table, int ranks);
+
+// Collective over comm, whose ranks are map's.  Rank 0 scatters the rows of
+// `root_rows` (Figure 2): takes each row of rows_to_send() and inserts it at its
+// target with a request, waiting for the outstanding requests every
+// `blocking_factor` of them; rows longer than one message are split into
+// several inserts.  Other ranks only flush (their `root_rows` is not used).
+// Times start at a barrier.
+phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_rows, std::size_t blocking_factor,
+                                  insert_tally& tally);
 
 // Collective over comm.  The same scatter with blocking MPI_Send/MPI_Recv only:
-// one message {row, count, pairs} per row (empty rows too), so each target
-// knows how many to receive.  On rank 0 `rows` is the reading (rows of other
-// ranks are taken out of it); on the others it receives their rows.  `longest_row`
-// (the paper's m) sizes the receive buffer and must be the same on every rank.
-phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::int64_t row_count,
-                                  std::uint64_t longest_row);
+// one message {row, pairs} per row of rows_to_send(); each target is told first
+// (MPI_Scatter, before the timed phase) how many it will receive.  On rank 0
+// `rows` is the reading (rows of other ranks are taken out of it); on the others
+// it receives their rows.  `longest_row` (the paper's m) sizes the receive
+// buffer and must be the same on every rank.
+phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::uint64_t longest_row);
 
 // The app: parses its own options (argv[0] is the program name used in
 // messages), runs on `comm`, prints the human table on stderr and JSON lines
