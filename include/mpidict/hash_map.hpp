@@ -395,8 +395,8 @@ public:
     }
 
     // Collective.  Total keys and values over all ranks.
-    std::size_t global_size() { return global_sum(m_table.size()); }
-    std::size_t global_value_count() { return global_sum(m_table.value_count()); }
+    std::size_t global_size() { return global_sum(m_table.size(), "global_size"); }
+    std::size_t global_value_count() { return global_sum(m_table.value_count(), "global_value_count"); }
 
     // ---- this rank's shard -----------------------------------------------------
 
@@ -1137,12 +1137,12 @@ private:
             self.m_async_rejected += detail::read_record<wire::count_record>(records, record_bytes).count;
     }
 
-    std::size_t global_sum(std::size_t local) {
+    std::size_t global_sum(std::size_t local, const char* what) {
         runtime::engine_lock lock(*m_engine);
-        m_engine->check_alive("global_size");
+        m_engine->check_alive(what);
         const std::int64_t value = static_cast<std::int64_t>(local);
         std::int64_t total = 0;
-        m_engine->sum(std::span<const std::int64_t>(&value, 1), std::span<std::int64_t>(&total, 1));
+        m_engine->sum(std::span<const std::int64_t>(&value, 1), std::span<std::int64_t>(&total, 1), what);
         return static_cast<std::size_t>(total);
     }
 

@@ -361,7 +361,8 @@ public:
     std::size_t global_size() {
         const std::int64_t mine = static_cast<std::int64_t>(local_size());
         std::int64_t total = 0;
-        m_core->engine().sum(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&total, 1));
+        m_core->engine().sum(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&total, 1),
+                             "global_size");
         return static_cast<std::size_t>(total);
     }
     // Calls f(key, value) for every live entry hosted here (in key order within

@@ -764,7 +764,7 @@ lh_statistics lh_core::gather_statistics() {
         file[2] = static_cast<std::int64_t>(m_token_next);
     }
     std::vector<std::int64_t> total(input.size(), 0);
-    m_engine->sum(input, total);
+    m_engine->sum(input, total, "global_statistics");
 
     lh_statistics result;
     at = 0;

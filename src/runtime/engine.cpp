@@ -158,10 +158,7 @@ void engine::min_max(std::span<const std::int64_t> input, std::span<std::int64_t
     m_transport->min_max(input, minimum, maximum);
 }
 
-void engine::sum(std::span<const std::int64_t> input, std::span<std::int64_t> output) {
-    engine_lock lock(*this);
-    if (in_handler())
-        throw error("mpidict: a collective call cannot be made from inside a visitor or handler");
+void engine::reduce_serving(std::span<const std::int64_t> input, std::span<std::int64_t> output) {
     // Non-blocking, and serving others meanwhile: a rank may enter this while
     // another still waits for an answer this rank owes it.
     m_transport->start_sum(input, output);
@@ -174,6 +171,43 @@ void engine::sum(std::span<const std::int64_t> input, std::span<std::int64_t> ou
         }
         backoff(active, idle_rounds);
     }
+}
+
+void engine::collective_tag(std::string_view what, std::int64_t (&pieces)[tag_pieces]) {
+    // The tag: a hash of the call's name and this rank's sequence number, as
+    // 32-bit pieces (sums of p pieces cannot overflow), plus a digest of it.
+    const std::uint64_t tag = mix64(hash_bytes(what.data(), what.size()) ^ (++m_collective_sequence * 0x9e3779b97f4a7c15ULL));
+    const std::uint64_t digest = mix64(tag ^ 0x243f6a8885a308d3ULL);
+    pieces[0] = static_cast<std::int64_t>(tag & 0xffffffffULL);
+    pieces[1] = static_cast<std::int64_t>(tag >> 32);
+    pieces[2] = static_cast<std::int64_t>(digest & 0xffffffffULL);
+    pieces[3] = static_cast<std::int64_t>(digest >> 32);
+}
+
+void engine::check_tag(const std::int64_t (&pieces)[tag_pieces], const std::int64_t* totals,
+                       std::string_view what) const {
+    for (std::size_t index = 0; index < tag_pieces; ++index)
+        if (totals[index] != pieces[index] * m_size)
+            throw collective_mismatch_error(
+                "mpidict: collective call mismatch: rank " + std::to_string(m_rank) + " called " + std::string(what) +
+                " (its collective call number " + std::to_string(m_collective_sequence) +
+                ") while another rank made a different collective call; every rank must make the same collective "
+                "calls (flush, global_size, destroy, ...) in the same order");
+}
+
+void engine::sum(std::span<const std::int64_t> input, std::span<std::int64_t> output, std::string_view what) {
+    engine_lock lock(*this);
+    if (in_handler())
+        throw error("mpidict: a collective call cannot be made from inside a visitor or handler");
+    // First the tag, in a reduction as long as a flush round's, so that a rank in
+    // a different collective sees the mismatch instead of mixing the numbers.
+    std::int64_t pieces[tag_pieces];
+    collective_tag(what, pieces);
+    std::int64_t round[2 + tag_pieces] = {0, 0, pieces[0], pieces[1], pieces[2], pieces[3]};
+    std::int64_t totals[2 + tag_pieces] = {};
+    reduce_serving(round, totals);
+    check_tag(pieces, totals + 2, what);
+    reduce_serving(input, output);
 }
 
 void engine::check_same(std::int64_t value, std::string_view what, bool serve) {
@@ -638,26 +672,21 @@ void engine::flush() {
         ~flush_guard() { flag = false; }
     } guard{m_in_flush};
     std::int64_t previous[2] = {-1, -2};
+    std::int64_t pieces[tag_pieces];
+    collective_tag("flush", pieces);
     for (;;) {
         // Settle locally: ship everything, handle what arrives, repeat until quiet.
         ship_all();
         while (progress() || !m_dirty.empty())
             ship_all();
-        const std::int64_t counts[2] = {m_messages_sent, m_messages_handled};
-        std::int64_t totals[2] = {0, 0};
-        m_transport->start_sum(counts, totals);
+        // Every round carries the tag (see sum()); what handlers send while the
+        // reduction runs is counted in the next round.
+        const std::int64_t counts[2 + tag_pieces] = {m_messages_sent, m_messages_handled, pieces[0],
+                                                     pieces[1],       pieces[2],          pieces[3]};
+        std::int64_t totals[2 + tag_pieces] = {};
+        reduce_serving(counts, totals);
         ++m_stats.flush_rounds;
-        unsigned idle_rounds = 0;
-        while (!m_transport->sum_complete()) {
-            // Keep serving others while the reduction runs; what handlers send
-            // now is counted in the next round.
-            bool active = progress();
-            if (!m_dirty.empty()) {
-                ship_all();
-                active = true;
-            }
-            backoff(active, idle_rounds);
-        }
+        check_tag(pieces, totals + 2, "flush");
         if (totals[0] == totals[1] && totals[0] == previous[0] && totals[1] == previous[1])
             break;
         previous[0] = totals[0];

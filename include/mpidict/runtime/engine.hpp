@@ -176,6 +176,13 @@ public:
     // Seconds spent sending full buffers from inside reserve() (the slow path of
     // starting an operation); statistics attribute it to the starting call.
     double ship_seconds() const { return m_ship_seconds; }
+    // Collectives and their tags.  Every flush() and sum() reduces, along with its
+    // own numbers, a tag made of the call's kind (flush, or the `what` a sum
+    // names) and this rank's count of such calls, in a reduction of the same
+    // length; when the ranks' tags differ (one rank in global_size() while the
+    // others flush, or one flush too many), every rank throws
+    // collective_mismatch_error instead of returning another call's numbers.
+    //
     // Collective.  Returns when every operation started anywhere before it has
     // been applied and answered.
     void flush();
@@ -185,8 +192,9 @@ public:
     // Collective.  Element-wise min/max across ranks (for consistency checks).
     void min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
                  std::span<std::int64_t> maximum);
-    // Collective.  Element-wise sum across ranks; serves other ranks while it waits.
-    void sum(std::span<const std::int64_t> input, std::span<std::int64_t> output);
+    // Collective.  Element-wise sum across ranks; serves other ranks while it
+    // waits.  `what` names the call in the tag (e.g. "global_size").
+    void sum(std::span<const std::int64_t> input, std::span<std::int64_t> output, std::string_view what = "sum");
     // Collective.  Throws collective_mismatch_error naming `what` unless every rank
     // passed the same value.  With `serve`, it handles other ranks' messages while
     // it waits; without, it is a set-up collective that handles nothing (so no
@@ -288,6 +296,13 @@ private:
     std::int64_t m_messages_sent = 0;       // for termination detection
     std::int64_t m_messages_handled = 0;
     bool m_in_flush = false;
+    // Tagged collectives (see flush()): this rank's count of them so far.
+    std::uint64_t m_collective_sequence = 0;
+    static constexpr std::size_t tag_pieces = 4;
+    void collective_tag(std::string_view what, std::int64_t (&pieces)[tag_pieces]);
+    void check_tag(const std::int64_t (&pieces)[tag_pieces], const std::int64_t* totals, std::string_view what) const;
+    // Runs the transport's sum of `input` into `output`, serving others meanwhile.
+    void reduce_serving(std::span<const std::int64_t> input, std::span<std::int64_t> output);
     double m_ship_seconds = 0;
     bool m_fault_drop_flush_message = false;
     statistics m_stats;
