@@ -48,6 +48,12 @@ engine::engine(std::unique_ptr<transport> network, config settings)
     initialise();
 }
 
+void engine::second_thread_entered() {
+    throw error("mpidict: two threads entered one container at the same time; without "
+                "runtime.progress_thread = true a container must be used by one thread at a time "
+                "(with it, calls from several threads are serialised)");
+}
+
 void engine::initialise() {
     m_rank = m_transport->rank();
     m_size = m_transport->size();

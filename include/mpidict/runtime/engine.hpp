@@ -72,6 +72,10 @@ inline constexpr std::size_t reply_header_bytes = 8;  // {u32 slot, u32 count}
 class engine;
 
 // Collective-scope guard: locks the engine when a progress thread runs.
+// Without one the engine serves one thread at a time, and the guard notices a
+// second thread entering while another is inside (error, instead of corrupting
+// the engine).  That check is cheap and best effort: it catches overlapping
+// entries, not every possible interleaving.
 class engine_lock {
 public:
     explicit engine_lock(engine& owner);
@@ -81,6 +85,7 @@ public:
 
 private:
     std::recursive_mutex* m_mutex;
+    engine* m_owner;
 };
 
 class engine {
@@ -100,6 +105,9 @@ public:
     int size() const { return m_size; }
     const config& settings() const { return m_config; }
     bool destroyed() const { return m_destroyed; }
+    // Alive as long as the engine object is: a request holds a weak reference,
+    // so one that outlives its container says so instead of reading freed memory.
+    std::weak_ptr<const bool> lifetime() const { return m_lifetime; }
 
     // Largest record payload a single message can carry.
     std::size_t max_record_bytes() const { return m_config.buffer_bytes - group_header_bytes; }
@@ -309,15 +317,41 @@ private:
     std::recursive_mutex m_mutex;  // recursive: visitors start operations while progress holds it
     std::thread m_progress_thread;
     std::atomic<bool> m_stop_thread{false};
+    std::shared_ptr<const bool> m_lifetime = std::make_shared<const bool>(true);
+    // Without a progress thread: the thread inside the engine (none: default id)
+    // and how deeply (engine_lock nests).
+    // A thread is named by the address of its thread_local marker (cheaper to
+    // get than std::this_thread::get_id() on the path of every operation).
+    static inline thread_local char t_thread_marker = 0;
+    std::atomic<const char*> m_user{nullptr};
+    unsigned m_user_depth = 0;
+    friend class engine_lock;
+    void enter_unlocked() {
+        const char* self = &t_thread_marker;
+        const char* inside = m_user.load(std::memory_order_relaxed);
+        if (inside != nullptr && inside != self) [[unlikely]]
+            second_thread_entered();
+        m_user.store(self, std::memory_order_relaxed);
+        ++m_user_depth;
+    }
+    void leave_unlocked() {
+        if (--m_user_depth == 0)
+            m_user.store(nullptr, std::memory_order_relaxed);
+    }
+    [[noreturn]] static void second_thread_entered();
 };
 
-inline engine_lock::engine_lock(engine& owner) : m_mutex(owner.mutex()) {
+inline engine_lock::engine_lock(engine& owner) : m_mutex(owner.mutex()), m_owner(&owner) {
     if (m_mutex)
         m_mutex->lock();
+    else
+        owner.enter_unlocked();
 }
 inline engine_lock::~engine_lock() {
     if (m_mutex)
         m_mutex->unlock();
+    else
+        m_owner->leave_unlocked();
 }
 
 // Wall-clock seconds (monotonic).

@@ -11,6 +11,7 @@
 // request works against another's.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,7 +29,7 @@ public:
 
     request() = default;
     request(runtime::engine& owner, std::uint32_t slot, decoder decode, const void* context = nullptr)
-        : m_engine(&owner), m_slot(slot), m_decode(decode), m_context(context) {}
+        : m_engine(&owner), m_life(owner.lifetime()), m_slot(slot), m_decode(decode), m_context(context) {}
     request(const request&) = delete;
     request& operator=(const request&) = delete;
     request(request&& other) noexcept { steal(other); }
@@ -109,9 +110,13 @@ private:
     void check_valid() const {
         if (!valid())
             throw error("mpidict: wait/test/get on an empty request (moved from, or already consumed by get())");
+        if (m_engine && m_life.expired())
+            throw use_after_destroy_error("mpidict: wait/test/get on a request whose container no longer exists "
+                                          "(a request must not outlive the container that made it)");
     }
     void steal(request& other) {
         m_engine = std::exchange(other.m_engine, nullptr);
+        m_life = std::move(other.m_life);
         m_slot = other.m_slot;
         m_decode = other.m_decode;
         m_context = other.m_context;
@@ -121,7 +126,8 @@ private:
     void release() {
         m_ready.reset();
         if (m_engine) {
-            if (!m_engine->destroyed()) {
+            // Its container gone: nothing to close (the engine's memory is freed).
+            if (!m_life.expired() && !m_engine->destroyed()) {
                 runtime::engine_lock lock(*m_engine);
                 m_engine->close_request(m_slot);
             }
@@ -130,6 +136,7 @@ private:
     }
 
     runtime::engine* m_engine = nullptr;
+    std::weak_ptr<const bool> m_life;  // expired: the engine no longer exists
     std::uint32_t m_slot = 0;
     decoder m_decode = nullptr;
     const void* m_context = nullptr;
