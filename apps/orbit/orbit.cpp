@@ -377,6 +377,13 @@ orbit_result distributed_search(Visited& visited, const problem& input, backend 
     return result;
 }
 
+// Growable visited sets (the serial baselines' and hash_map's) are pre-sized
+// from the file's 'expected' only up to this many points and grow past it: a
+// wrong 'expected' (3e7 for a 7,920-point orbit cost 418 MB per rank) must not
+// cost memory up front.  The rma tables cannot grow; they are sized from it and
+// refused, naming the size and the limit, when they cannot fit.
+constexpr std::uint64_t max_presize_points = std::uint64_t{1} << 20;
+
 // The strong serial baseline: linear probing over packed points, an occupancy
 // byte per slot, doubled when half full.
 template <class Point>
@@ -445,7 +452,7 @@ orbit_result serial_search(const problem& input, backend which, const orbit_opti
     result.which = which;
     result.ran = true;
     const double begin = MPI_Wtime();
-    Set seen(input.expected != 0 ? input.expected : 1024);
+    Set seen(input.expected != 0 ? std::min<std::uint64_t>(input.expected, max_presize_points) : 1024);
     std::vector<Point> frontier{codec.pack<Point>(in.data())};
     std::vector<Point> next;
     seen.insert(frontier.front());
@@ -495,7 +502,7 @@ orbit_result enumerate_with(const problem& input, backend which, const orbit_opt
             result = serial_search<Point, flat_point_set<Point>>(input, which, options);
         support::barrier_yielding(comm);
     } else if (which == backend::hash_map) {
-        hash_map_visited<Point> visited(comm, expected_per_rank);
+        hash_map_visited<Point> visited(comm, std::min<std::size_t>(expected_per_rank, max_presize_points));
         result = distributed_search<Point>(visited, input, which, options, comm);
         result.table_bytes_per_rank = visited.table_bytes();
         visited.destroy();
@@ -601,7 +608,8 @@ support::option_parser make_parser(const std::string& program, orbit_options& op
                             throw usage_error("--max-load: '" + copy + "' is not a number in (0, 1]");
                         options.max_load = value;
                     })
-        .add_count("batch", &options.batch, "rma backends: images per insert_if_absent_many", 1)
+        .add_count("batch", &options.batch, "rma backends: images per insert_if_absent_many", 1,
+                   std::uint64_t{1} << 24)
         .add_flag("quiet", &options.progress, "no progress line per BFS level", false)
         .add_flag("trace-exit", &trace_exit, "every rank prints its exit code (for tests)")
         .add_positional("problem file", &options.file, "FILE")

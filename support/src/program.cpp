@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace mpidict::support {
@@ -24,6 +26,17 @@ int mpi_main(int argc, char** argv, std::string_view name, const program_run& ru
             throw std::runtime_error("MPI provides thread level " + std::to_string(provided) + ", below the " +
                                      std::to_string(thread_level) + " this program needs");
         code = run(argc, argv, MPI_COMM_WORLD);
+    } catch (const std::bad_alloc&) {
+        // Say which input asked for the memory, not just "std::bad_alloc".
+        std::string command;
+        for (int index = 1; index < argc; ++index)
+            command += std::string(" ") + argv[index];
+        std::fprintf(stderr, "%s: error on rank %d: out of memory (an allocation failed) while running%s; "
+                             "lower the sizes given (keys, batch, capacity, buffer sizes) or run on more ranks\n",
+                     label.c_str(), rank, command.c_str());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, exit_failure);
+        return exit_failure;
     } catch (const std::exception& problem) {
         // Anything not foreseen may have left other ranks inside a collective.
         std::fprintf(stderr, "%s: error on rank %d: %s\n", label.c_str(), rank, problem.what());

@@ -28,6 +28,7 @@
 
 #include "mpidict/hash_map.hpp"
 #include "mpidict/runtime/statistics.hpp"
+#include "mpidict/support/program.hpp"
 
 #include "common/command.hpp"
 #include "common/progress.hpp"
@@ -141,6 +142,11 @@ public:
 
     int run() {
         const double start = MPI_Wtime();
+        // Refuse a workload this machine cannot hold before allocating for it
+        // (--keys 1Ti used to end in a bare std::bad_alloc).
+        if (const std::string problem = support::agree_on_failure(m_context.world(), memory_problem());
+            !problem.empty())
+            throw invalid_argument_error(problem);
         map_type map(m_context.world(), map_settings());
 
         const phase_result insert = run_phase(map, "insert", [&] { return insert_phase(map); });
@@ -186,6 +192,33 @@ private:
         std::uint64_t failures;
         double total_seconds;
     };
+
+    // Why this rank cannot hold its share of the keys, or "".  The estimate is
+    // the table's entries (key, values and about as much again in slots and
+    // spare capacity) against MemAvailable + SwapFree.
+    std::string memory_problem() const {
+        const double owned = m_kind == pattern_kind::n_to_one ? (m_rank == 0 ? static_cast<double>(m_options.keys) : 0.0)
+                                                              : static_cast<double>(m_options.keys) / m_size;
+        const double entry = static_cast<double>(sizeof(key_type)) +
+                             static_cast<double>(m_values_per_key) * static_cast<double>(m_options.value_bytes);
+        const double needed = owned * entry * 2.0;
+        double available = 0;
+        if (std::FILE* file = std::fopen("/proc/meminfo", "r")) {
+            char line[256];
+            while (std::fgets(line, sizeof line, file)) {
+                unsigned long long kib = 0;
+                if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1 || std::sscanf(line, "SwapFree: %llu kB", &kib) == 1)
+                    available += static_cast<double>(kib) * 1024.0;
+            }
+            std::fclose(file);
+        }
+        if (available <= 0 || needed <= available)
+            return {};
+        return "--keys " + std::to_string(m_options.keys) + " needs about " + format_bytes(needed) + " on rank " +
+               std::to_string(m_rank) + " (" + format_count(static_cast<std::uint64_t>(owned)) + " keys of " +
+               format_bytes(entry) + " each, and the table around them), but " + format_bytes(available) +
+               " of memory is available; lower --keys, --values-per-key or --value-bytes, or run on more ranks";
+    }
 
     hash_map_config map_settings() const {
         hash_map_config settings;
