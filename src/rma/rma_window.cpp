@@ -16,6 +16,7 @@
 #include <string>
 
 #include "mpidict/error.hpp"
+#include "../memory.hpp"
 
 namespace mpidict::detail {
 
@@ -121,24 +122,6 @@ void check_same_on(MPI_Comm communicator, std::span<const std::uint64_t> values,
 
 namespace {
 
-// /proc/meminfo's "<name>: N kB" in bytes, or 0 if absent.
-std::uint64_t meminfo_bytes(const char* name) {
-    std::FILE* file = std::fopen("/proc/meminfo", "r");
-    if (!file)
-        return 0;
-    char line[256];
-    std::uint64_t value = 0;
-    const std::size_t length = std::strlen(name);
-    while (std::fgets(line, sizeof line, file)) {
-        if (std::strncmp(line, name, length) == 0 && line[length] == ':') {
-            value = std::strtoull(line + length + 1, nullptr, 10) * 1024;
-            break;
-        }
-    }
-    std::fclose(file);
-    return value;
-}
-
 // Why this rank cannot map `mapped` bytes (its own `own` bytes among them), or "".
 std::string memory_verdict(std::uint64_t own, std::uint64_t mapped) {
     rlimit limit{};
@@ -148,7 +131,7 @@ std::string memory_verdict(std::uint64_t own, std::uint64_t mapped) {
     if (getrlimit(RLIMIT_DATA, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && own > limit.rlim_cur)
         return "needs " + std::to_string(own) + " bytes for its window segment, but RLIMIT_DATA (ulimit -d) is " +
                std::to_string(limit.rlim_cur) + " bytes";
-    const std::uint64_t available = meminfo_bytes("MemAvailable") + meminfo_bytes("SwapFree");
+    const std::uint64_t available = available_memory_bytes();
     if (available > 0 && own > available)
         return "needs " + std::to_string(own) + " bytes for its window segment, but only " + std::to_string(available) +
                " bytes of memory (MemAvailable + SwapFree) are available";

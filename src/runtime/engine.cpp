@@ -12,6 +12,7 @@
 #include "mpidict/detail/bytes.hpp"
 #include "mpidict/local/codec.hpp"
 #include "mpidict/local/hash.hpp"
+#include "../memory.hpp"
 
 namespace mpidict {
 
@@ -67,6 +68,31 @@ void engine::initialise() {
         throw invalid_argument_error("mpidict: receive_buffers must be at least 1");
     // Every rank must agree on the message size, or a receive could truncate.
     check_same(static_cast<std::int64_t>(m_config.buffer_bytes), "buffer_bytes");
+    // Buffers this rank cannot hold are refused, on every rank together, before
+    // any is allocated (--buffer-bytes 1Gi cost about 9 GiB per rank): at most
+    // the posted receives, one outbox per destination and the sends awaiting
+    // release, B bytes each.
+    {
+        const double buffers = static_cast<double>(m_config.receive_buffers) +
+                               static_cast<double>(m_config.release_queue) + static_cast<double>(m_size);
+        const double needed = buffers * static_cast<double>(m_config.buffer_bytes);
+        const auto available = static_cast<double>(detail::available_memory_bytes());
+        std::int64_t mine = available > 0 && needed > available ? 1 : 0;
+        std::int64_t lowest = 0;
+        std::int64_t highest = 0;
+        min_max(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&lowest, 1),
+                std::span<std::int64_t>(&highest, 1));
+        if (highest != 0)
+            throw invalid_argument_error(
+                mine != 0 ? "mpidict: rank " + std::to_string(m_rank) + " cannot hold its message buffers: " +
+                                std::to_string(m_config.receive_buffers) + " receives + " +
+                                std::to_string(m_config.release_queue) + " queued sends + " + std::to_string(m_size) +
+                                " outboxes of buffer_bytes = " + std::to_string(m_config.buffer_bytes) +
+                                " need up to " + std::to_string(static_cast<std::uint64_t>(needed)) + " bytes, but " +
+                                std::to_string(static_cast<std::uint64_t>(available)) +
+                                " are available; lower buffer_bytes"
+                          : "mpidict: another rank cannot hold its message buffers (it says why); lower buffer_bytes");
+    }
     m_transport->open(m_config.buffer_bytes, m_config.receive_buffers);
     m_outboxes.resize(static_cast<std::size_t>(m_size));
     register_handler("mpidict.reply", &engine::handle_reply, this);
