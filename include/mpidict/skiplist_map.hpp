@@ -58,6 +58,14 @@
 //   - Expiry: insert(key, value, expires_at) stores a deadline; an expired entry
 //     is never returned and is removed by its node when the node is next
 //     accessed, and by flush() on every rank.
+//   - Emptied nodes: flush() unlinks every node (but the head) that holds no
+//     key once everything is answered: the list is quiescent then, so every
+//     rank announces its emptied nodes with their towers, each rank re-points
+//     its own links past them and forgets its routes to them, the slots return
+//     to the free pool, and a last reduction keeps any rank from starting new
+//     operations before all have re-pointed.  The level-0 predecessor takes
+//     over the emptied range.  Cost: one sum per flush; with emptied nodes, one
+//     record per emptied node to every rank, an engine flush and a sum.
 //
 // Non-overtaking (the seed's Lemma 2.2 and Theorem 2.3).  The runtime delivers
 // the records one rank sends another in order (per rank pair FIFO, loopback

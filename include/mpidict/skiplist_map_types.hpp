@@ -65,6 +65,7 @@ struct skiplist_local_statistics {
     std::uint64_t held = 0;              // requests queued behind a node's split or ordering marker
     std::uint64_t expired = 0;           // entries removed because their expiry passed
     std::uint64_t range_parts = 0;       // range parts sent from here
+    std::uint64_t unlinked = 0;          // emptied nodes unlinked here (at a flush) and returned to the free pool
 };
 
 }  // namespace mpidict

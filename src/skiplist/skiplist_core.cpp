@@ -171,6 +171,7 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     m_h_marker = m_engine->register_handler("skiplist.marker", &on_marker, this);
     m_h_clear = m_engine->register_handler("skiplist.clear", &on_clear, this);
     m_h_point_reply = m_engine->register_handler("skiplist.point_reply", &on_point_reply, this);
+    m_h_unlinked = m_engine->register_handler("skiplist.unlinked", &on_unlinked, this);
     m_engine->verify_handlers();
     // Every rank must agree on the tunables that shape the list.
     m_engine->check_same(static_cast<std::int64_t>(settings.granularity), "skiplist_map granularity", false);
@@ -1232,6 +1233,128 @@ void skiplist_core::reset_local_statistics() {
 void skiplist_core::flush() {
     m_engine->flush();
     sweep_expired();
+    unlink_emptied();
+}
+
+// ---------------------------------------------------------------------------
+// Unlinking emptied nodes (at a flush)
+// ---------------------------------------------------------------------------
+//
+// After the engine's flush nothing is in flight anywhere: no request, split,
+// link_up, marker or answer.  So the list can be changed without the ordering
+// machinery: every rank announces its emptied nodes (not the head) with their
+// towers to every rank; each rank then points every link of its own nodes that
+// names an emptied node at that node's successor on the same level (following a
+// run of emptied nodes to the first one that stays), forgets the routes to
+// them, and frees its own.  The predecessor on level 0 thereby takes over the
+// emptied node's key range: ranges are [separator, next separator), and the
+// next separator is now the one after the emptied node.  A second engine flush
+// separates the announcements from the changes, so every rank changes its
+// links knowing every emptied node, and a last reduction keeps every rank from
+// starting new operations before all have.
+
+void skiplist_core::on_unlinked(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                                std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_unlinked(source, record); });
+}
+
+void skiplist_core::handle_unlinked(int source, std::string_view record) {
+    record_reader in(record);
+    const skiplist_node_id id = in.get_id();
+    const auto height = in.get<std::uint8_t>();
+    if (id.rank != source || height == 0 || height > m_config.max_height)
+        throw decode_error("mpidict: skiplist_map unlink record from rank " + std::to_string(source) +
+                           " names a node of another rank or a bad height");
+    std::vector<link> tower(height);
+    for (auto& level : tower) {
+        level.to = in.get_id();
+        level.separator = std::string(in.get_bytes());
+        level.set = true;
+        if (!level.to.null() && (level.to.rank < 0 || level.to.rank >= m_engine->size()))
+            throw decode_error("mpidict: skiplist_map unlink record names a bad successor");
+    }
+    if (!in.empty())
+        throw decode_error("mpidict: skiplist_map unlink record has trailing bytes");
+    m_unlinked[id] = std::move(tower);
+}
+
+void skiplist_core::unlink_emptied() {
+    std::vector<std::uint32_t> emptied;
+    for (std::uint32_t slot = 0; slot < m_nodes.size(); ++slot) {
+        const node& here = m_nodes[slot];
+        if (!here.live || !here.run.empty() || here.separator.empty() || here.holds != 0 || here.allocating ||
+            !here.held.empty())
+            continue;  // the head (empty separator) always stays
+        bool linked = true;
+        for (const link& level : here.tower)
+            linked = linked && level.set;
+        if (linked)
+            emptied.push_back(slot);
+    }
+    // Cleared before the sum: another rank's announcements may arrive while this
+    // rank still serves the reduction.
+    m_unlinked.clear();
+    const std::int64_t mine = static_cast<std::int64_t>(emptied.size());
+    std::int64_t total = 0;
+    m_engine->sum(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&total, 1),
+                  "skiplist_map.unlink");
+    if (total == 0)
+        return;
+    for (const std::uint32_t slot : emptied) {
+        const node& here = m_nodes[slot];
+        record_writer announce;
+        announce.put_id(skiplist_node_id{rank(), slot, here.generation})
+            .put(static_cast<std::uint8_t>(here.tower.size()));
+        for (const link& level : here.tower)
+            announce.put_id(level.to).put_bytes(level.separator);
+        for (int destination = 0; destination < m_engine->size(); ++destination) {
+            if (destination == rank())
+                handle_unlinked(rank(), announce.bytes());
+            else
+                send_record(destination, m_h_unlinked, announce.bytes());
+        }
+    }
+    m_engine->flush();
+    if (m_unlinked.size() != static_cast<std::size_t>(total))
+        throw decode_error("mpidict: skiplist_map unlink: " + std::to_string(m_unlinked.size()) +
+                           " emptied nodes announced, " + std::to_string(total) + " counted");
+    for (std::uint32_t slot = 0; slot < m_nodes.size(); ++slot) {
+        node& here = m_nodes[slot];
+        if (!here.live || m_unlinked.count(skiplist_node_id{rank(), slot, here.generation}) != 0)
+            continue;
+        for (std::size_t level = 0; level < here.tower.size(); ++level) {
+            link& next = here.tower[level];
+            // A run of emptied nodes ends within total steps (towers only lead forward).
+            for (std::int64_t steps = 0; next.set && !next.to.null(); ++steps) {
+                auto gone = m_unlinked.find(next.to);
+                if (gone == m_unlinked.end())
+                    break;
+                if (level >= gone->second.size() || steps > total)
+                    throw decode_error("mpidict: skiplist_map unlink: node " + describe(next.to) +
+                                       " is linked on level " + std::to_string(level) + " above its tower");
+                next = gone->second[level];
+            }
+        }
+    }
+    for (auto route = m_routes.begin(); route != m_routes.end();)
+        route = m_unlinked.count(route->second) != 0 ? m_routes.erase(route) : std::next(route);
+    for (const std::uint32_t slot : emptied) {
+        node& here = m_nodes[slot];
+        const std::uint32_t generation = here.generation;
+        here = node{};
+        here.generation = generation;  // allocate_local gives the slot's next node generation + 1
+        m_free.push_back(slot);
+        --m_stats.nodes;
+        ++m_stats.unlinked;
+    }
+    m_unlinked.clear();
+    // No rank may send a new operation until every rank has changed its links:
+    // a rank that left the flush early could otherwise reach a node here that
+    // still links an emptied node, or one that is already freed elsewhere.
+    std::int64_t none = 0, ignored = 0;
+    m_engine->sum(std::span<const std::int64_t>(&none, 1), std::span<std::int64_t>(&ignored, 1),
+                  "skiplist_map.unlinked");
 }
 
 void skiplist_core::destroy() { m_engine->destroy(); }

@@ -286,6 +286,69 @@ void run_list_full(int rank, int size) {
     MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
 }
 
+// Emptied nodes are unlinked at a flush and their slots reused: five rounds,
+// each filling a fresh part of the key space and then erasing all of it but a
+// few keys, with so few node slots that one round's nodes only fit if the
+// earlier rounds' emptied ones came back to the free pool (without unlinking
+// the list runs out of slots by the fourth round).  The kept keys, ranges over the emptied
+// parts and the list's structure are checked after every round.
+void run_unlink(int rank, int size) {
+    mpidict::skiplist_map_config config;
+    config.granularity = 4;
+    config.max_height = 4;
+    config.max_key_bytes = 8;
+    config.max_value_bytes = 8;
+    constexpr key_type per_round = 48;  // per rank
+    // One round needs about 2 * 48 * size / 4 = 24 * size nodes at most; the
+    // slots allow about 1.5 rounds' worth.
+    config.node_slots_per_rank = 40;
+    map_type map(MPI_COMM_WORLD, config);
+    std::map<key_type, std::uint64_t> kept;
+    std::int64_t unlinked = 0;
+    for (int round = 0; round < 5; ++round) {
+        const key_type base = static_cast<key_type>(round) * 1'000'000;
+        std::vector<key_type> keys;
+        for (key_type i = 0; i < per_round; ++i)
+            keys.push_back(base + i * size + rank);
+        std::vector<std::uint64_t> values;
+        for (const key_type key : keys)
+            values.push_back(value_for(key, round));
+        map.insert_many(keys, values);
+        map.flush();
+        const std::int64_t nodes_full = global_sum(static_cast<std::int64_t>(map.local_statistics().nodes));
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            if (i % 16 == 0) {
+                kept[keys[i]] = values[i];
+                continue;
+            }
+            MPIDICT_CHECK(map.erase(keys[i]).get());
+        }
+        map.flush();
+        const auto stats = map.local_statistics();
+        const std::int64_t nodes_after = global_sum(static_cast<std::int64_t>(stats.nodes));
+        unlinked = global_sum(static_cast<std::int64_t>(stats.unlinked));
+        MPIDICT_CHECK_MSG(nodes_after < nodes_full, "round " + std::to_string(round) + ": " +
+                                                       std::to_string(nodes_full) + " nodes before the erases, " +
+                                                       std::to_string(nodes_after) + " after the flush");
+        // Every live node but the head holds a key.
+        MPIDICT_CHECK(nodes_after <= static_cast<std::int64_t>(global_sum(static_cast<std::int64_t>(kept.size()))) + 1);
+        MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+        for (const auto& [key, value] : kept) {
+            const auto found = map.find(key).get();
+            MPIDICT_CHECK_MSG(found && *found == value, "kept key " + std::to_string(key) + " lost after unlinking");
+        }
+        map.flush();  // the other ranks' finds are served before the raw MPI sum below
+        const std::int64_t kept_total = global_sum(static_cast<std::int64_t>(kept.size()));
+        // (Raw MPI sums serve no skip-list request: none is called while ranges run.)
+        const auto all = map.range(std::numeric_limits<key_type>::min(), std::numeric_limits<key_type>::max()).get();
+        MPIDICT_CHECK(static_cast<std::int64_t>(all.size()) == kept_total);
+        for (std::size_t i = 1; i < all.size(); ++i)
+            MPIDICT_CHECK(all[i - 1].first < all[i].first);
+        map.flush();
+    }
+    MPIDICT_CHECK(unlinked > 0);
+}
+
 // insert_many and find_many: repeated keys in one call take effect in index
 // order, splits happen under the batch (G = 4, small windows), a batch starts
 // after this caller's async operations, and list_full in a batch throws after
@@ -387,5 +450,6 @@ int main(int argc, char** argv) {
             run_scenario(s, rank, size);
         run_list_full(rank, size);
         run_batches(rank, size);
+        run_unlink(rank, size);
     });
 }

@@ -153,6 +153,7 @@ private:
     static void on_marker(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_clear(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_point_reply(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_unlinked(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
 
     void handle_point(int source, std::string_view record);
     void handle_range(int source, std::string_view record);
@@ -163,6 +164,10 @@ private:
     void handle_set_links(int source, std::string_view record);
     void handle_clear(std::string_view record);
     void handle_point_reply(int source, std::string_view record);
+    void handle_unlinked(int source, std::string_view record);
+    // Collective, at a flush (the list is quiescent): every emptied node except
+    // the head is unlinked on every level and its slot returns to the free pool.
+    void unlink_emptied();
 
     // Returns the node a record addresses, or throws decode_error.
     node& addressed(skiplist_node_id id, const char* what);
@@ -255,7 +260,15 @@ private:
 
     runtime::handler_id m_h_point = 0, m_h_range = 0, m_h_range_part = 0, m_h_alloc = 0, m_h_alloc_reply = 0,
                         m_h_link_up = 0, m_h_set_links = 0, m_h_expect = 0, m_h_marker = 0, m_h_clear = 0,
-                        m_h_point_reply = 0;
+                        m_h_point_reply = 0, m_h_unlinked = 0;
+    // unlink_emptied: the emptied nodes every rank announced, with their towers.
+    struct node_id_hash {
+        std::size_t operator()(const skiplist_node_id& id) const {
+            return std::hash<std::uint64_t>()((std::uint64_t(std::uint32_t(id.rank)) << 32 | id.slot) ^
+                                              (std::uint64_t(id.generation) << 17));
+        }
+    };
+    std::unordered_map<skiplist_node_id, std::vector<link>, node_id_hash> m_unlinked;
 };
 
 }  // namespace detail
