@@ -27,6 +27,7 @@
 #include <absl/container/btree_map.h>
 
 #include <algorithm>
+#include <deque>
 #include <cstring>
 #include <cmath>
 #include <cstdint>
@@ -60,7 +61,9 @@ struct settings {
     std::uint64_t range_results = 1000;
     std::uint64_t ranges_per_rank = 100;
     std::uint64_t granularity = 64;
-    std::uint64_t window = 256;
+    std::uint64_t window = 4096;
+    std::uint64_t adaptive = 1;
+    std::uint64_t range_window = 16;
     std::uint64_t route_cache = 1u << 16;
     std::uint64_t seed = 1;
 };
@@ -71,7 +74,12 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
                    "entries one range query returns (at most 4096: one baseline reply per rank)", 1, 4096, "R")
         .add_count("ranges-per-rank", &s.ranges_per_rank, "range queries each rank runs", 0, UINT64_MAX, "Q")
         .add_count("granularity", &s.granularity, "skiplist_map keys per node", 1, UINT64_MAX, "G")
-        .add_count("window", &s.window, "skiplist_map caller window of insert_many/find_many", 1, UINT64_MAX, "W")
+        .add_count("window", &s.window, "skiplist_map caller window of insert_many/find_many (the largest, when adaptive)",
+                   1, UINT64_MAX, "W")
+        .add_count("adaptive", &s.adaptive, "1: adapt W from reply latency up to --window; 0: W fixed", 0, 1, "A")
+        .add_count("range-window", &s.range_window,
+                   "skiplist_map range queries each rank keeps in flight (the baseline runs one at a time)", 1, 4096,
+                   "Q")
         .add_count("route-cache", &s.route_cache,
                    "skiplist_map route_cache_entries (0: every operation enters at the head)", 0, UINT64_MAX, "C")
         .add_count("seed", &s.seed, "keys and tower heights", 0, UINT64_MAX, "S");
@@ -309,9 +317,18 @@ public:
             std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));
             std::uint64_t entries = 0;
             const double range_seconds = timed_seconds([&] {
-                for (std::uint64_t q = 0; q < m_s.ranges_per_rank; ++q) {
-                    const std::uint64_t start = keys[random() % n] & ~std::uint64_t{0xffffffff};
-                    const auto part = list.range_from(start, mpidict::range_options{m_s.range_results, false}).get();
+                // Up to --range-window queries in flight, taken in issue order.
+                std::deque<std::pair<std::uint64_t, mpidict::request<mpidict::skiplist_map<std::uint64_t, std::uint64_t>::entry_list>>> pending;
+                std::uint64_t issued = 0;
+                while (issued < m_s.ranges_per_rank || !pending.empty()) {
+                    while (issued < m_s.ranges_per_rank && pending.size() < m_s.range_window) {
+                        const std::uint64_t from = keys[random() % n] & ~std::uint64_t{0xffffffff};
+                        pending.emplace_back(from, list.range_from(from, mpidict::range_options{m_s.range_results, false}));
+                        ++issued;
+                    }
+                    const std::uint64_t start = pending.front().first;
+                    const auto part = pending.front().second.get();
+                    pending.pop_front();
                     entries += part.size();
                     for (std::size_t i = 0; i < part.size(); ++i) {
                         if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
@@ -327,6 +344,8 @@ public:
             m_range_entries = entries;
             m_out.figure("skiplist_insert_many_rate", list_insert, "ops/s");
             m_out.figure("skiplist_find_many_rate", list_find, "ops/s");
+            m_out.figure("skiplist_window_after_find", max_over_ranks(static_cast<double>(list.current_window())), "keys",
+                         mpidict::bench::json_object().add("reduction", "max").add("adaptive", m_s.adaptive != 0));
             m_out.figure("skiplist_range_entries_rate", range_rate, "entries/s",
                          mpidict::bench::json_object().add("entries", total(static_cast<double>(entries))));
             m_out.figure("skiplist_rss_growth_per_pair", memory_per_pair, "bytes",
@@ -484,6 +503,7 @@ private:
         config.max_key_bytes = 8;
         config.max_value_bytes = 8;
         config.caller_window = m_s.window;
+        config.adaptive_window = m_s.adaptive != 0;
         config.route_cache_entries = static_cast<std::size_t>(m_s.route_cache);
         config.seed = m_s.seed;
         // Enough slots for n * p keys in nodes at least a quarter full, on any rank.

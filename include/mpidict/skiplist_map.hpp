@@ -123,6 +123,7 @@
 
 #include "mpidict/detail/payload.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
+#include "mpidict/detail/window_control.hpp"
 #include "mpidict/key_pattern.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/ordered_key.hpp"
@@ -162,7 +163,10 @@ public:
         : skiplist_map(std::make_unique<runtime::engine>(communicator, settings.runtime), settings) {}
     // Collective.  Builds the list over an engine it takes over (e.g. a simulated one).
     skiplist_map(std::unique_ptr<runtime::engine> engine, const skiplist_map_config& settings)
-        : m_core(std::make_unique<detail::skiplist_core>(std::move(engine), settings)) {
+        : m_core(std::make_unique<detail::skiplist_core>(std::move(engine), settings)),
+          m_window_control(std::min<std::size_t>(8, settings.caller_window), std::max<std::size_t>(1, settings.caller_window),
+                           settings.adaptive_window ? std::min<std::size_t>(32, settings.caller_window)
+                                                    : settings.caller_window) {
         for (const std::string_view name : skiplist_map_op::names)
             m_core->engine().register_op_kind(name);
         if constexpr (!std::is_same_v<V, std::string> && !std::is_same_v<V, std::vector<std::byte>>) {
@@ -525,6 +529,13 @@ private:
 
     std::size_t batch_window() const { return std::max<std::size_t>(1, m_core->config().caller_window); }
 
+public:
+    // The window the next find_many/insert_many starts with: config.caller_window,
+    // or where the latency-driven adaptation left it (adaptive_window).
+    std::size_t current_window() const { return m_window_control.window(); }
+
+private:
+
     // The batches: one record per key straight to the node the route cache
     // names (send_batch_point), answers through the core's batch callback, at
     // most W keys between the oldest unanswered one and the newest sent.
@@ -544,8 +555,10 @@ private:
         if (count >= detail::skiplist_core::no_slot)
             throw invalid_argument_error("mpidict: skiplist_map find_many/insert_many take fewer than 4294967295 "
                                          "keys per call");
-        const std::size_t window = batch_window();
+        const std::size_t window = batch_window();  // the largest W; rings are this long
+        const bool adaptive = m_core->config().adaptive_window;
         const double started = runtime::now_seconds();
+        m_window_control.start_batch(started);
         std::vector<std::uint8_t> ready(std::min(window, std::max<std::size_t>(count, 1)), 0);
         std::vector<std::uint64_t> hashes(distinct ? ready.size() : 0);
         std::unordered_map<std::uint64_t, std::uint32_t> in_flight;  // key hash -> keys in flight (distinct)
@@ -556,6 +569,8 @@ private:
                 throw decode_error("mpidict: skiplist_map batch answer for key " + std::to_string(index) +
                                    ", which is not in flight");
             ready[index % ready.size()] = 1;
+            if (adaptive && m_window_control.answered())
+                m_window_control.end_epoch(runtime::now_seconds());
             if (status == detail::skiplist_core::status_full) {
                 if (failure.empty())
                     failure.assign(value);
@@ -587,8 +602,8 @@ private:
             m_core->check_key(key.size());
             const std::string_view payload = values ? detail::payload_of((*values)[index]) : std::string_view();
             m_core->check_value(payload.size());
-            if (index - deliver_ready() >= window)
-                engine.wait_until([&] { return index - deliver_ready() < window; });
+            if (index - deliver_ready() >= m_window_control.window())
+                engine.wait_until([&] { return index - deliver_ready() < m_window_control.window(); });
             if (distinct) {
                 const std::uint64_t hash = hash_bytes(key.data(), key.size());
                 if (in_flight.count(hash) != 0)  // its earlier occurrence first
@@ -659,6 +674,8 @@ private:
     }
 
     std::unique_ptr<detail::skiplist_core> m_core;
+    // W for the batches (adapted from reply latency unless config.adaptive_window is false).
+    detail::window_control m_window_control{1, 1, 1};
 };
 
 }  // namespace mpidict

@@ -28,7 +28,10 @@ struct skiplist_map_config {
     std::size_t max_key_bytes = 256;         // encoded key
     std::size_t max_value_bytes = 1024;      // the defaults fit the default 64 KiB buffer
     std::uint64_t seed = 0x736b69706c697374ULL;  // tower heights (per rank: seed + rank)
-    std::size_t caller_window = 256;         // W: requests one find_many/insert_many keeps in flight
+    std::size_t caller_window = 4096;        // W: the most keys one find_many/insert_many keeps in flight
+    // Adapt W (up to caller_window, from 8) from the measured reply latency, as
+    // the seed does (detail/window_control.hpp); false: always caller_window.
+    bool adaptive_window = true;
     // Nodes each caller remembers as entry points (separator -> node, learned from
     // answers, about 80 bytes each): an operation enters at the closest one at or
     // below its key instead of at the head.  0: every operation enters at the head.

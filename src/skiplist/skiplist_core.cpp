@@ -434,7 +434,9 @@ skiplist_core::node& skiplist_core::addressed(skiplist_node_id id, const char* w
 bool skiplist_core::hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record) {
     if (target.holds == 0 && !target.allocating)
         return false;
-    target.held.push_back(held_record{handler, source, std::string(record)});
+    if (!target.held)
+        target.held = std::make_unique<std::deque<held_record>>();
+    target.held->push_back(held_record{handler, source, std::string(record)});
     ++m_stats.held;
     return true;
 }
@@ -442,10 +444,13 @@ bool skiplist_core::hold_if_busy(node& target, runtime::handler_id handler, int 
 void skiplist_core::release_held(skiplist_node_id id) {
     while (true) {
         node& here = m_nodes[id.slot];
-        if (here.holds != 0 || here.allocating || here.held.empty())
+        if (here.holds != 0 || here.allocating || !here.holding_records()) {
+            if (here.held && here.holds == 0 && !here.allocating)
+                here.held.reset();
             return;
-        held_record next = std::move(here.held.front());
-        here.held.pop_front();
+        }
+        held_record next = std::move(here.held->front());
+        here.held->pop_front();
         if (next.handler == m_h_point)
             handle_point(next.source, next.bytes);
         else if (next.handler == m_h_range)
@@ -483,21 +488,18 @@ void skiplist_core::purge_expired(node& here, expiry_time now) {
     if (here.earliest_expiry == 0 || now < here.earliest_expiry)
         return;
     expiry_time earliest = 0;
-    auto kept = here.run.begin();
-    for (auto it = here.run.begin(); it != here.run.end(); ++it) {
-        if (it->expires != 0 && it->expires <= now) {
-            m_stats.payload_bytes -= it->key.size() + it->value.size();
+    here.run.erase_unless([&](std::size_t index) {
+        const expiry_time expires = here.run.expires(index);
+        if (expires != 0 && expires <= now) {
+            m_stats.payload_bytes -= here.run.key(index).size() + here.run.value(index).size();
             --m_stats.entries;
             ++m_stats.expired;
-            continue;
+            return false;
         }
-        if (it->expires != 0 && (earliest == 0 || it->expires < earliest))
-            earliest = it->expires;
-        if (kept != it)
-            *kept = std::move(*it);
-        ++kept;
-    }
-    here.run.erase(kept, here.run.end());
+        if (expires != 0 && (earliest == 0 || expires < earliest))
+            earliest = expires;
+        return true;
+    });
     here.earliest_expiry = earliest;
 }
 
@@ -581,21 +583,20 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
     }
     ++m_stats.handled;
     purge_expired(here, skiplist_clock_now());
-    auto position = std::lower_bound(here.run.begin(), here.run.end(), key,
-                                     [](const entry& e, std::string_view k) { return std::string_view(e.key) < k; });
-    const bool present = position != here.run.end() && position->key == key;
+    const std::size_t position = here.run.lower_bound(key);
+    const bool present = here.run.holds_at(position, key);
     switch (kind) {
     case op::find:
         if (present)
-            reply_point(here, id, caller, slot, ticket, status_hit, position->value);
+            reply_point(here, id, caller, slot, ticket, status_hit, here.run.value(position));
         else
             reply_point(here, id, caller, slot, ticket, status_miss);
         return;
     case op::erase:
         if (present) {
-            m_stats.payload_bytes -= position->key.size() + position->value.size();
+            m_stats.payload_bytes -= here.run.key(position).size() + here.run.value(position).size();
             --m_stats.entries;
-            here.run.erase(position);
+            here.run.erase(position, position + 1);
         }
         reply_point(here, id, caller, slot, ticket, present ? status_hit : status_miss);
         return;
@@ -607,15 +608,14 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
                 return;
             }
             m_stats.payload_bytes += value.size();
-            m_stats.payload_bytes -= position->value.size();
-            position->value = std::string(value);
-            position->expires = expires;
+            m_stats.payload_bytes -= here.run.value(position).size();
+            here.run.assign(position, value, expires);
             if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
                 here.earliest_expiry = expires;
             reply_point(here, id, caller, slot, ticket, status_replaced);
             return;
         }
-        here.run.insert(position, entry{std::string(key), std::string(value), expires});
+        here.run.insert(position, key, value, expires);
         m_stats.payload_bytes += key.size() + value.size();
         ++m_stats.entries;
         if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
@@ -644,7 +644,7 @@ void skiplist_core::start_split(node& here, skiplist_node_id id) {
     ++m_stats.splits;
     const std::size_t middle = here.run.size() / 2;
     const unsigned height = draw_height();
-    here.split_separator = here.run[middle].key;
+    here.split_separator = std::string(here.run.key(middle));
     here.split_height = height;
     here.split_direct = 0;
     here.allocating = true;
@@ -667,7 +667,7 @@ void skiplist_core::start_split(node& here, skiplist_node_id id) {
     alloc.put(holds).put(links).append(tower.bytes());
     alloc.put(static_cast<std::uint32_t>(here.run.size() - middle));
     for (std::size_t index = middle; index < here.run.size(); ++index)
-        alloc.put_bytes(here.run[index].key).put_bytes(here.run[index].value).put(here.run[index].expires);
+        alloc.put_bytes(here.run.key(index)).put_bytes(here.run.value(index)).put(here.run.expires(index));
 
     // Placement: round robin from the next server, so that even ascending keys
     // (every split at the tail) spread their nodes over the ranks.
@@ -723,17 +723,18 @@ void skiplist_core::handle_alloc(int, std::string_view record) {
     const auto entries = in.get<std::uint32_t>();
     if (entries > m_config.granularity + 1)
         throw decode_error("mpidict: skiplist_map allocation record carries more entries than a node holds");
-    created.run.reserve(entries);
+    created.run.reserve(entries, record.size());
     for (std::uint32_t index = 0; index < entries; ++index) {
-        entry moved;
-        moved.key = std::string(in.get_bytes());
-        moved.value = std::string(in.get_bytes());
-        moved.expires = in.get<expiry_time>();
-        if (moved.expires != 0 && (created.earliest_expiry == 0 || moved.expires < created.earliest_expiry))
-            created.earliest_expiry = moved.expires;
-        m_stats.payload_bytes += moved.key.size() + moved.value.size();
+        const std::string_view key = in.get_bytes();
+        const std::string_view value = in.get_bytes();
+        const auto expires = in.get<expiry_time>();
+        if (!created.run.empty() && !(created.run.key(created.run.size() - 1) < key))
+            throw decode_error("mpidict: skiplist_map allocation record carries entries out of order");
+        if (expires != 0 && (created.earliest_expiry == 0 || expires < created.earliest_expiry))
+            created.earliest_expiry = expires;
+        m_stats.payload_bytes += key.size() + value.size();
         ++m_stats.entries;
-        created.run.push_back(std::move(moved));
+        created.run.push_back(key, value, expires);
     }
     record_writer reply;
     reply.put(origin.slot).put(origin.generation).put(std::uint8_t{1}).put_id(fresh);
@@ -761,14 +762,12 @@ void skiplist_core::handle_alloc_reply(std::string_view record) {
     if (ok) {
         // The upper half now lives in the new node: drop it here and link the new
         // node directly after this one on every level it shares with this tower.
-        auto first_moved = std::lower_bound(
-            here.run.begin(), here.run.end(), here.split_separator,
-            [](const entry& e, const std::string& k) { return e.key < k; });
-        for (auto it = first_moved; it != here.run.end(); ++it) {
-            m_stats.payload_bytes -= it->key.size() + it->value.size();
+        const std::size_t first_moved = here.run.lower_bound(here.split_separator);
+        for (std::size_t index = first_moved; index < here.run.size(); ++index) {
+            m_stats.payload_bytes -= here.run.key(index).size() + here.run.value(index).size();
             --m_stats.entries;
         }
-        here.run.erase(first_moved, here.run.end());
+        here.run.erase(first_moved, here.run.size());
         unsigned linked = 0;  // the direct levels form a prefix (see start_split)
         for (unsigned level = 0; level < here.split_height; ++level) {
             if ((here.split_direct & (1u << level)) == 0)
@@ -790,13 +789,11 @@ void skiplist_core::handle_alloc_reply(std::string_view record) {
     } else {
         // list_full: take the key that made the node overflow back out.
         ++m_stats.list_full;
-        auto position = std::lower_bound(
-            here.run.begin(), here.run.end(), here.pending_key,
-            [](const entry& e, const std::string& k) { return e.key < k; });
-        if (position != here.run.end() && position->key == here.pending_key) {
-            m_stats.payload_bytes -= position->key.size() + position->value.size();
+        const std::size_t position = here.run.lower_bound(here.pending_key);
+        if (here.run.holds_at(position, here.pending_key)) {
+            m_stats.payload_bytes -= here.run.key(position).size() + here.run.value(position).size();
             --m_stats.entries;
-            here.run.erase(position);
+            here.run.erase(position, position + 1);
         }
         reply_point(here, id, caller, slot, ticket, status_full,
                     "mpidict: skiplist_map is full (list_full): no free node on any of the " +
@@ -1031,8 +1028,8 @@ void skiplist_core::handle_range(int source, std::string_view record) {
     }
     ++m_stats.handled;
     purge_expired(here, skiplist_clock_now());
-    auto it = std::lower_bound(here.run.begin(), here.run.end(), lo,
-                               [](const entry& e, std::string_view k) { return std::string_view(e.key) < k; });
+    const sorted_run& run = here.run;
+    std::size_t it = run.lower_bound(lo);
     const link& next = here.tower[0];
     const std::size_t room = m_engine->max_record_bytes() - runtime::reply_header_bytes - 16;
     // Where a pattern query goes after `key`: the smallest key above it that can
@@ -1043,35 +1040,35 @@ void skiplist_core::handle_range(int source, std::string_view record) {
         record_writer part;
         std::uint32_t entries = 0;
         std::size_t bytes = 0;
-        for (; it != here.run.end() && limit != 0; ++it) {
-            if (bounded && std::string_view(it->key) >= hi)
+        for (; it != run.size() && limit != 0; ++it) {
+            const std::string_view key = run.key(it);
+            if (bounded && key >= hi)
                 break;
-            if (pattern && !pattern->matches(it->key)) {
+            if (pattern && !pattern->matches(key)) {
                 // Jump within this node to the next key that can match.
-                const auto candidate = skip_to(it->key);
+                const auto candidate = skip_to(key);
                 if (!candidate) {
-                    it = here.run.end();
+                    it = run.size();
                     limit = 0;  // nothing above can match: the query ends here
                     break;
                 }
-                it = std::lower_bound(it, here.run.end(), *candidate, [](const entry& e, const std::string& k) {
-                    return e.key < k;
-                });
-                if (it == here.run.end())
+                it = run.lower_bound(*candidate, it);
+                if (it == run.size())
                     break;
                 --it;  // the loop's ++it lands on it again
                 continue;
             }
-            const std::size_t size = 8 + it->key.size() + it->value.size();
+            const std::string_view value = run.value(it);
+            const std::size_t size = 8 + key.size() + value.size();
             if (entries > 0 && bytes + size > room)
                 break;
-            part.put_bytes(it->key).put_bytes(it->value);
+            part.put_bytes(key).put_bytes(value);
             bytes += size;
             ++entries;
             if (limit != unlimited)
                 --limit;
         }
-        const bool node_done = it == here.run.end() || limit == 0 || (bounded && std::string_view(it->key) >= hi);
+        const bool node_done = it == run.size() || limit == 0 || (bounded && run.key(it) >= hi);
         // A pattern query continues at the first key at or above the successor's
         // separator that can match, routed from here over the towers so the
         // nodes in the gap are skipped.
@@ -1200,9 +1197,11 @@ void skiplist_core::for_all_local(const std::function<void(std::string_view, std
     for (const auto& here : m_nodes) {
         if (!here.live)
             continue;
-        for (const auto& item : here.run)
-            if (item.expires == 0 || item.expires > now)
-                visit(item.key, item.value);
+        for (std::size_t index = 0; index < here.run.size(); ++index) {
+            const expiry_time expires = here.run.expires(index);
+            if (expires == 0 || expires > now)
+                visit(here.run.key(index), here.run.value(index));
+        }
     }
 }
 
@@ -1212,8 +1211,10 @@ std::size_t skiplist_core::local_size() const {
     for (const auto& here : m_nodes) {
         if (!here.live)
             continue;
-        for (const auto& item : here.run)
-            total += item.expires == 0 || item.expires > now;
+        for (std::size_t index = 0; index < here.run.size(); ++index) {
+            const expiry_time expires = here.run.expires(index);
+            total += expires == 0 || expires > now;
+        }
     }
     return total;
 }
@@ -1284,7 +1285,7 @@ void skiplist_core::unlink_emptied() {
     for (std::uint32_t slot = 0; slot < m_nodes.size(); ++slot) {
         const node& here = m_nodes[slot];
         if (!here.live || !here.run.empty() || here.separator.empty() || here.holds != 0 || here.allocating ||
-            !here.held.empty())
+            here.holding_records())
             continue;  // the head (empty separator) always stays
         bool linked = true;
         for (const link& level : here.tower)
@@ -1365,12 +1366,12 @@ std::string skiplist_core::check_local_invariants() const {
         if (!here.live)
             continue;
         const std::string where = "node " + std::to_string(slot) + " on rank " + std::to_string(rank());
-        if (here.holds != 0 || here.allocating || !here.held.empty())
+        if (here.holds != 0 || here.allocating || here.holding_records())
             return where + " still holds requests after a flush";
         for (std::size_t index = 0; index < here.run.size(); ++index) {
-            if (index > 0 && !(here.run[index - 1].key < here.run[index].key))
+            if (index > 0 && !(here.run.key(index - 1) < here.run.key(index)))
                 return where + " has an unsorted run";
-            if (here.run[index].key < here.separator)
+            if (here.run.key(index) < std::string_view(here.separator))
                 return where + " holds a key below its separator";
         }
         if (here.run.size() > m_config.granularity)
@@ -1381,7 +1382,7 @@ std::string skiplist_core::check_local_invariants() const {
                 continue;
             if (!(here.separator < next.separator))
                 return where + " links level " + std::to_string(level) + " backwards";
-            if (level == 0 && !here.run.empty() && !(here.run.back().key < next.separator))
+            if (level == 0 && !here.run.empty() && !(here.run.key(here.run.size() - 1) < std::string_view(next.separator)))
                 return where + " holds a key at or above its successor's separator";
         }
     }

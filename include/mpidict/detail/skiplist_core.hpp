@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mpidict/detail/sorted_run.hpp"
 #include "mpidict/local/codec.hpp"
 #include "mpidict/skiplist_map_types.hpp"
 #include "mpidict/runtime/engine.hpp"
@@ -109,11 +110,6 @@ private:
         skiplist_node_id to{};      // null: end of this level
         bool set = false;           // false: this level is not linked yet (skip it)
     };
-    struct entry {
-        std::string key;
-        std::string value;
-        expiry_time expires = 0;
-    };
     struct held_record {
         runtime::handler_id handler;
         int source;
@@ -124,11 +120,14 @@ private:
         bool live = false;
         std::string separator;              // lower bound of this node's key range
         std::vector<link> tower;            // height = tower.size()
-        std::vector<entry> run;             // sorted by key, at most G (G + 1 while splitting)
+        sorted_run run;                     // sorted by key, at most G (G + 1 while splitting)
         expiry_time earliest_expiry = 0;    // 0: nothing expires
         int holds = 0;                      // ordering clears still expected
         bool allocating = false;            // waiting for the free-node service
-        std::deque<held_record> held;       // requests that arrived while holding
+        // Requests that arrived while holding (allocated when the first one does:
+        // an empty std::deque costs about 600 bytes per node).
+        std::unique_ptr<std::deque<held_record>> held;
+        bool holding_records() const { return held && !held->empty(); }
         // The insert that made the node split, answered once the split is decided.
         int pending_source = -1;
         std::uint32_t pending_slot = no_slot;

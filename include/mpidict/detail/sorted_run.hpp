@@ -1,0 +1,168 @@
+#pragma once
+// A skiplist_map node's sorted run: up to G (G + 1 while splitting) entries of
+// (key, value, expiry) in key order (memcmp order of the encoded keys), packed
+// into one byte string instead of a std::string pair per entry.
+//
+// Layout: m_bytes holds the entries back to back in key order, each as
+// [u32 key bytes][u32 value bytes][key][value]; m_offsets[i] is where entry i
+// starts; m_expires is empty while no entry has an expiry, else parallel to
+// m_offsets.  An 8-byte key with an 8-byte value costs 28 bytes (8 of lengths,
+// 4 of offset) instead of about 72 with two std::strings and an expiry.
+// Inserting or erasing in the middle moves the bytes after it (a node holds at
+// most G entries, so at most a few KiB move).  Views returned by key() and
+// value() are valid until the run is next changed.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mpidict/error.hpp"
+
+namespace mpidict::detail {
+
+class sorted_run {
+public:
+    static constexpr std::size_t entry_header_bytes = 8;
+
+    std::size_t size() const { return m_offsets.size(); }
+    bool empty() const { return m_offsets.empty(); }
+
+    std::string_view key(std::size_t index) const {
+        const char* at = m_bytes.data() + m_offsets[index];
+        return {at + entry_header_bytes, load(at)};
+    }
+    std::string_view value(std::size_t index) const {
+        const char* at = m_bytes.data() + m_offsets[index];
+        return {at + entry_header_bytes + load(at), load(at + 4)};
+    }
+    double expires(std::size_t index) const { return m_expires.empty() ? 0 : m_expires[index]; }
+
+    // The first index at or after `from` whose key is not below `key`.
+    std::size_t lower_bound(std::string_view wanted, std::size_t from = 0) const {
+        std::size_t low = std::min(from, size()), high = size();
+        while (low < high) {
+            const std::size_t middle = low + (high - low) / 2;
+            if (key(middle) < wanted)
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        return low;
+    }
+    bool holds_at(std::size_t index, std::string_view wanted) const {
+        return index < size() && key(index) == wanted;
+    }
+
+    // Inserts before `index` (the caller keeps the order).  `key_bytes` and
+    // `value_bytes` must not view this run.
+    void insert(std::size_t index, std::string_view key_bytes, std::string_view value_bytes, double expiry) {
+        const std::size_t bytes = entry_header_bytes + key_bytes.size() + value_bytes.size();
+        if (key_bytes.size() > std::numeric_limits<std::uint32_t>::max() ||
+            value_bytes.size() > std::numeric_limits<std::uint32_t>::max() ||
+            m_bytes.size() + bytes > std::numeric_limits<std::uint32_t>::max())
+            throw invalid_argument_error("mpidict: skiplist_map node would hold more than 4 GiB");
+        const std::size_t at = index < size() ? m_offsets[index] : m_bytes.size();
+        m_bytes.insert(at, bytes, '\0');
+        char* out = m_bytes.data() + at;
+        store(out, key_bytes.size());
+        store(out + 4, value_bytes.size());
+        if (!key_bytes.empty())
+            std::memcpy(out + entry_header_bytes, key_bytes.data(), key_bytes.size());
+        if (!value_bytes.empty())
+            std::memcpy(out + entry_header_bytes + key_bytes.size(), value_bytes.data(), value_bytes.size());
+        m_offsets.insert(m_offsets.begin() + static_cast<std::ptrdiff_t>(index), static_cast<std::uint32_t>(at));
+        for (std::size_t later = index + 1; later < m_offsets.size(); ++later)
+            m_offsets[later] += static_cast<std::uint32_t>(bytes);
+        if (expiry != 0 && m_expires.empty())
+            m_expires.assign(m_offsets.size() - 1, 0.0);  // (still empty for the first entry)
+        if (expiry != 0 || !m_expires.empty())
+            m_expires.insert(m_expires.begin() + static_cast<std::ptrdiff_t>(index), expiry);
+    }
+    void push_back(std::string_view key_bytes, std::string_view value_bytes, double expiry) {
+        insert(size(), key_bytes, value_bytes, expiry);
+    }
+    // Replaces entry `index`'s value and expiry (its key stays).
+    void assign(std::size_t index, std::string_view value_bytes, double expiry) {
+        const char* at = m_bytes.data() + m_offsets[index];
+        if (load(at + 4) == value_bytes.size()) {
+            if (!value_bytes.empty())
+                std::memcpy(m_bytes.data() + m_offsets[index] + entry_header_bytes + load(at), value_bytes.data(),
+                        value_bytes.size());
+            if (expiry != 0 && m_expires.empty())
+                m_expires.assign(m_offsets.size(), 0.0);
+            if (!m_expires.empty())
+                m_expires[index] = expiry;
+            return;
+        }
+        const std::string key_copy(key(index));
+        erase(index, index + 1);
+        insert(index, key_copy, value_bytes, expiry);
+    }
+    // Removes entries [first, last).
+    void erase(std::size_t first, std::size_t last) {
+        if (first >= last)
+            return;
+        const std::size_t begin = m_offsets[first];
+        const std::size_t end = last < size() ? m_offsets[last] : m_bytes.size();
+        const std::size_t bytes = end - begin;
+        m_bytes.erase(begin, bytes);
+        m_offsets.erase(m_offsets.begin() + static_cast<std::ptrdiff_t>(first),
+                        m_offsets.begin() + static_cast<std::ptrdiff_t>(last));
+        for (std::size_t later = first; later < m_offsets.size(); ++later)
+            m_offsets[later] -= static_cast<std::uint32_t>(bytes);
+        if (!m_expires.empty())
+            m_expires.erase(m_expires.begin() + static_cast<std::ptrdiff_t>(first),
+                            m_expires.begin() + static_cast<std::ptrdiff_t>(last));
+        if (m_offsets.empty()) {
+            clear();
+        } else if (m_bytes.capacity() > 2 * m_bytes.size() + 256) {
+            m_bytes.shrink_to_fit();  // a node that lost most of its entries gives the memory back
+            m_offsets.shrink_to_fit();
+        }
+    }
+    // Keeps the entries for which keep(index) is true, in order.
+    template <class Keep>
+    void erase_unless(Keep&& keep) {
+        sorted_run kept;
+        kept.reserve(size(), m_bytes.size());
+        for (std::size_t index = 0; index < size(); ++index)
+            if (keep(index))
+                kept.push_back(key(index), value(index), expires(index));
+        *this = std::move(kept);
+    }
+    void clear() {
+        std::string().swap(m_bytes);
+        std::vector<std::uint32_t>().swap(m_offsets);
+        std::vector<double>().swap(m_expires);
+    }
+    void reserve(std::size_t entries, std::size_t bytes) {
+        m_offsets.reserve(entries);
+        m_bytes.reserve(bytes);
+    }
+    // Heap bytes this run holds (capacities).
+    std::size_t memory_bytes() const {
+        return m_bytes.capacity() + m_offsets.capacity() * sizeof(std::uint32_t) + m_expires.capacity() * sizeof(double);
+    }
+
+private:
+    static std::uint32_t load(const char* at) {
+        std::uint32_t value;
+        std::memcpy(&value, at, sizeof value);
+        return value;
+    }
+    static void store(char* at, std::size_t value) {
+        const auto narrow = static_cast<std::uint32_t>(value);
+        std::memcpy(at, &narrow, sizeof narrow);
+    }
+
+    std::string m_bytes;
+    std::vector<std::uint32_t> m_offsets;
+    std::vector<double> m_expires;
+};
+
+}  // namespace mpidict::detail
