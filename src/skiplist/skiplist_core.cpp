@@ -768,6 +768,7 @@ void skiplist_core::handle_alloc_reply(std::string_view record) {
             --m_stats.entries;
         }
         here.run.erase(first_moved, here.run.size());
+        here.run.shrink_to_fit();
         unsigned linked = 0;  // the direct levels form a prefix (see start_split)
         for (unsigned level = 0; level < here.split_height; ++level) {
             if ((here.split_direct & (1u << level)) == 0)

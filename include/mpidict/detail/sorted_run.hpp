@@ -135,6 +135,12 @@ public:
                 kept.push_back(key(index), value(index), expires(index));
         *this = std::move(kept);
     }
+    // Gives back spare capacity (after a split moved half the entries away).
+    void shrink_to_fit() {
+        m_bytes.shrink_to_fit();
+        m_offsets.shrink_to_fit();
+        m_expires.shrink_to_fit();
+    }
     void clear() {
         std::string().swap(m_bytes);
         std::vector<std::uint32_t>().swap(m_offsets);
