@@ -141,6 +141,12 @@ struct skiplist_map_op {
 struct range_options {
     std::uint64_t limit = 0;   // at most this many entries (0: all); with descending, the last ones
     bool descending = false;   // largest key first
+    // Paging (YCSB's scan is "start key + count"): a page cut by `limit` names
+    // its resume key, the last key it returned.  The next ascending page is the
+    // same query from that key with after_lo (lo itself excluded); the next
+    // descending page is range(lo, resume key) with before_hi (hi excluded).
+    bool after_lo = false;
+    bool before_hi = false;    // range(lo, hi) only
 };
 
 template <class K, class V>
@@ -289,13 +295,11 @@ public:
 
     // Every entry with lo <= key <= hi, in key order (descending if asked).
     request<entry_list> range(const K& lo, const K& hi, range_options options = {}) {
-        std::string bound = encode(hi);
-        bound.push_back('\0');  // the smallest encoding above hi
-        return start_range(encode(lo), bound, true, options);
+        return start_range(low_bound(lo, options), high_bound(hi, options), true, options);
     }
     // Every entry with key >= lo.
     request<entry_list> range_from(const K& lo, range_options options = {}) {
-        return start_range(encode(lo), {}, false, options);
+        return start_range(low_bound(lo, options), {}, false, options);
     }
     // Every entry whose key starts with `prefix` (byte-string keys).
     request<entry_list> prefix(std::string_view prefix, range_options options = {})
@@ -334,14 +338,12 @@ public:
     template <class Function>
         requires std::invocable<Function&, const K&, const V&>
     std::size_t range(const K& lo, const K& hi, Function&& on_entry, range_options options = {}) {
-        std::string bound = encode(hi);
-        bound.push_back('\0');
-        return stream_range(encode(lo), bound, true, options, {}, on_entry);
+        return stream_range(low_bound(lo, options), high_bound(hi, options), true, options, {}, on_entry);
     }
     template <class Function>
         requires std::invocable<Function&, const K&, const V&>
     std::size_t range_from(const K& lo, Function&& on_entry, range_options options = {}) {
-        return stream_range(encode(lo), {}, false, options, {}, on_entry);
+        return stream_range(low_bound(lo, options), {}, false, options, {}, on_entry);
     }
     template <class Function>
         requires(std::invocable<Function&, const K&, const V&> &&
@@ -505,6 +507,22 @@ private:
         return delivered;
     }
     static std::size_t decode_count(std::uint32_t count, byte_reader&, const void*) { return count; }
+
+    // The encoded bounds of range(lo, hi): [lo, hi] is [encode(lo), encode(hi) +
+    // "\0") (the smallest encoding above hi); after_lo starts at encode(lo) +
+    // "\0", before_hi ends at encode(hi).
+    std::string low_bound(const K& lo, const range_options& options) {
+        std::string bound = encode(lo);
+        if (options.after_lo)
+            bound.push_back('\0');
+        return bound;
+    }
+    std::string high_bound(const K& hi, const range_options& options) {
+        std::string bound = encode(hi);
+        if (!options.before_hi)
+            bound.push_back('\0');
+        return bound;
+    }
 
     request<entry_list> start_range(const std::string& lo, const std::string& hi, bool bounded, range_options options,
                                     std::string_view pattern = {}) {

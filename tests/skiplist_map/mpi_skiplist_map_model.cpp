@@ -349,6 +349,50 @@ void run_unlink(int rank, int size) {
     MPIDICT_CHECK(unlinked > 0);
 }
 
+// Paging with a resume key: the whole list read in pages of 7 ascending
+// (range_from the last key with after_lo) and of 5 descending (range up to the
+// smallest key with before_hi) equals one whole range, at G = 4.
+void run_paging(int rank, int size) {
+    mpidict::skiplist_map_config config;
+    config.granularity = 4;
+    config.max_key_bytes = 8;
+    config.max_value_bytes = 8;
+    map_type map(MPI_COMM_WORLD, config);
+    std::vector<key_type> keys;
+    std::vector<std::uint64_t> values;
+    for (key_type i = 0; i < 60; ++i) {
+        keys.push_back(i * 3 * size + rank - 50);  // negative keys too
+        values.push_back(value_for(keys.back(), 0));
+    }
+    map.insert_many(keys, values);
+    map.flush();
+    constexpr key_type lowest = std::numeric_limits<key_type>::min(), highest = std::numeric_limits<key_type>::max();
+    const auto whole = map.range(lowest, highest).get();
+    MPIDICT_CHECK(whole.size() == 60u * static_cast<std::size_t>(size));
+    map_type::entry_list up;
+    auto page = map.range_from(lowest, {.limit = 7}).get();
+    while (!page.empty()) {
+        MPIDICT_CHECK(page.size() <= 7);
+        up.insert(up.end(), page.begin(), page.end());
+        page = map.range_from(page.back().first, {.limit = 7, .after_lo = true}).get();
+    }
+    MPIDICT_CHECK(std::equal(up.begin(), up.end(), whole.begin(), whole.end(), same_entry));
+    map_type::entry_list down;
+    page = map.range(lowest, highest, {.limit = 5, .descending = true}).get();
+    while (!page.empty()) {
+        MPIDICT_CHECK(page.size() <= 5);
+        down.insert(down.end(), page.begin(), page.end());
+        page = map.range(lowest, page.back().first, {.limit = 5, .descending = true, .before_hi = true}).get();
+    }
+    MPIDICT_CHECK(std::equal(down.begin(), down.end(), whole.rbegin(), whole.rend(), same_entry));
+    // The bounds themselves: [k, k] holds k; (k, k] and [k, k) are empty.
+    const key_type k = whole[whole.size() / 2].first;
+    MPIDICT_CHECK(map.range(k, k).get().size() == 1);
+    MPIDICT_CHECK(map.range(k, k, {.after_lo = true}).get().empty());
+    MPIDICT_CHECK(map.range(k, k, {.before_hi = true}).get().empty());
+    map.flush();
+}
+
 // insert_many and find_many: repeated keys in one call take effect in index
 // order, splits happen under the batch (G = 4, small windows), a batch starts
 // after this caller's async operations, and list_full in a batch throws after
@@ -451,5 +495,6 @@ int main(int argc, char** argv) {
         run_list_full(rank, size);
         run_batches(rank, size);
         run_unlink(rank, size);
+        run_paging(rank, size);
     });
 }
