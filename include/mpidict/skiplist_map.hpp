@@ -205,6 +205,22 @@ public:
         m_core->flush();
     }
 
+    // Local.  This caller's consistency mode (config.consistency until changed);
+    // see skiplist_map.md "Consistency modes".  set_consistency first waits until
+    // this caller's earlier operations have completed (other ranks are served
+    // meanwhile), so each mode's promise covers exactly the operations started
+    // in it.
+    skiplist_consistency consistency() const { return m_core->consistency(); }
+    void set_consistency(skiplist_consistency mode) {
+        auto& engine = m_core->engine();
+        runtime::engine_lock lock(engine);
+        engine.check_alive("set_consistency");
+        if (engine.in_handler())
+            throw error("mpidict: skiplist_map set_consistency cannot be called from inside a handler");
+        engine.wait_until([&] { return m_core->caller_idle(); });
+        m_core->set_consistency(mode);
+    }
+
     int rank() const { return m_core->rank(); }
     int num_ranks() const { return m_core->engine().size(); }
     const skiplist_map_config& settings() const { return m_core->config(); }

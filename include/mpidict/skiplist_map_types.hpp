@@ -16,6 +16,23 @@
 
 namespace mpidict {
 
+// The consistency modes of seed 004 (Sections 1.3, 2.4, 2.5); skiplist_map.md
+// "Consistency modes" states what each guarantees and how it is checked.
+enum class skiplist_consistency : std::uint8_t {
+    // Every operation enters at the head: linearizable in the order the head
+    // receives them, each caller's operations in the order it issued them.
+    total_order = 0,
+    // Callers enter through the directory (shortcuts); one operation per key in
+    // flight per caller and a hold-back queue: each caller's operations on a key
+    // take effect in issue order, and its replies complete in issue order.
+    sequential = 1,
+    // Callers and nodes use the directory freely and nodes climb their towers;
+    // replies complete as they arrive.  Each operation is still atomic and the
+    // list stays ordered.
+    none = 2,
+};
+const char* to_string(skiplist_consistency mode);
+
 struct skiplist_map_config {
     runtime::config runtime{};
     // Ranks that host nodes (the free-node managers form a ring in this order;
@@ -36,10 +53,20 @@ struct skiplist_map_config {
     // answers, about 80 bytes each): an operation enters at the closest one at or
     // below its key instead of at the head.  0: every operation enters at the head.
     std::size_t route_cache_entries = 1u << 16;
+    // The mode this map's callers start in (skiplist_map::set_consistency
+    // changes it for one caller).
+    skiplist_consistency consistency = skiplist_consistency::sequential;
     // Test only: no ordering markers when links change and no per-key order at
     // the caller, so operations may overtake one another (the simulation test
     // must catch it).  Never set it otherwise.
     bool unordered_for_testing = false;
+    // Test only: break the consistency mode on purpose, so that the history
+    // checkers must reject what it does: total_order callers take shortcuts;
+    // sequential callers drop the per-key order, send every other operation
+    // through the head and complete replies as they arrive; none: a splitting
+    // node handles the requests it should hold (updates of the moving half are
+    // lost).  Never set it otherwise.
+    bool break_consistency_for_testing = false;
 
     // The smallest runtime.buffer_bytes the constructor accepts: one message must
     // carry the upper half of a full node when it splits.
@@ -69,6 +96,15 @@ struct skiplist_local_statistics {
     std::uint64_t expired = 0;           // entries removed because their expiry passed
     std::uint64_t range_parts = 0;       // range parts sent from here
     std::uint64_t unlinked = 0;          // emptied nodes unlinked here (at a flush) and returned to the free pool
+    // Consistency modes (counted by this rank as a caller, except head_visits).
+    std::uint64_t answers = 0;           // point operations answered to this caller
+    std::uint64_t answer_hops = 0;       // node-to-node hops those operations took (answer_hops / answers: mean)
+    std::uint64_t shortcut_entries = 0;  // operations this caller sent into the list through the directory
+    std::uint64_t shortcut_failures = 0; // of those (and of node shortcuts), the ones that fell back to the head
+    std::uint64_t node_shortcuts = 0;    // forwards by nodes hosted here through the directory (mode none)
+    std::uint64_t head_visits = 0;       // requests the head node (if hosted here) handled or forwarded
+    std::uint64_t held_back = 0;         // replies the hold-back queue delayed (sequential)
+    std::uint64_t hold_back_peak = 0;    // the most replies waiting in it at once
 };
 
 }  // namespace mpidict

@@ -21,7 +21,7 @@ namespace mpidict {
 namespace {
 
 constexpr std::size_t node_id_bytes = 12;
-constexpr std::size_t header_bytes = 4 + 4 + 1;  // slot, generation, level
+constexpr std::size_t header_bytes = 4 + 4 + 1 + 1;  // slot, generation, level byte, hops byte
 constexpr std::size_t entry_overhead = 4 + 4 + 8;  // key and value lengths, expiry
 constexpr std::uint64_t unlimited = std::numeric_limits<std::uint64_t>::max();
 
@@ -96,6 +96,18 @@ void for_each_record(const std::byte* records, std::uint32_t record_bytes, std::
 
 }  // namespace
 
+const char* to_string(skiplist_consistency mode) {
+    switch (mode) {
+    case skiplist_consistency::total_order:
+        return "total_order";
+    case skiplist_consistency::sequential:
+        return "sequential";
+    case skiplist_consistency::none:
+        return "none";
+    }
+    return "unknown";
+}
+
 std::size_t skiplist_map_config::required_buffer_bytes() const {
     // The largest record: a split's allocation request carrying the upper half
     // of a full node (G / 2 + 1 entries), its separator and its tower.
@@ -155,6 +167,12 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
             " bytes must fit one message), but it is " + std::to_string(m_engine->settings().buffer_bytes) +
             "; lower G or max_value_bytes, or raise buffer_bytes");
 
+    if (static_cast<unsigned>(settings.consistency) > static_cast<unsigned>(skiplist_consistency::none))
+        throw invalid_argument_error("mpidict: skiplist_map consistency " +
+                                     std::to_string(static_cast<unsigned>(settings.consistency)) +
+                                     " is not one of total_order, sequential, none");
+    m_mode = settings.consistency;
+
     const auto me = std::find(m_servers.begin(), m_servers.end(), rank());
     if (me != m_servers.end())
         m_server_index = static_cast<int>(me - m_servers.begin());
@@ -212,14 +230,83 @@ void skiplist_core::send_record(int destination, runtime::handler_id handler, st
     std::memcpy(out, bytes.data(), bytes.size());
 }
 
-void skiplist_core::forward(runtime::handler_id handler, skiplist_node_id to, std::string_view record_tail, int level) {
+void skiplist_core::forward(runtime::handler_id handler, skiplist_node_id to, std::string_view record_tail, int level,
+                            std::uint8_t level_flags, std::uint8_t hops) {
     const std::size_t bytes = header_bytes + record_tail.size();
     detail::byte_writer(m_engine->reserve(to.rank, handler, bytes), bytes)
         .put(to.slot)
         .put(to.generation)
-        .put(static_cast<std::uint8_t>(level))
+        .put(static_cast<std::uint8_t>((level & level_mask) | level_flags))
+        .put(hops)
         .put_bytes(record_tail)
         .finish();
+}
+
+void skiplist_core::fall_back_to_head(runtime::handler_id handler, std::string_view record_tail,
+                                      std::uint8_t level_byte, std::uint8_t hops) {
+    // The route is not trusted again on this way: no shortcut flag, so a
+    // second failure would be a real error.
+    forward(handler, m_head, record_tail, static_cast<int>(m_config.max_height) - 1,
+            static_cast<std::uint8_t>(level_byte & route_free), next_hops(hops) | route_fell_back);
+}
+
+void skiplist_core::set_consistency(skiplist_consistency mode) {
+    if (static_cast<unsigned>(mode) > static_cast<unsigned>(skiplist_consistency::none))
+        throw invalid_argument_error("mpidict: skiplist_map consistency " + std::to_string(static_cast<unsigned>(mode)) +
+                                     " is not one of total_order, sequential, none");
+    if (!caller_idle())
+        throw error("mpidict: skiplist_map set_consistency needs this caller's operations answered first");
+    m_mode = mode;
+    m_next_delivery = m_next_issue;
+}
+
+bool skiplist_core::caller_uses_shortcuts() const {
+    if (m_config.route_cache_entries == 0)
+        return false;
+    if (m_mode == skiplist_consistency::total_order)
+        return m_config.break_consistency_for_testing;
+    if (m_mode == skiplist_consistency::sequential && m_config.break_consistency_for_testing)
+        return (m_next_ticket & 1) == 0;  // every other operation through the head (the reordering shortcut)
+    return true;
+}
+
+std::uint8_t skiplist_core::entry_level_byte(skiplist_node_id entry) const {
+    std::uint8_t flags = 0;
+    if (m_mode == skiplist_consistency::none)
+        flags |= route_free;
+    if (!(entry == m_head)) {
+        flags |= route_shortcut;
+    }
+    return static_cast<std::uint8_t>(((m_config.max_height - 1) & level_mask) | flags);
+}
+
+void skiplist_core::deliver(std::uint64_t sequence, completion done) {
+    const bool hold_back =
+        m_mode == skiplist_consistency::sequential && !m_config.break_consistency_for_testing;
+    if (hold_back && sequence != m_next_delivery) {
+        if (sequence < m_next_delivery || !m_hold_back.emplace(sequence, std::move(done)).second)
+            throw decode_error("mpidict: skiplist_map operation " + std::to_string(sequence) + " completed twice");
+        ++m_stats.held_back;
+        m_stats.hold_back_peak = std::max<std::uint64_t>(m_stats.hold_back_peak, m_hold_back.size());
+        return;
+    }
+    auto complete = [this](completion& finished) {
+        if (finished.slot != no_slot)
+            m_engine->complete_request(finished.source, finished.slot, finished.count,
+                                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(finished.bytes.data()),
+                                                                  finished.bytes.size()));
+    };
+    complete(done);
+    if (!hold_back)
+        return;
+    ++m_next_delivery;
+    for (auto next = m_hold_back.begin(); next != m_hold_back.end() && next->first == m_next_delivery;
+         next = m_hold_back.begin()) {
+        completion waiting = std::move(next->second);
+        m_hold_back.erase(next);
+        ++m_next_delivery;
+        complete(waiting);
+    }
 }
 
 void skiplist_core::send_point(op kind, std::uint32_t slot, std::string_view key, std::string_view value,
@@ -227,36 +314,54 @@ void skiplist_core::send_point(op kind, std::uint32_t slot, std::string_view key
     // One operation per key in flight from this caller: a later one waits here
     // until the earlier one is acknowledged, so this caller's operations on a key
     // take effect in the order it issued them, whatever paths they take.
-    auto [state, fresh] = m_keys.try_emplace(std::string(key));
-    if (!fresh && state->second.outstanding > 0 && !m_config.unordered_for_testing) {
-        state->second.waiting.push_back(waiting_point{kind, slot, std::string(value), expires});
+    // Mode none (and the broken sequential mode) keeps no such order.
+    const std::uint64_t sequence = next_issue();
+    const bool ordered = m_mode != skiplist_consistency::none && !m_config.unordered_for_testing &&
+                         !(m_mode == skiplist_consistency::sequential && m_config.break_consistency_for_testing);
+    if (!ordered) {
+        dispatch_point(kind, slot, std::string(key), value, expires, sequence, nullptr);
         return;
     }
-    dispatch_point(kind, slot, state->first, value, expires, state->second);
+    auto [state, fresh] = m_keys.try_emplace(std::string(key));
+    if (!fresh && state->second.outstanding > 0) {
+        state->second.waiting.push_back(waiting_point{kind, slot, std::string(value), expires, sequence});
+        return;
+    }
+    dispatch_point(kind, slot, state->first, value, expires, sequence, &state->second);
 }
 
 void skiplist_core::dispatch_point(op kind, std::uint32_t slot, const std::string& key, std::string_view value,
-                                   expiry_time expires, key_state& state) {
+                                   expiry_time expires, std::uint64_t sequence, key_state* state) {
     std::uint32_t ticket = m_next_ticket++;
     if (ticket == no_slot)
         ticket = m_next_ticket++;
-    m_tickets.emplace(ticket, key);
-    ++state.outstanding;
+    m_tickets.emplace(ticket, ticket_state{key, sequence, state != nullptr});
+    if (state)
+        ++state->outstanding;
     record_writer tail;
     tail.put(static_cast<std::uint8_t>(kind)).put(static_cast<std::int32_t>(rank())).put(slot).put(ticket);
     tail.put(expires).put_bytes(key).put_bytes(value);
-    forward(m_h_point, entry_point(key), tail.bytes(), static_cast<int>(m_config.max_height) - 1);
+    const skiplist_node_id entry = caller_uses_shortcuts() ? entry_point(key) : m_head;
+    const std::uint8_t level_byte = entry_level_byte(entry);
+    if (level_byte & route_shortcut)
+        ++m_stats.shortcut_entries;
+    forward(m_h_point, entry, tail.bytes(), level_byte & level_mask, level_byte & ~level_mask);
 }
 
 void skiplist_core::send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
                                std::uint64_t limit, std::string_view pattern, bool streaming) {
     m_ranges[slot] = range_state{};
     m_ranges[slot].streaming = streaming;
+    m_range_sequence[slot] = next_issue();
     record_writer tail;
     tail.put(static_cast<std::int32_t>(rank())).put(slot).put(std::uint32_t{0});
     tail.put(static_cast<std::uint8_t>(bounded)).put(limit == 0 ? unlimited : limit);
     tail.put_bytes(lo).put_bytes(hi).put_bytes(pattern);
-    forward(m_h_range, entry_point(lo), tail.bytes(), static_cast<int>(m_config.max_height) - 1);
+    const skiplist_node_id entry = caller_uses_shortcuts() ? entry_point(lo) : m_head;
+    const std::uint8_t level_byte = entry_level_byte(entry);
+    if (level_byte & route_shortcut)
+        ++m_stats.shortcut_entries;
+    forward(m_h_range, entry, tail.bytes(), level_byte & level_mask, level_byte & ~level_mask);
 }
 
 skiplist_node_id skiplist_core::entry_point(std::string_view key) const {
@@ -267,6 +372,16 @@ skiplist_node_id skiplist_core::entry_point(std::string_view key) const {
     if (after == m_routes.begin())
         return m_head;
     return std::prev(after)->second;
+}
+
+skiplist_node_id skiplist_core::directory_after(std::string_view key, std::string_view floor) const {
+    auto after = m_routes.upper_bound(key);
+    if (after == m_routes.begin())
+        return {};
+    --after;
+    if (std::string_view(after->first) <= floor)
+        return {};
+    return after->second;
 }
 
 void skiplist_core::learn_route(std::string_view separator, skiplist_node_id id) {
@@ -287,16 +402,19 @@ void skiplist_core::learn_route(std::string_view separator, skiplist_node_id id)
 }
 
 void skiplist_core::reply_point(const node& here, skiplist_node_id id, int caller, std::uint32_t slot,
-                                std::uint32_t ticket, std::uint8_t status, std::string_view value) {
+                                std::uint32_t ticket, std::uint8_t status, std::string_view value, std::uint8_t hops) {
     if (ticket == no_slot)
         return;  // a node's own record (an ordering marker): nobody waits for it
     // The answering node and its separator go back with the answer: the caller
     // enters there next time for keys at or above the separator (entry_point).
-    const std::size_t bytes = 4 + 4 + 1 + node_id_bytes + 4 + here.separator.size() + value.size();
+    // The hops byte says how far the operation travelled and whether a shortcut
+    // failed on the way.
+    const std::size_t bytes = 4 + 4 + 1 + 1 + node_id_bytes + 4 + here.separator.size() + value.size();
     detail::byte_writer(m_engine->reserve(caller, m_h_point_reply, bytes), bytes)
         .put(slot)
         .put(ticket)
         .put(status)
+        .put(hops)
         .put(id.rank)
         .put(id.slot)
         .put(id.generation)
@@ -309,8 +427,9 @@ void skiplist_core::reply_point(const node& here, skiplist_node_id id, int calle
 void skiplist_core::begin_batch(batch_answer on_answer) {
     if (m_batch_answer)
         throw error("mpidict: skiplist_map find_many/insert_many called while another one is running");
-    // Earlier operations of this caller first (per-key order, see send_point).
-    m_engine->wait_until([this] { return m_tickets.empty(); });
+    // Earlier operations of this caller first (per-key order, see send_point;
+    // and in mode sequential their replies, in issue order).
+    m_engine->wait_until([this] { return m_tickets.empty() && m_hold_back.empty(); });
     m_batch_answer = std::move(on_answer);
     ++m_batch_id;
 }
@@ -320,13 +439,17 @@ void skiplist_core::end_batch() { m_batch_answer = nullptr; }
 void skiplist_core::send_batch_point(op kind, std::uint32_t index, std::string_view key, std::string_view value) {
     // A point record like dispatch_point's: the slot says "batch" (and which),
     // the ticket is the key's index in the batch.
-    const skiplist_node_id to = entry_point(key);
+    const skiplist_node_id to = caller_uses_shortcuts() ? entry_point(key) : m_head;
+    const std::uint8_t level_byte = entry_level_byte(to);
+    if (level_byte & route_shortcut)
+        ++m_stats.shortcut_entries;
     const std::uint32_t slot = batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1));
     const std::size_t bytes = header_bytes + 1 + 4 + 4 + 4 + sizeof(expiry_time) + 4 + key.size() + 4 + value.size();
     detail::byte_writer(m_engine->reserve(to.rank, m_h_point, bytes), bytes)
         .put(to.slot)
         .put(to.generation)
-        .put(static_cast<std::uint8_t>(m_config.max_height - 1))
+        .put(level_byte)
+        .put(std::uint8_t{0})
         .put(static_cast<std::uint8_t>(kind))
         .put(static_cast<std::int32_t>(rank()))
         .put(slot)
@@ -350,12 +473,17 @@ void skiplist_core::handle_point_reply(int source, std::string_view record) {
     const auto slot = in.get<std::uint32_t>();
     const auto ticket = in.get<std::uint32_t>();
     const auto status = in.get<std::uint8_t>();
+    const auto hops = in.get<std::uint8_t>();
     const skiplist_node_id answered_by = in.get_id();
     const std::string_view separator = in.get_bytes();
     const std::string_view value = in.rest();
     if (answered_by.rank != source)
         throw decode_error("mpidict: skiplist_map answer from rank " + std::to_string(source) + " names node " +
                            describe(answered_by) + " of another rank");
+    ++m_stats.answers;
+    m_stats.answer_hops += hops & hops_mask;
+    if ((hops & route_fell_back) != 0)
+        ++m_stats.shortcut_failures;
     if (slot != no_slot && (slot & batch_slot_bit) != 0) {
         // An answer to a batch (send_batch_point): the ticket is the key's index.
         if (status > status_full)
@@ -369,22 +497,34 @@ void skiplist_core::handle_point_reply(int source, std::string_view record) {
     if (owner == m_tickets.end() || status > status_full)
         throw decode_error("mpidict: skiplist_map answer for ticket " + std::to_string(ticket) +
                            ", which this caller did not send, or with a bad status");
-    const std::string key = std::move(owner->second);
+    const std::string key = std::move(owner->second.key);
+    const std::uint64_t sequence = owner->second.sequence;
+    const bool ordered = owner->second.ordered;
     m_tickets.erase(owner);
     if (separator > std::string_view(key))
         throw decode_error("mpidict: skiplist_map answer from node " + describe(answered_by) +
                            " whose range starts above the key it answered for");
+    if ((hops & route_fell_back) != 0) {
+        // Forget the entry that failed (the answer teaches the right one below).
+        auto used = m_routes.upper_bound(key);
+        if (used != m_routes.begin() && !(std::prev(used)->second == answered_by))
+            m_routes.erase(std::prev(used));
+    }
     learn_route(separator, answered_by);
+    completion done;
     if (slot != no_slot) {
         // The request's result: the status byte, then the value (or the message).
-        std::string result(1, static_cast<char>(status));
-        result += value;
-        m_engine->complete_request(source, slot, 1,
-                                   std::span<const std::byte>(reinterpret_cast<const std::byte*>(result.data()),
-                                                              result.size()));
+        done.source = source;
+        done.slot = slot;
+        done.count = 1;
+        done.bytes.assign(1, static_cast<char>(status));
+        done.bytes += value;
     } else if (status == status_full) {
         ++m_async_rejected;
     }
+    deliver(sequence, std::move(done));
+    if (!ordered)
+        return;
     auto state = m_keys.find(key);
     if (state == m_keys.end())
         return;
@@ -392,7 +532,7 @@ void skiplist_core::handle_point_reply(int source, std::string_view record) {
     if (!state->second.waiting.empty()) {
         waiting_point next = std::move(state->second.waiting.front());
         state->second.waiting.pop_front();
-        dispatch_point(next.kind, next.slot, state->first, next.value, next.expires, state->second);
+        dispatch_point(next.kind, next.slot, state->first, next.value, next.expires, next.sequence, &state->second);
     } else if (state->second.outstanding <= 0) {
         m_keys.erase(state);
     }
@@ -421,6 +561,7 @@ skiplist_node_id skiplist_core::allocate_local(std::string_view separator, unsig
     fresh.separator = std::string(separator);
     fresh.tower.resize(height);
     ++m_stats.nodes;
+    learn_route(separator, skiplist_node_id{rank(), slot, generation});  // the directory knows the nodes hosted here
     return skiplist_node_id{rank(), slot, generation};
 }
 
@@ -525,9 +666,17 @@ void skiplist_core::on_point(void* self, int source, const std::byte* records, s
 void skiplist_core::handle_point(int source, std::string_view record) {
     record_reader in(record);
     skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
-    const int level = in.get<std::uint8_t>();
-    node& here = addressed(id, "point operation");
+    const std::uint8_t level_byte = in.get<std::uint8_t>();
+    const std::uint8_t hops = in.get<std::uint8_t>();
+    const int level = level_byte & level_mask;
     const std::string_view tail = record.substr(header_bytes);
+    if ((level_byte & route_shortcut) != 0 && !live(id)) {
+        // A directory entry led here, but its node is gone (unlinked, its slot
+        // perhaps reused: the generation differs).  Never trusted further.
+        fall_back_to_head(m_h_point, tail, level_byte, hops);
+        return;
+    }
+    node& here = addressed(id, "point operation");
     const auto kind = static_cast<op>(in.get<std::uint8_t>());
     const auto caller = in.get<std::int32_t>();
     const auto slot = in.get<std::uint32_t>();
@@ -543,27 +692,55 @@ void skiplist_core::handle_point(int source, std::string_view record) {
     // handled here, or queued here ahead of whatever the clear releases.
     const bool marker_home = kind == op::marker && value.size() == node_id_bytes &&
                              record_reader(value).get_id() == id;
-    if (!marker_home && hold_if_busy(here, m_h_point, source, record))
+    // The broken mode none (test only) lets a splitting node handle what it
+    // must hold: updates of the half on its way to the new node are lost.
+    const bool broken_split = m_config.break_consistency_for_testing &&
+                              m_config.consistency == skiplist_consistency::none && here.allocating &&
+                              here.holds == 0 && !here.holding_records() && kind != op::marker;
+    if (!marker_home && !broken_split && hold_if_busy(here, m_h_point, source, record))
         return;
+    if (id == m_head)
+        ++m_stats.head_visits;
+    const std::uint8_t free = level_byte & route_free;
     if (key < std::string_view(here.separator)) {
-        // Entered above its key (a caller's route to a node it no longer knows
-        // rightly): start again at the head, which is below every key.
+        // Entered above its key: a shortcut to a node that starts above it (its
+        // slot reused by a node further on).  Start again at the head, which is
+        // below every key.
         ++m_stats.hops;
-        forward(m_h_point, m_head, tail, static_cast<int>(m_config.max_height) - 1);
+        if ((level_byte & route_shortcut) != 0)
+            fall_back_to_head(m_h_point, tail, level_byte, hops);
+        else
+            forward(m_h_point, m_head, tail, static_cast<int>(m_config.max_height) - 1, free, next_hops(hops));
         return;
     }
-    const int next = forward_level(here, key, level, false);
+    // Mode none climbs: the whole tower, whatever level the request came on.
+    const int next = forward_level(here, key, free ? static_cast<int>(here.tower.size()) - 1 : level, false);
+    if (free && kind != op::marker) {
+        // ... and jumps through this rank's directory when it knows a node
+        // further on (at or below the key) than the tower's next hop.
+        const std::string_view floor =
+            next >= 0 ? std::string_view(here.tower[static_cast<std::size_t>(next)].separator)
+                      : std::string_view(here.separator);
+        const skiplist_node_id jump = directory_after(key, floor);
+        if (!jump.null() && !(jump == id)) {
+            ++m_stats.hops;
+            ++m_stats.node_shortcuts;
+            forward(m_h_point, jump, tail, static_cast<int>(m_config.max_height) - 1, route_free | route_shortcut,
+                    next_hops(hops));
+            return;
+        }
+    }
     if (next >= 0) {
         ++m_stats.hops;
-        forward(m_h_point, here.tower[static_cast<std::size_t>(next)].to, tail, next);
+        forward(m_h_point, here.tower[static_cast<std::size_t>(next)].to, tail, next, free, next_hops(hops));
         return;
     }
-    answer_point(here, id, kind, caller, slot, ticket, key, value, expires);
+    answer_point(here, id, kind, caller, slot, ticket, key, value, expires, hops);
 }
 
 void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int caller, std::uint32_t slot,
                                  std::uint32_t ticket, std::string_view key, std::string_view value,
-                                 expiry_time expires) {
+                                 expiry_time expires, std::uint8_t hops) {
     if (kind == op::marker) {
         // A routed ordering marker (order_new_link): it has reached the end of the
         // old way (the node it names, unless that node has split meanwhile); the
@@ -588,9 +765,9 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
     switch (kind) {
     case op::find:
         if (present)
-            reply_point(here, id, caller, slot, ticket, status_hit, here.run.value(position));
+            reply_point(here, id, caller, slot, ticket, status_hit, here.run.value(position), hops);
         else
-            reply_point(here, id, caller, slot, ticket, status_miss);
+            reply_point(here, id, caller, slot, ticket, status_miss, {}, hops);
         return;
     case op::erase:
         if (present) {
@@ -598,13 +775,13 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
             --m_stats.entries;
             here.run.erase(position, position + 1);
         }
-        reply_point(here, id, caller, slot, ticket, present ? status_hit : status_miss);
+        reply_point(here, id, caller, slot, ticket, present ? status_hit : status_miss, {}, hops);
         return;
     case op::insert:
     case op::insert_if_absent:
         if (present) {
             if (kind == op::insert_if_absent) {
-                reply_point(here, id, caller, slot, ticket, status_duplicate);
+                reply_point(here, id, caller, slot, ticket, status_duplicate, {}, hops);
                 return;
             }
             m_stats.payload_bytes += value.size();
@@ -612,7 +789,7 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
             here.run.assign(position, value, expires);
             if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
                 here.earliest_expiry = expires;
-            reply_point(here, id, caller, slot, ticket, status_replaced);
+            reply_point(here, id, caller, slot, ticket, status_replaced, {}, hops);
             return;
         }
         here.run.insert(position, key, value, expires);
@@ -620,16 +797,17 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
         ++m_stats.entries;
         if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
             here.earliest_expiry = expires;
-        if (here.run.size() > m_config.granularity) {
+        if (here.run.size() > m_config.granularity && !here.allocating) {  // allocating: only the broken mode none
             // Answered when the split is decided (list_full takes the key back out).
             here.pending_source = caller;
             here.pending_slot = slot;
             here.pending_ticket = ticket;
             here.pending_key = std::string(key);
+            here.pending_hops = hops;
             start_split(here, id);
             return;
         }
-        reply_point(here, id, caller, slot, ticket, status_stored);
+        reply_point(here, id, caller, slot, ticket, status_stored, {}, hops);
         return;
     case op::marker:
         break;
@@ -786,7 +964,7 @@ void skiplist_core::handle_alloc_reply(std::string_view record) {
         }
         if (linked < here.split_height)
             send_link_up(fresh, here.split_separator, linked);
-        reply_point(here, id, caller, slot, ticket, status_stored);
+        reply_point(here, id, caller, slot, ticket, status_stored, {}, here.pending_hops);
     } else {
         // list_full: take the key that made the node overflow back out.
         ++m_stats.list_full;
@@ -829,7 +1007,8 @@ void skiplist_core::send_link_up(skiplist_node_id fresh, std::string_view separa
 void skiplist_core::handle_link_up(int source, std::string_view record) {
     record_reader in(record);
     const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
-    const int arrival = in.get<std::uint8_t>();
+    const int arrival = in.get<std::uint8_t>() & level_mask;
+    in.get<std::uint8_t>();  // hops
     node& here = addressed(id, "link_up");
     if (hold_if_busy(here, m_h_link_up, source, record))
         return;
@@ -997,11 +1176,19 @@ void skiplist_core::on_range(void* self, int source, const std::byte* records, s
 void skiplist_core::handle_range(int source, std::string_view record) {
     record_reader in(record);
     const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
-    const int level = in.get<std::uint8_t>();
+    const std::uint8_t level_byte = in.get<std::uint8_t>();
+    const std::uint8_t hops = in.get<std::uint8_t>();
+    const int level = level_byte & level_mask;
+    const std::string_view tail = record.substr(header_bytes);
+    if ((level_byte & route_shortcut) != 0 && !live(id)) {
+        fall_back_to_head(m_h_range, tail, level_byte, hops);  // see handle_point
+        return;
+    }
     node& here = addressed(id, "range");
     if (hold_if_busy(here, m_h_range, source, record))
         return;
-    const std::string_view tail = record.substr(header_bytes);
+    if (id == m_head)
+        ++m_stats.head_visits;
     const auto caller = in.get<std::int32_t>();
     const auto slot = in.get<std::uint32_t>();
     auto sequence = in.get<std::uint32_t>();
@@ -1018,13 +1205,19 @@ void skiplist_core::handle_range(int source, std::string_view record) {
     if (lo < std::string_view(here.separator) && sequence == 0) {
         // Entered above lo (see handle_point): start again at the head.
         ++m_stats.hops;
-        forward(m_h_range, m_head, tail, static_cast<int>(m_config.max_height) - 1);
+        if ((level_byte & route_shortcut) != 0)
+            fall_back_to_head(m_h_range, tail, level_byte, hops);
+        else
+            forward(m_h_range, m_head, tail, static_cast<int>(m_config.max_height) - 1, level_byte & route_free,
+                    next_hops(hops));
         return;
     }
-    const int next_level = forward_level(here, lo, level, false);
+    const bool climb = (level_byte & route_free) != 0 && sequence == 0;
+    const int next_level = forward_level(here, lo, climb ? static_cast<int>(here.tower.size()) - 1 : level, false);
     if (next_level >= 0) {
         ++m_stats.hops;
-        forward(m_h_range, here.tower[static_cast<std::size_t>(next_level)].to, tail, next_level);
+        forward(m_h_range, here.tower[static_cast<std::size_t>(next_level)].to, tail, next_level,
+                level_byte & route_free, next_hops(hops));
         return;
     }
     ++m_stats.handled;
@@ -1147,8 +1340,15 @@ void skiplist_core::handle_range_part(int source, std::string_view record) {
         total += state.counts[index];
     }
     m_ranges.erase(found);
-    m_engine->complete_request(source, slot, total,
-                               std::span<const std::byte>(reinterpret_cast<const std::byte*>(result.data()), result.size()));
+    deliver(take_range_sequence(slot), completion{source, slot, total, std::move(result)});
+}
+
+std::uint64_t skiplist_core::take_range_sequence(std::uint32_t slot) {
+    auto found = m_range_sequence.find(slot);
+    MPIDICT_ASSERT(found != m_range_sequence.end(), "a range without an issue number");
+    const std::uint64_t sequence = found->second;
+    m_range_sequence.erase(found);
+    return sequence;
 }
 
 void skiplist_core::advance_stream(std::uint32_t slot, range_state& state) {
@@ -1167,13 +1367,20 @@ void skiplist_core::advance_stream(std::uint32_t slot, range_state& state) {
     const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(state.entries, no_slot - 1));
     const int source = state.source;
     m_ranges.erase(slot);
-    m_engine->complete_request(source, slot, count, {});
+    deliver(take_range_sequence(slot), completion{source, slot, count, {}});
 }
 
 bool skiplist_core::take_stream_part(std::uint32_t slot, std::string& part) {
     auto found = m_ranges.find(slot);
     if (found == m_ranges.end() || found->second.ready.empty())
         return false;
+    if (m_mode == skiplist_consistency::sequential && !m_config.break_consistency_for_testing) {
+        // Mode sequential: a streamed range hands out nothing before every
+        // earlier operation of this caller has completed.
+        auto sequence = m_range_sequence.find(slot);
+        if (sequence != m_range_sequence.end() && sequence->second != m_next_delivery)
+            return false;
+    }
     part = std::move(found->second.ready.front());
     found->second.ready.pop_front();
     advance_stream(slot, found->second);

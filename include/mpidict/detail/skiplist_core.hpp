@@ -47,6 +47,13 @@ public:
     runtime::engine& engine() { return *m_engine; }
     const runtime::engine& engine() const { return *m_engine; }
     const skiplist_map_config& config() const { return m_config; }
+    // This caller's consistency mode (config().consistency until changed).  The
+    // caller must have no operation in flight when it changes it.
+    skiplist_consistency consistency() const { return m_mode; }
+    void set_consistency(skiplist_consistency mode);
+    // True once every operation this caller started has been answered and
+    // delivered (the hold-back queue is empty).
+    bool caller_idle() const { return m_tickets.empty() && m_ranges.empty() && m_hold_back.empty(); }
     int rank() const { return m_engine->rank(); }
 
     // Caller side.  Sends a point operation into the list at the head.  `slot` is
@@ -86,6 +93,11 @@ public:
     void check_key(std::size_t bytes) const;
     void check_value(std::size_t bytes) const;
     std::uint64_t async_rejected() const { return m_async_rejected; }
+    // The directory's size (test support).
+    std::size_t directory_size() const { return m_routes.size(); }
+    // Test support: makes the directory name `id` for `separator` (e.g. a node
+    // that does not exist), to check that a failed shortcut falls back.
+    void remember_route(std::string_view separator, skiplist_node_id id) { learn_route(separator, id); }
 
     // Local.  Every live entry of the nodes hosted here, in key order per node.
     void for_all_local(const std::function<void(std::string_view, std::string_view)>& visit);
@@ -110,6 +122,17 @@ private:
         skiplist_node_id to{};      // null: end of this level
         bool set = false;           // false: this level is not linked yet (skip it)
     };
+    // Sequential mode: completions wait here until every earlier operation of
+    // this caller has completed (the hold-back queue).
+    struct completion {
+        int source = -1;
+        std::uint32_t slot = no_slot;   // no_slot: fire-and-forget, nothing to complete
+        std::uint32_t count = 0;
+        std::string bytes;
+    };
+    void deliver(std::uint64_t sequence, completion done);
+    std::uint64_t next_issue() { return m_next_issue++; }
+    std::uint64_t take_range_sequence(std::uint32_t slot);
     struct held_record {
         runtime::handler_id handler;
         int source;
@@ -133,6 +156,7 @@ private:
         std::uint32_t pending_slot = no_slot;
         std::uint32_t pending_ticket = no_slot;
         std::string pending_key;
+        std::uint8_t pending_hops = 0;
         // The split in progress: the new node's separator, height and the levels
         // linked directly after this node (bit l).
         std::string split_separator;
@@ -168,6 +192,9 @@ private:
     // the head is unlinked on every level and its slot returns to the free pool.
     void unlink_emptied();
 
+    bool live(skiplist_node_id id) const {
+        return id.slot < m_nodes.size() && m_nodes[id.slot].live && m_nodes[id.slot].generation == id.generation;
+    }
     // Returns the node a record addresses, or throws decode_error.
     node& addressed(skiplist_node_id id, const char* what);
     // Queues the record if the node holds (split in progress, clears expected).
@@ -176,20 +203,41 @@ private:
     // The level-l forward for `key` from `here`, scanning down from `level`:
     // returns the level to forward on, or -1 when the key belongs here.
     static int forward_level(const node& here, std::string_view key, int level, bool strictly_less);
-    void forward(runtime::handler_id handler, skiplist_node_id to, std::string_view record_tail, int level);
+    // The header of a routed record (point, range, link_up): the addressed
+    // node's slot and generation, the level byte (the level in the low bits, and
+    // route_free / route_shortcut) and the hops byte (hops so far, and
+    // route_fell_back).
+    static constexpr std::uint8_t level_mask = 0x3f, route_free = 0x40, route_shortcut = 0x80;
+    static constexpr std::uint8_t hops_mask = 0x7f, route_fell_back = 0x80;
+    void forward(runtime::handler_id handler, skiplist_node_id to, std::string_view record_tail, int level,
+                 std::uint8_t level_flags = 0, std::uint8_t hops = 0);
+    static std::uint8_t next_hops(std::uint8_t hops) {
+        return static_cast<std::uint8_t>((hops & route_fell_back) | std::min<int>(hops_mask, (hops & hops_mask) + 1));
+    }
+    // A shortcut (a directory entry) led a record to a node that is gone or
+    // starts above its key: the record starts again at the head.
+    void fall_back_to_head(runtime::handler_id handler, std::string_view record_tail, std::uint8_t level_byte,
+                           std::uint8_t hops);
     void send_record(int destination, runtime::handler_id handler, std::string_view bytes);
 
     void answer_point(node& here, skiplist_node_id id, op kind, int caller, std::uint32_t slot, std::uint32_t ticket,
-                      std::string_view key, std::string_view value, expiry_time expires);
+                      std::string_view key, std::string_view value, expiry_time expires, std::uint8_t hops);
     // Answers a point operation through the caller's point_reply handler (which
     // completes its request, if any, and releases the caller's next operation on
     // the key).
     void reply_point(const node& here, skiplist_node_id id, int caller, std::uint32_t slot, std::uint32_t ticket,
-                     std::uint8_t status, std::string_view value = {});
+                     std::uint8_t status, std::string_view value = {}, std::uint8_t hops = 0);
     // Caller side: the node a key's operation enters the list at (the route
     // cache's closest node at or below the key, else the head), and what an
     // answer taught about where a key range starts.
     skiplist_node_id entry_point(std::string_view key) const;
+    // The directory's closest node at or below `key` whose separator is above
+    // `floor` (null if none): where a node in mode none may jump.
+    skiplist_node_id directory_after(std::string_view key, std::string_view floor) const;
+    // Whether this caller's next operation enters through the directory.
+    bool caller_uses_shortcuts() const;
+    // The level byte a caller's record starts with: the top level, and the flags of its mode.
+    std::uint8_t entry_level_byte(skiplist_node_id entry) const;
     void learn_route(std::string_view separator, skiplist_node_id id);
     void start_split(node& here, skiplist_node_id id);
     void purge_expired(node& here, expiry_time now);
@@ -231,24 +279,35 @@ private:
     // request when the last one has been handed out (or dropped).
     void advance_stream(std::uint32_t slot, range_state& state);
     std::map<std::uint32_t, range_state> m_ranges;
+    std::map<std::uint32_t, std::uint64_t> m_range_sequence;  // request slot -> issue number
     // Caller side: one point operation per key in flight; the rest wait here.
     struct waiting_point {
         op kind;
         std::uint32_t slot;
         std::string value;
         expiry_time expires;
+        std::uint64_t sequence;
     };
     struct key_state {
         int outstanding = 0;
         std::deque<waiting_point> waiting;
     };
     void dispatch_point(op kind, std::uint32_t slot, const std::string& key, std::string_view value,
-                        expiry_time expires, key_state& state);
+                        expiry_time expires, std::uint64_t sequence, key_state* state);
     std::unordered_map<std::string, key_state> m_keys;
     // Caller side: separator -> node, learned from answers (at most
     // config().route_cache_entries); entry_point reads it.
     std::map<std::string, skiplist_node_id, std::less<>> m_routes;
-    std::unordered_map<std::uint32_t, std::string> m_tickets;  // answer ticket -> key
+    struct ticket_state {
+        std::string key;
+        std::uint64_t sequence;  // issue number (hold-back queue)
+        bool ordered;            // counted in m_keys
+    };
+    std::unordered_map<std::uint32_t, ticket_state> m_tickets;  // answer ticket -> its operation
+    skiplist_consistency m_mode = skiplist_consistency::sequential;
+    std::uint64_t m_next_issue = 0;     // the next operation's issue number
+    std::uint64_t m_next_delivery = 0;  // the oldest issue number not yet completed
+    std::map<std::uint64_t, completion> m_hold_back;
     std::uint32_t m_next_ticket = 0;
     // The batch in progress (begin_batch .. end_batch).
     batch_answer m_batch_answer;
