@@ -94,9 +94,14 @@ function(mpidict_add_unit_test name)
 endfunction()
 
 function(mpidict_add_mpi_test name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TIMEOUT" "SOURCES;RANKS;LIBS;LABELS;ARGS")
+  # TARGET: the executable (default: ${name}); a second call with the same
+  # TARGET and other ARGS adds tests of that program under another name.
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TIMEOUT;TARGET" "SOURCES;RANKS;LIBS;LABELS;ARGS")
   set(sources ${arg_SOURCES} ${arg_UNPARSED_ARGUMENTS})
-  if(NOT sources)
+  if(NOT arg_TARGET)
+    set(arg_TARGET ${name})
+  endif()
+  if(NOT sources AND NOT TARGET ${arg_TARGET})
     message(FATAL_ERROR "mpidict_add_mpi_test(${name}): no SOURCES given")
   endif()
   if(NOT arg_RANKS)
@@ -108,15 +113,17 @@ function(mpidict_add_mpi_test name)
   set(labels mpi ${arg_LABELS})
   list(REMOVE_DUPLICATES labels)
 
-  add_executable(${name} ${sources})
-  target_link_libraries(${name} PRIVATE mpidict::mpidict mpidict::support ${arg_LIBS})
+  if(NOT TARGET ${arg_TARGET})
+    add_executable(${arg_TARGET} ${sources})
+    target_link_libraries(${arg_TARGET} PRIVATE mpidict::mpidict mpidict::support ${arg_LIBS})
+  endif()
 
   foreach(n IN LISTS arg_RANKS)
     set(test_name ${name}.np${n})
     add_test(NAME ${test_name}
       COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${n}
               ${MPIDICT_MPIEXEC_PREFLAGS}
-              $<TARGET_FILE:${name}>
+              $<TARGET_FILE:${arg_TARGET}>
               ${MPIDICT_MPIEXEC_POSTFLAGS} ${arg_ARGS}
     )
     set_tests_properties(${test_name} PROPERTIES

@@ -181,6 +181,8 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     m_h_point = m_engine->register_handler("skiplist.point", &on_point, this);
     m_h_range = m_engine->register_handler("skiplist.range", &on_range, this);
     m_h_range_part = m_engine->register_handler("skiplist.range_part", &on_range_part, this);
+    m_h_range_split = m_engine->register_handler("skiplist.range_split", &on_range_split, this);
+    m_h_range_piece = m_engine->register_handler("skiplist.range_piece", &on_range_piece, this);
     m_h_alloc = m_engine->register_handler("skiplist.alloc", &on_alloc, this);
     m_h_alloc_reply = m_engine->register_handler("skiplist.alloc_reply", &on_alloc_reply, this);
     m_h_link_up = m_engine->register_handler("skiplist.link_up", &on_link_up, this);
@@ -323,6 +325,19 @@ void skiplist_core::send_point(op kind, std::uint32_t slot, std::string_view key
         return;
     }
     auto [state, fresh] = m_keys.try_emplace(std::string(key));
+    if (in_issue_order() && (!m_issue_queue.empty() || state->second.outstanding > 0)) {
+        // Mode total_order: the head's order must be the issue order, so once
+        // one operation waits for its key, every later one waits behind it.
+        queued_operation later;
+        later.kind = kind;
+        later.slot = slot;
+        later.key = std::string(key);
+        later.value = std::string(value);
+        later.expires = expires;
+        later.sequence = sequence;
+        m_issue_queue.push_back(std::move(later));
+        return;
+    }
     if (!fresh && state->second.outstanding > 0) {
         state->second.waiting.push_back(waiting_point{kind, slot, std::string(value), expires, sequence});
         return;
@@ -353,6 +368,64 @@ void skiplist_core::send_range(std::uint32_t slot, std::string_view lo, std::str
     m_ranges[slot] = range_state{};
     m_ranges[slot].streaming = streaming;
     m_range_sequence[slot] = next_issue();
+    if (in_issue_order() && !m_issue_queue.empty()) {
+        queued_operation later;
+        later.range = true;
+        later.slot = slot;
+        later.key = std::string(lo);
+        later.hi = std::string(hi);
+        later.bounded = bounded;
+        later.limit = limit;
+        later.pattern = std::string(pattern);
+        m_issue_queue.push_back(std::move(later));
+        return;
+    }
+    dispatch_range(slot, lo, hi, bounded, limit, pattern);
+}
+
+bool skiplist_core::in_issue_order() const {
+    return m_mode == skiplist_consistency::total_order && !m_config.unordered_for_testing &&
+           !m_config.break_consistency_for_testing;
+}
+
+void skiplist_core::drain_issue_queue() {
+    while (!m_issue_queue.empty()) {
+        queued_operation& next = m_issue_queue.front();
+        if (next.range) {
+            dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern);
+        } else {
+            auto state = m_keys.try_emplace(next.key).first;
+            if (state->second.outstanding > 0)
+                return;
+            dispatch_point(next.kind, next.slot, state->first, next.value, next.expires, next.sequence,
+                           &state->second);
+        }
+        m_issue_queue.pop_front();
+    }
+}
+
+void skiplist_core::dispatch_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
+                                   std::uint64_t limit, std::string_view pattern) {
+    if (m_mode == skiplist_consistency::total_order && !m_config.break_consistency_for_testing) {
+        // Mode total_order: the range splits over the towers from the head (the
+        // seed's Listing 2), so every piece takes the path a point operation on
+        // its keys takes and none overtakes or is overtaken (skiplist_map.hpp).
+        range_state& state = m_ranges[slot];
+        state.split = true;
+        state.cursor = std::string(lo);
+        state.hi = std::string(hi);
+        state.bounded = bounded;
+        state.remaining = limit == 0 ? unlimited : limit;
+        if (bounded && hi <= lo) {
+            finish_split_range(slot, state);
+            return;
+        }
+        record_writer tail;
+        tail.put(static_cast<std::int32_t>(rank())).put(slot).put(static_cast<std::uint8_t>(bounded));
+        tail.put(limit == 0 ? unlimited : limit).put_bytes(lo).put_bytes(hi).put_bytes(pattern);
+        forward(m_h_range_split, m_head, tail.bytes(), static_cast<int>(m_config.max_height) - 1);
+        return;
+    }
     record_writer tail;
     tail.put(static_cast<std::int32_t>(rank())).put(slot).put(std::uint32_t{0});
     tail.put(static_cast<std::uint8_t>(bounded)).put(limit == 0 ? unlimited : limit);
@@ -528,6 +601,13 @@ void skiplist_core::handle_point_reply(int source, std::string_view record) {
     auto state = m_keys.find(key);
     if (state == m_keys.end())
         return;
+    struct drain_after {
+        skiplist_core& core;
+        ~drain_after() {
+            if (core.in_issue_order())
+                core.drain_issue_queue();
+        }
+    } drain{*this};
     --state->second.outstanding;
     if (!state->second.waiting.empty()) {
         waiting_point next = std::move(state->second.waiting.front());
@@ -572,9 +652,19 @@ skiplist_core::node& skiplist_core::addressed(skiplist_node_id id, const char* w
     return m_nodes[id.slot];
 }
 
-bool skiplist_core::hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record) {
+bool skiplist_core::hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record,
+                                 int arrival_level) {
     if (target.holds == 0 && !target.allocating)
         return false;
+    // A node that holds for a new link on level L (link_up) still serves what
+    // comes the old way, on the levels below L: all of it is older than
+    // anything the new link brings, which is what the hold queues.  Queuing it
+    // too would let the new way overtake it when the queue is replayed.
+    const bool old_way = arrival_level >= 0 && arrival_level < target.hold_level;
+    if (old_way && !target.allocating && !target.low_queued)
+        return false;
+    if (old_way)
+        target.low_queued = true;
     if (!target.held)
         target.held = std::make_unique<std::deque<held_record>>();
     target.held->push_back(held_record{handler, source, std::string(record)});
@@ -586,8 +676,11 @@ void skiplist_core::release_held(skiplist_node_id id) {
     while (true) {
         node& here = m_nodes[id.slot];
         if (here.holds != 0 || here.allocating || !here.holding_records()) {
-            if (here.held && here.holds == 0 && !here.allocating)
+            if (here.holds == 0 && !here.allocating) {
                 here.held.reset();
+                here.hold_level = node::no_hold_level;
+                here.low_queued = false;
+            }
             return;
         }
         held_record next = std::move(here.held->front());
@@ -596,6 +689,8 @@ void skiplist_core::release_held(skiplist_node_id id) {
             handle_point(next.source, next.bytes);
         else if (next.handler == m_h_range)
             handle_range(next.source, next.bytes);
+        else if (next.handler == m_h_range_split)
+            handle_range_split(next.source, next.bytes);
         else if (next.handler == m_h_link_up)
             handle_link_up(next.source, next.bytes);
         else if (next.handler == m_h_set_links)
@@ -697,7 +792,7 @@ void skiplist_core::handle_point(int source, std::string_view record) {
     const bool broken_split = m_config.break_consistency_for_testing &&
                               m_config.consistency == skiplist_consistency::none && here.allocating &&
                               here.holds == 0 && !here.holding_records() && kind != op::marker;
-    if (!marker_home && !broken_split && hold_if_busy(here, m_h_point, source, record))
+    if (!marker_home && !broken_split && hold_if_busy(here, m_h_point, source, record, level))
         return;
     if (id == m_head)
         ++m_stats.head_visits;
@@ -821,7 +916,14 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
 void skiplist_core::start_split(node& here, skiplist_node_id id) {
     ++m_stats.splits;
     const std::size_t middle = here.run.size() / 2;
-    const unsigned height = draw_height();
+    unsigned height = draw_height();
+    // A map built for total_order never grows a node taller than the one it
+    // splits from: every level of the new node is then linked directly after
+    // it (with markers), and no link_up re-routes upper levels while requests
+    // travel them; the one ordering path the history checker still caught
+    // (skiplist_map.md, "Consistency modes") never runs.
+    if (m_config.consistency == skiplist_consistency::total_order)
+        height = std::min<unsigned>(height, static_cast<unsigned>(here.tower.size()));
     here.split_separator = std::string(here.run.key(middle));
     here.split_height = height;
     here.split_direct = 0;
@@ -889,6 +991,7 @@ void skiplist_core::handle_alloc(int, std::string_view record) {
     }
     node& created = m_nodes[fresh.slot];
     created.holds = static_cast<int>(in.get<std::uint32_t>());
+    created.hold_level = 0;  // a new node's holds cover every level
     const unsigned links = in.get<std::uint8_t>();
     for (unsigned index = 0; index < links; ++index) {
         const unsigned level = in.get<std::uint8_t>();
@@ -1010,7 +1113,7 @@ void skiplist_core::handle_link_up(int source, std::string_view record) {
     const int arrival = in.get<std::uint8_t>() & level_mask;
     in.get<std::uint8_t>();  // hops
     node& here = addressed(id, "link_up");
-    if (hold_if_busy(here, m_h_link_up, source, record))
+    if (hold_if_busy(here, m_h_link_up, source, record, arrival))
         return;
     const skiplist_node_id fresh = in.get_id();
     const std::string separator(in.get_bytes());
@@ -1093,6 +1196,7 @@ void skiplist_core::order_new_link(node& from, skiplist_node_id, int level, skip
         ++expected;
     record_writer expect;
     expect.put(target.slot).put(target.generation).put(static_cast<std::int32_t>(expected));
+    expect.put(static_cast<std::uint8_t>(level));
     send_record(target.rank, m_h_expect, expect.bytes());
     // 2. A marker along the old way to the target: the route a request for the
     //    target's separator took before the change (below `level`).  It queues
@@ -1127,10 +1231,12 @@ void skiplist_core::on_expect(void* self, int, const std::byte* records, std::ui
         record_reader in(record);
         const skiplist_node_id id{core->rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
         const auto expected = in.get<std::int32_t>();
-        if (expected < 0 || expected > 2)
-            throw decode_error("mpidict: skiplist_map expect record with a bad count");
+        const auto level = in.get<std::uint8_t>();
+        if (expected < 0 || expected > 2 || level >= core->m_config.max_height)
+            throw decode_error("mpidict: skiplist_map expect record with a bad count or level");
         node& here = core->addressed(id, "expect");
         here.holds += expected;
+        here.hold_level = std::min(here.hold_level, level);
         core->release_held(id);
     });
 }
@@ -1185,7 +1291,7 @@ void skiplist_core::handle_range(int source, std::string_view record) {
         return;
     }
     node& here = addressed(id, "range");
-    if (hold_if_busy(here, m_h_range, source, record))
+    if (hold_if_busy(here, m_h_range, source, record, level))
         return;
     if (id == m_head)
         ++m_stats.head_visits;
@@ -1351,6 +1457,189 @@ std::uint64_t skiplist_core::take_range_sequence(std::uint32_t slot) {
     return sequence;
 }
 
+// ---------------------------------------------------------------------------
+// Ranges in mode total_order: split over the towers (the seed's Listing 2)
+// ---------------------------------------------------------------------------
+//
+// A piece [a, hi) arriving at a node on level L looks at its levels from L
+// down: a successor whose separator is <= a takes the whole piece (as it would
+// take a point operation on a); one whose separator s lies inside takes
+// [s, hi) and the piece shrinks to [a, s); what is left at level 0 is this
+// node's to answer.  So the piece holding a key travels exactly the links a
+// point operation on that key travels, and per-link FIFO order keeps them in
+// the order the head saw them.  Each node answers its piece with one or more
+// range_piece records naming the interval they cover; the caller completes the
+// query once the intervals chain from lo to hi.
+
+void skiplist_core::on_range_split(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                                   std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_range_split(source, record); });
+}
+
+void skiplist_core::handle_range_split(int source, std::string_view record) {
+    record_reader in(record);
+    const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+    const int arrival = in.get<std::uint8_t>() & level_mask;
+    const std::uint8_t hops = in.get<std::uint8_t>();
+    node& here = addressed(id, "range split");
+    if (hold_if_busy(here, m_h_range_split, source, record, arrival))
+        return;
+    if (id == m_head)
+        ++m_stats.head_visits;
+    const auto caller = in.get<std::int32_t>();
+    const auto slot = in.get<std::uint32_t>();
+    const bool bounded = in.get<std::uint8_t>() != 0;
+    const auto limit = in.get<std::uint64_t>();
+    const std::string_view lo = in.get_bytes();
+    const std::string_view hi = in.get_bytes();
+    const std::string_view pattern_bytes = in.get_bytes();
+    if (caller < 0 || caller >= m_engine->size() || limit == 0 || (bounded && hi <= lo) ||
+        lo < std::string_view(here.separator))
+        throw decode_error("mpidict: skiplist_map range split record with a bad caller, limit, interval or node");
+    std::optional<key_pattern> pattern;
+    if (!pattern_bytes.empty())
+        pattern = key_pattern::deserialize(pattern_bytes);
+    auto send_piece = [&](skiplist_node_id to, int level, std::string_view from, std::string_view upto, bool up_bounded) {
+        record_writer tail;
+        tail.put(caller).put(slot).put(static_cast<std::uint8_t>(up_bounded)).put(limit);
+        tail.put_bytes(from).put_bytes(upto).put_bytes(pattern_bytes);
+        ++m_stats.hops;
+        forward(m_h_range_split, to, tail.bytes(), level, 0, next_hops(hops));
+    };
+    std::string upto(hi);
+    bool up_bounded = bounded;
+    for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
+        const link& next = here.tower[static_cast<std::size_t>(level)];
+        if (!next.set || next.to.null())
+            continue;
+        if (std::string_view(next.separator) <= lo) {
+            send_piece(next.to, level, lo, upto, up_bounded);
+            return;
+        }
+        if (!up_bounded || next.separator < upto) {
+            send_piece(next.to, level, next.separator, upto, up_bounded);
+            upto = next.separator;
+            up_bounded = true;
+        }
+    }
+    // [lo, upto) is this node's: answer it in parts of at most one message.
+    ++m_stats.handled;
+    purge_expired(here, skiplist_clock_now());
+    const sorted_run& run = here.run;
+    const std::size_t room = m_engine->max_record_bytes() - runtime::reply_header_bytes - 32 - 2 * m_config.max_key_bytes;
+    std::size_t it = run.lower_bound(lo);
+    std::uint64_t left = limit;
+    std::string from(lo);
+    while (true) {
+        record_writer data;
+        std::uint32_t entries = 0;
+        std::size_t bytes = 0;
+        for (; it != run.size() && left != 0; ++it) {
+            const std::string_view key = run.key(it);
+            if (key >= std::string_view(upto) && up_bounded)
+                break;
+            if (pattern && !pattern->matches(key))
+                continue;
+            const std::string_view value = run.value(it);
+            const std::size_t size = 8 + key.size() + value.size();
+            if (entries > 0 && bytes + size > room)
+                break;
+            data.put_bytes(key).put_bytes(value);
+            bytes += size;
+            ++entries;
+            if (left != unlimited)
+                --left;
+        }
+        const bool done = it == run.size() || left == 0 || (up_bounded && run.key(it) >= std::string_view(upto));
+        // A part that stops early covers up to the next key it did not send.
+        const std::string part_end = done ? upto : std::string(run.key(it));
+        const bool part_bounded = done ? up_bounded : true;
+        record_writer out;
+        out.put(slot).put(static_cast<std::uint8_t>(part_bounded)).put(entries).put_bytes(from).put_bytes(part_end);
+        out.append(data.bytes());
+        send_record(caller, m_h_range_piece, out.bytes());
+        ++m_stats.range_parts;
+        if (done)
+            return;
+        from = part_end;
+    }
+}
+
+void skiplist_core::on_range_piece(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                                   std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_range_piece(source, record); });
+}
+
+void skiplist_core::handle_range_piece(int source, std::string_view record) {
+    record_reader in(record);
+    const auto slot = in.get<std::uint32_t>();
+    const bool bounded = in.get<std::uint8_t>() != 0;
+    const auto entries = in.get<std::uint32_t>();
+    const std::string from(in.get_bytes());
+    const std::string to(in.get_bytes());
+    const std::string_view data = in.rest();
+    auto found = m_ranges.find(slot);
+    if (found == m_ranges.end() || !found->second.split)
+        throw decode_error("mpidict: skiplist_map range piece for request slot " + std::to_string(slot) +
+                           ", which has no split range in progress");
+    range_state& state = found->second;
+    if (from < state.cursor || (bounded && to <= from) || state.pieces.count(from) != 0)
+        throw decode_error("mpidict: skiplist_map range piece that overlaps another");
+    state.source = source;
+    state.pieces.emplace(from, range_state::piece{to, bounded, entries, std::string(data)});
+    // Take the pieces that now continue the chain from the cursor, in key order.
+    for (auto next = state.pieces.find(state.cursor); next != state.pieces.end(); next = state.pieces.find(state.cursor)) {
+        range_state::piece taken = std::move(next->second);
+        state.pieces.erase(next);
+        // Cut to the entries the limit leaves.
+        std::uint32_t kept = 0;
+        std::size_t offset = 0;
+        byte_reader entry_reader(reinterpret_cast<const std::byte*>(taken.data.data()), taken.data.size());
+        while (kept < taken.entries && state.remaining != 0) {
+            entry_reader.take(entry_reader.read<std::uint32_t>());
+            entry_reader.take(entry_reader.read<std::uint32_t>());
+            ++kept;
+            if (state.remaining != unlimited)
+                --state.remaining;
+        }
+        offset = taken.data.size() - entry_reader.remaining();
+        taken.data.resize(offset);
+        state.entries += kept;
+        if (kept > 0) {
+            if (state.streaming) {
+                if (!state.abandoned)
+                    state.ready.push_back(std::move(taken.data));
+            } else {
+                state.collected += taken.data;
+            }
+        }
+        state.cursor = taken.to;
+        if (!taken.bounded || (state.bounded && taken.to == state.hi)) {
+            if (!taken.bounded && state.bounded)
+                throw decode_error("mpidict: skiplist_map range piece reaches past the query");
+            finish_split_range(slot, state);
+            return;
+        }
+    }
+}
+
+void skiplist_core::finish_split_range(std::uint32_t slot, range_state& state) {
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(state.entries, no_slot - 1));
+    if (state.streaming) {
+        // advance_stream completes the request once `ready` is handed out.
+        state.last = 0;
+        state.next = 1;
+        advance_stream(slot, state);
+        return;
+    }
+    std::string result = std::move(state.collected);
+    const int source = state.source < 0 ? rank() : state.source;
+    m_ranges.erase(slot);
+    deliver(take_range_sequence(slot), completion{source, slot, count, std::move(result)});
+}
+
 void skiplist_core::advance_stream(std::uint32_t slot, range_state& state) {
     for (auto first = state.parts.begin(); first != state.parts.end() && first->first == state.next;
          first = state.parts.begin()) {
@@ -1365,7 +1654,7 @@ void skiplist_core::advance_stream(std::uint32_t slot, range_state& state) {
         return;
     // Every part handed out: the request completes with the entry count.
     const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(state.entries, no_slot - 1));
-    const int source = state.source;
+    const int source = state.source < 0 ? rank() : state.source;
     m_ranges.erase(slot);
     deliver(take_range_sequence(slot), completion{source, slot, count, {}});
 }

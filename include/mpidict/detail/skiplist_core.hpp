@@ -53,7 +53,9 @@ public:
     void set_consistency(skiplist_consistency mode);
     // True once every operation this caller started has been answered and
     // delivered (the hold-back queue is empty).
-    bool caller_idle() const { return m_tickets.empty() && m_ranges.empty() && m_hold_back.empty(); }
+    bool caller_idle() const {
+        return m_tickets.empty() && m_ranges.empty() && m_hold_back.empty() && m_issue_queue.empty();
+    }
     int rank() const { return m_engine->rank(); }
 
     // Caller side.  Sends a point operation into the list at the head.  `slot` is
@@ -146,6 +148,12 @@ private:
         sorted_run run;                     // sorted by key, at most G (G + 1 while splitting)
         expiry_time earliest_expiry = 0;    // 0: nothing expires
         int holds = 0;                      // ordering clears still expected
+        // While holding for a link on level hold_level, what arrives below it
+        // (the old way) is served, not queued (hold_if_busy); low_queued: some
+        // of it had to queue anyway (the node was splitting), so the rest must too.
+        static constexpr std::uint8_t no_hold_level = 0xff;
+        std::uint8_t hold_level = no_hold_level;
+        bool low_queued = false;
         bool allocating = false;            // waiting for the free-node service
         // Requests that arrived while holding (allocated when the first one does:
         // an empty std::deque costs about 600 bytes per node).
@@ -168,6 +176,10 @@ private:
     static void on_point(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_range(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_range_part(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_range_split(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_range_piece(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    void handle_range_split(int source, std::string_view record);
+    void handle_range_piece(int source, std::string_view record);
     static void on_alloc(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_alloc_reply(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_link_up(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
@@ -198,7 +210,9 @@ private:
     // Returns the node a record addresses, or throws decode_error.
     node& addressed(skiplist_node_id id, const char* what);
     // Queues the record if the node holds (split in progress, clears expected).
-    bool hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record);
+    // arrival_level: the level the record came on (-1: never served while holding).
+    bool hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record,
+                      int arrival_level = -1);
     void release_held(skiplist_node_id id);
     // The level-l forward for `key` from `here`, scanning down from `level`:
     // returns the level to forward on, or -1 when the key belongs here.
@@ -274,7 +288,21 @@ private:
         std::uint64_t entries = 0;
         std::deque<std::string> ready;
         int source = -1;  // the rank whose part completes the request
+        // Mode total_order (split over the towers): pieces by the key they
+        // start at; `cursor` is where the chain taken so far ends.
+        struct piece {
+            std::string to;
+            bool bounded = true;  // false: to the end of the list
+            std::uint32_t entries = 0;
+            std::string data;
+        };
+        bool split = false;
+        std::map<std::string, piece> pieces;
+        std::string cursor, hi, collected;
+        bool bounded = false;
+        std::uint64_t remaining = 0;
     };
+    void finish_split_range(std::uint32_t slot, range_state& state);
     // Streaming: moves the parts that are now in order to `ready`; completes the
     // request when the last one has been handed out (or dropped).
     void advance_stream(std::uint32_t slot, range_state& state);
@@ -295,6 +323,25 @@ private:
     void dispatch_point(op kind, std::uint32_t slot, const std::string& key, std::string_view value,
                         expiry_time expires, std::uint64_t sequence, key_state* state);
     std::unordered_map<std::string, key_state> m_keys;
+    // Mode total_order: operations behind one that waits for its key, in issue
+    // order (a range waits too), so that the head receives them in that order.
+    struct queued_operation {
+        bool range = false;
+        op kind = op::find;
+        std::uint32_t slot = no_slot;
+        std::string key;  // a range's lo
+        std::string value;
+        expiry_time expires = 0;
+        std::uint64_t sequence = 0;
+        std::string hi, pattern;
+        bool bounded = false;
+        std::uint64_t limit = 0;
+    };
+    std::deque<queued_operation> m_issue_queue;
+    bool in_issue_order() const;
+    void drain_issue_queue();
+    void dispatch_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
+                        std::uint64_t limit, std::string_view pattern);
     // Caller side: separator -> node, learned from answers (at most
     // config().route_cache_entries); entry_point reads it.
     std::map<std::string, skiplist_node_id, std::less<>> m_routes;
@@ -316,6 +363,7 @@ private:
 
     skiplist_local_statistics m_stats{};
 
+    runtime::handler_id m_h_range_split = 0, m_h_range_piece = 0;
     runtime::handler_id m_h_point = 0, m_h_range = 0, m_h_range_part = 0, m_h_alloc = 0, m_h_alloc_reply = 0,
                         m_h_link_up = 0, m_h_set_links = 0, m_h_expect = 0, m_h_marker = 0, m_h_clear = 0,
                         m_h_point_reply = 0, m_h_unlinked = 0;

@@ -1,0 +1,192 @@
+#pragma once
+// The workload whose histories the consistency checkers read (tools/histcheck):
+// every caller keeps up to `window` request-form operations in flight on a
+// small shared key space (so callers conflict), records each operation's
+// invocation and return time, its issue number and the poll round in which it
+// was seen complete, then, after a flush, reads every key once more (the final
+// state).  Used under MPI (tests/skiplist_map/mpi_skiplist_map_history.cpp,
+// steady_clock time) and under the simulation (tests/sim/sim_skiplist_history.cpp,
+// the simulation's step counter as time).
+//
+// One JSON object per line:
+//   {"client":C,"seq":S,"call":T0,"return":T1,"round":R,"op":"insert","key":K,"value":V,"out":O}
+// out: insert 0 stored / 1 replaced; insert_if_absent 1 inserted / 0 present;
+// find the value or -1; erase 1 hit / 0 miss; range: "hi":H and "out":[[k,v],...].
+// Completion is polled newest first, so an operation is never given an earlier
+// round than one issued before it that completed first (see histcheck's
+// reply-order check).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "mpidict/skiplist_map.hpp"
+
+namespace mpidict::history_test {
+
+using key_type = std::int64_t;
+using value_type = std::uint64_t;
+using map_type = skiplist_map<key_type, value_type>;
+
+struct workload_shape {
+    int operations = 40;      // per caller, before the final reads
+    int keys = 12;            // shared key space [0, keys)
+    int window = 4;           // request-form operations in flight per caller
+    bool ranges = false;      // include range queries (whole-map histories)
+};
+
+struct pending {
+    enum class kind { insert, insert_if_absent, find, erase, range } what;
+    std::uint64_t seq = 0;
+    std::int64_t call = 0;
+    key_type key = 0, hi = 0;
+    value_type value = 0;
+    std::variant<request<replace_result>, request<bool>, request<std::optional<value_type>>,
+                 request<map_type::entry_list>>
+        handle;
+};
+
+inline const char* name_of(pending::kind what) {
+    switch (what) {
+    case pending::kind::insert: return "insert";
+    case pending::kind::insert_if_absent: return "insert_if_absent";
+    case pending::kind::find: return "find";
+    case pending::kind::erase: return "erase";
+    case pending::kind::range: return "range";
+    }
+    return "?";
+}
+
+// Runs one caller's part and returns its history lines.  `now` is the clock;
+// `random_below(n)` this caller's random numbers; `idle()` lets the others run
+// while polling (a yield).
+inline std::string run_workload(map_type& map, const workload_shape& shape, int client,
+                                const std::function<std::int64_t()>& now,
+                                const std::function<std::uint64_t(std::uint64_t)>& random_below,
+                                const std::function<void()>& idle) {
+    std::string out;
+    std::vector<pending> open;
+    std::uint64_t seq = 0;
+    std::uint64_t round = 0;
+    value_type next_value = (static_cast<value_type>(client) << 32) + 1;
+    auto record = [&](pending& done, std::int64_t returned, const std::string& result) {
+        out += "{\"client\":" + std::to_string(client) + ",\"seq\":" + std::to_string(done.seq) +
+               ",\"call\":" + std::to_string(done.call) + ",\"return\":" + std::to_string(returned) +
+               ",\"round\":" + std::to_string(round) + ",\"op\":\"" + name_of(done.what) +
+               "\",\"key\":" + std::to_string(done.key) + ",\"value\":" + std::to_string(done.value);
+        if (done.what == pending::kind::range)
+            out += ",\"hi\":" + std::to_string(done.hi);
+        out += ",\"out\":" + result + "}\n";
+    };
+    // One poll round: newest first (see the header comment).
+    auto poll = [&]() {
+        ++round;
+        bool any = false;
+        for (std::size_t index = open.size(); index-- > 0;) {
+            pending& p = open[index];
+            const bool ready = std::visit([](auto& r) { return r.test(); }, p.handle);
+            if (!ready)
+                continue;
+            const std::int64_t returned = now();
+            std::string result;
+            switch (p.what) {
+            case pending::kind::insert:
+                result = std::get<request<replace_result>>(p.handle).get().replaced ? "1" : "0";
+                break;
+            case pending::kind::insert_if_absent:
+            case pending::kind::erase:
+                result = std::get<request<bool>>(p.handle).get() ? "1" : "0";
+                break;
+            case pending::kind::find: {
+                const auto found = std::get<request<std::optional<value_type>>>(p.handle).get();
+                result = found ? std::to_string(*found) : "-1";
+                break;
+            }
+            case pending::kind::range: {
+                const auto entries = std::get<request<map_type::entry_list>>(p.handle).get();
+                result = "[";
+                for (std::size_t e = 0; e < entries.size(); ++e)
+                    result += (e ? ",[" : "[") + std::to_string(entries[e].first) + "," +
+                              std::to_string(entries[e].second) + "]";
+                result += "]";
+                break;
+            }
+            }
+            record(p, returned, result);
+            open.erase(open.begin() + static_cast<std::ptrdiff_t>(index));
+            any = true;
+        }
+        if (!any)
+            idle();
+    };
+    auto issue = [&](pending::kind what, key_type key, key_type hi) {
+        pending p;
+        p.what = what;
+        p.seq = seq++;
+        p.key = key;
+        p.hi = hi;
+        p.call = now();
+        switch (what) {
+        case pending::kind::insert:
+            p.value = next_value++;
+            p.handle = map.insert(key, p.value);
+            break;
+        case pending::kind::insert_if_absent:
+            p.value = next_value++;
+            p.handle = map.insert_if_absent(key, p.value);
+            break;
+        case pending::kind::find:
+            p.handle = map.find(key);
+            break;
+        case pending::kind::erase:
+            p.handle = map.erase(key);
+            break;
+        case pending::kind::range:
+            p.handle = map.range(key, hi);
+            break;
+        }
+        open.push_back(std::move(p));
+    };
+    for (int op = 0; op < shape.operations; ++op) {
+        while (static_cast<int>(open.size()) >= shape.window)
+            poll();
+        const key_type key = static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
+        const std::uint64_t pick = random_below(100);
+        if (shape.ranges && pick < 12) {
+            const key_type hi = key + static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
+            issue(pending::kind::range, key, hi);
+        } else if (pick < 45) {
+            issue(pending::kind::insert, key, 0);
+        } else if (pick < 55) {
+            issue(pending::kind::insert_if_absent, key, 0);
+        } else if (pick < 85) {
+            issue(pending::kind::find, key, 0);
+        } else {
+            issue(pending::kind::erase, key, 0);
+        }
+    }
+    while (!open.empty())
+        poll();
+    return out;
+}
+
+// After a flush on every caller: one find of every key (the final state).
+inline std::string final_reads(map_type& map, const workload_shape& shape, int client,
+                               const std::function<std::int64_t()>& now, std::uint64_t first_seq) {
+    std::string out;
+    for (int key = 0; key < shape.keys; ++key) {
+        const std::int64_t call = now();
+        const auto found = map.find(key).get();
+        const std::int64_t returned = now();
+        out += "{\"client\":" + std::to_string(client) + ",\"seq\":" + std::to_string(first_seq + key) +
+               ",\"call\":" + std::to_string(call) + ",\"return\":" + std::to_string(returned) +
+               ",\"round\":0,\"op\":\"find\",\"final\":true,\"key\":" + std::to_string(key) +
+               ",\"value\":0,\"out\":" + (found ? std::to_string(*found) : std::string("-1")) + "}\n";
+    }
+    return out;
+}
+
+}  // namespace mpidict::history_test

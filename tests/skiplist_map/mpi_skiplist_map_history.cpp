@@ -1,0 +1,172 @@
+// Histories of skiplist_map operations from a real MPI run, checked against the
+// promise of a consistency mode by tools/histcheck (Porcupine for
+// linearizability, an exact per-key program-order search, the reply order).
+// Every rank is a caller on a small shared key space with several requests in
+// flight (history_workload.hpp); each round builds a fresh map with a random
+// shape (G from 1 to 4, so nodes split while the callers run), writes one
+// history file on rank 0, and rank 0 runs the checker over all of them.
+//
+//   mpiexec -n 3 mpi_skiplist_map_history --mode total_order --checker build/tools/histcheck/histcheck
+//   ... --break --expect-reject      the mode broken on purpose: some history must be rejected
+//
+// Options: --mode total_order|sequential|none, --rounds N (default 6), --out DIR
+// (default: a fresh directory under $TMPDIR), --checker PATH, --break,
+// --expect-reject, --seed S.
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "history_workload.hpp"
+#include "mpi_test_util.hpp"
+
+namespace {
+
+using namespace mpidict;
+using namespace mpidict::history_test;
+
+struct options {
+    skiplist_consistency mode = skiplist_consistency::sequential;
+    int rounds = 6;
+    std::string out;
+    std::string checker;
+    bool broken = false;
+    bool expect_reject = false;
+    std::uint64_t seed = 1;
+};
+
+options parse(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc)
+                throw std::runtime_error(arg + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "--mode") {
+            const std::string m = next();
+            if (m == "total_order")
+                o.mode = skiplist_consistency::total_order;
+            else if (m == "sequential")
+                o.mode = skiplist_consistency::sequential;
+            else if (m == "none")
+                o.mode = skiplist_consistency::none;
+            else
+                throw std::runtime_error("unknown --mode " + m);
+        } else if (arg == "--rounds") {
+            o.rounds = std::stoi(next());
+        } else if (arg == "--out") {
+            o.out = next();
+        } else if (arg == "--checker") {
+            o.checker = next();
+        } else if (arg == "--break") {
+            o.broken = true;
+        } else if (arg == "--expect-reject") {
+            o.expect_reject = true;
+        } else if (arg == "--seed") {
+            o.seed = std::stoull(next());
+        } else {
+            throw std::runtime_error("unknown option " + arg);
+        }
+    }
+    return o;
+}
+
+std::string gather_text(const std::string& mine, int rank, int size) {
+    int length = static_cast<int>(mine.size());
+    std::vector<int> lengths(static_cast<std::size_t>(size));
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::vector<int> offsets(static_cast<std::size_t>(size), 0);
+    int total = 0;
+    for (int r = 0; r < size; ++r) {
+        offsets[static_cast<std::size_t>(r)] = total;
+        total += lengths[static_cast<std::size_t>(r)];
+    }
+    std::string all(rank == 0 ? static_cast<std::size_t>(total) : 0, '\0');
+    MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+                MPI_COMM_WORLD);
+    return all;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const options o = parse(argc, argv);
+    return mpidict::testing::run_mpi_test(argc, argv, [&](int rank, int size) {
+        mpidict::testing::watchdog guard(rank, std::chrono::seconds(150), "mpi_skiplist_map_history");
+        std::string directory = o.out;
+        if (rank == 0 && directory.empty()) {
+            const char* tmp = std::getenv("TMPDIR");
+            directory = std::string(tmp ? tmp : "/tmp") + "/mpidict-history-" + to_string(o.mode) +
+                        (o.broken ? "-broken-" : "-") + std::to_string(size) + "-" +
+                        std::to_string(static_cast<long long>(::getpid()));
+        }
+        std::vector<std::string> files;
+        if (rank == 0)
+            std::filesystem::create_directories(directory);
+        for (int round = 0; round < o.rounds; ++round) {
+            std::mt19937_64 random(o.seed * 1000003 + static_cast<std::uint64_t>(round) * 7919 +
+                                   static_cast<std::uint64_t>(rank));
+            std::mt19937_64 shared(o.seed * 31 + static_cast<std::uint64_t>(round));
+            workload_shape shape;
+            shape.ranges = o.mode == skiplist_consistency::total_order && round % 2 == 0;
+            shape.window = 1 + static_cast<int>(shared() % 6);
+            shape.keys = 8 + static_cast<int>(shared() % 8);
+            skiplist_map_config config;
+            config.granularity = 1 + shared() % 4;
+            config.max_height = 2 + static_cast<unsigned>(shared() % 4);
+            if (const char* height = std::getenv("HISTORY_MAX_HEIGHT"))
+                config.max_height = static_cast<unsigned>(std::atoi(height));
+            config.max_key_bytes = 8;
+            config.max_value_bytes = 8;
+            config.consistency = o.mode;
+            config.break_consistency_for_testing = o.broken;
+            config.seed = o.seed + static_cast<std::uint64_t>(round);
+            map_type map(MPI_COMM_WORLD, config);
+            auto now = [] {
+                return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                     std::chrono::steady_clock::now().time_since_epoch())
+                                                     .count());
+            };
+            auto below = [&](std::uint64_t bound) { return bound == 0 ? 0 : random() % bound; };
+            std::string mine = run_workload(map, shape, rank, now, below, [] { std::this_thread::yield(); });
+            map.flush();
+            mine += final_reads(map, shape, rank, now, static_cast<std::uint64_t>(shape.operations));
+            map.flush();
+            MPIDICT_CHECK_MSG(map.check_local_invariants().empty() || o.broken, map.check_local_invariants());
+            const std::string all = gather_text(mine, rank, size);
+            if (rank == 0) {
+                const std::string path = directory + "/round-" + std::to_string(round) + ".jsonl";
+                std::ofstream(path) << all;
+                files.push_back(path);
+            }
+            map.destroy();
+        }
+        int verdict = 0;
+        if (rank == 0) {
+            if (o.checker.empty()) {
+                std::printf("histories written to %s (no --checker given)\n", directory.c_str());
+            } else {
+                std::string command = o.checker + " --quiet --mode " + to_string(o.mode) +
+                                      (o.expect_reject ? " --expect-reject" : "");
+                for (const auto& f : files)
+                    command += " " + f;
+                std::fflush(stdout);
+                const int status = std::system(command.c_str());
+                verdict = status == 0 ? 0 : 1;
+                std::printf("checker %s %s\n", verdict == 0 ? "agreed:" : "FAILED:", command.c_str());
+                if (verdict == 0 && std::getenv("MPIDICT_KEEP_HISTORIES") == nullptr)
+                    std::filesystem::remove_all(directory);
+            }
+        }
+        MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        MPIDICT_CHECK_MSG(verdict == 0, "the history checker disagreed (see above)");
+    });
+}

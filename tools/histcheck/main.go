@@ -1,0 +1,594 @@
+// histcheck: checks histories of skiplist_map operations against the promise of
+// a consistency mode (docs/skiplist_map.md, "Consistency modes").
+//
+//	histcheck --mode total_order|sequential|none [--expect-reject] FILE...
+//
+// Each FILE is one history: JSON lines written by
+// tests/skiplist_map/history_workload.hpp (client, seq = issue number, call and
+// return times, round = poll round of completion, op, key, value, out; "final"
+// marks the reads after the closing flush).
+//
+//   - total_order: linearizable, checked with Porcupine: per key when the
+//     history has only point operations (linearizability is local), else as one
+//     whole-map history; and the per-key program-order check below.
+//   - sequential: (1) replies complete in issue order: for each client, an
+//     operation issued later is never seen complete in an earlier poll round;
+//     (2) per key, a legal order exists that keeps every client's issue order
+//     (sequential consistency per key) with the final reads last.  Exact search
+//     over (position in each client's sequence, value of the key).
+//   - none: every operation atomic: per key linearizable (Porcupine), which with
+//     the final reads after the flush also says the final state is one the
+//     operations could have produced.
+//
+// Exit status: 0 if every history passes (with --expect-reject: if at least
+// one is rejected), 1 otherwise, 2 on bad input.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+type event struct {
+	Client int             `json:"client"`
+	Seq    int64           `json:"seq"`
+	Call   int64           `json:"call"`
+	Return int64           `json:"return"`
+	Round  int64           `json:"round"`
+	Op     string          `json:"op"`
+	Key    int64           `json:"key"`
+	Hi     int64           `json:"hi"`
+	Value  uint64          `json:"value"`
+	Final  bool            `json:"final"`
+	Out    json.RawMessage `json:"out"`
+}
+
+// The sequential specification: a map from key to value.
+type input struct {
+	op    string
+	key   int64
+	hi    int64
+	value uint64
+}
+
+// Point results are numbers (see history_workload.hpp); a range's is its
+// entries in canonical text.
+type output struct {
+	number int64
+	text   string
+}
+
+type state map[int64]uint64
+
+func step(s state, in input, out output) (bool, state) {
+	present := false
+	var current uint64
+	if in.op != "range" {
+		current, present = s[in.key]
+	}
+	switch in.op {
+	case "insert":
+		want := int64(0)
+		if present {
+			want = 1
+		}
+		if out.number != want {
+			return false, s
+		}
+		return true, with(s, in.key, in.value)
+	case "insert_if_absent":
+		if present {
+			return out.number == 0, s
+		}
+		if out.number != 1 {
+			return false, s
+		}
+		return true, with(s, in.key, in.value)
+	case "find":
+		if present {
+			return out.number == int64(current), s
+		}
+		return out.number == -1, s
+	case "erase":
+		if present {
+			if out.number != 1 {
+				return false, s
+			}
+			return true, without(s, in.key)
+		}
+		return out.number == 0, s
+	case "range":
+		return out.text == rangeText(s, in.key, in.hi), s
+	}
+	return false, s
+}
+
+func with(s state, key int64, value uint64) state {
+	next := make(state, len(s)+1)
+	for k, v := range s {
+		next[k] = v
+	}
+	next[key] = value
+	return next
+}
+
+func without(s state, key int64) state {
+	next := make(state, len(s))
+	for k, v := range s {
+		if k != key {
+			next[k] = v
+		}
+	}
+	return next
+}
+
+func sortedKeys(s state) []int64 {
+	keys := make([]int64, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+func rangeText(s state, lo, hi int64) string {
+	var b strings.Builder
+	for _, k := range sortedKeys(s) {
+		if k >= lo && k <= hi {
+			fmt.Fprintf(&b, "%d:%d;", k, s[k])
+		}
+	}
+	return b.String()
+}
+
+func stateText(s state) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for _, k := range sortedKeys(s) {
+		fmt.Fprintf(&b, "%d:%d ", k, s[k])
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+var mapModel = porcupine.Model{
+	Init: func() interface{} { return state{} },
+	Step: func(s, in, out interface{}) (bool, interface{}) {
+		ok, next := step(s.(state), in.(input), out.(output))
+		return ok, next
+	},
+	Equal: func(a, b interface{}) bool { return stateText(a.(state)) == stateText(b.(state)) },
+	Hash: func(s interface{}) uint64 {
+		h := fnv.New64a()
+		h.Write([]byte(stateText(s.(state))))
+		return h.Sum64()
+	},
+	DescribeOperation: func(in, out interface{}) string {
+		i, o := in.(input), out.(output)
+		if i.op == "range" {
+			return fmt.Sprintf("range(%d, %d) -> %s", i.key, i.hi, o.text)
+		}
+		return fmt.Sprintf("%s(%d, %d) -> %d", i.op, i.key, i.value, o.number)
+	},
+}
+
+func perKey(history []porcupine.Operation) [][]porcupine.Operation {
+	byKey := map[int64][]porcupine.Operation{}
+	var keys []int64
+	for _, op := range history {
+		k := op.Input.(input).key
+		if _, seen := byKey[k]; !seen {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], op)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	parts := make([][]porcupine.Operation, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, byKey[k])
+	}
+	return parts
+}
+
+func parseOutput(e event) (output, error) {
+	if e.Op == "range" {
+		var pairs [][2]json.Number
+		if err := json.Unmarshal(e.Out, &pairs); err != nil {
+			return output{}, err
+		}
+		var b strings.Builder
+		for _, p := range pairs {
+			fmt.Fprintf(&b, "%s:%s;", p[0].String(), p[1].String())
+		}
+		return output{text: b.String()}, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(e.Out)), 10, 64)
+	if err != nil {
+		// find returns an unsigned value that may not fit an int64
+		u, err2 := strconv.ParseUint(strings.TrimSpace(string(e.Out)), 10, 64)
+		if err2 != nil {
+			return output{}, err
+		}
+		n = int64(u)
+	}
+	return output{number: n}, nil
+}
+
+func load(path string) ([]event, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	var events []event
+	scanner := bufio.NewScanner(file)
+	scanner.Buffer(make([]byte, 1<<20), 1<<26)
+	line := 0
+	for scanner.Scan() {
+		line++
+		text := strings.TrimSpace(scanner.Text())
+		if text == "" {
+			continue
+		}
+		var e event
+		decoder := json.NewDecoder(strings.NewReader(text))
+		decoder.UseNumber()
+		if err := decoder.Decode(&e); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+		switch e.Op {
+		case "insert", "insert_if_absent", "find", "erase", "range":
+		default:
+			return nil, fmt.Errorf("%s:%d: unknown operation %q", path, line, e.Op)
+		}
+		if e.Return < e.Call {
+			return nil, fmt.Errorf("%s:%d: returns before it is called", path, line)
+		}
+		events = append(events, e)
+	}
+	return events, scanner.Err()
+}
+
+func operations(events []event) ([]porcupine.Operation, bool, error) {
+	ops := make([]porcupine.Operation, 0, len(events))
+	ranges := false
+	for _, e := range events {
+		out, err := parseOutput(e)
+		if err != nil {
+			return nil, false, fmt.Errorf("client %d seq %d: bad result %s: %v", e.Client, e.Seq, string(e.Out), err)
+		}
+		ranges = ranges || e.Op == "range"
+		ops = append(ops, porcupine.Operation{ClientId: e.Client, Input: input{e.Op, e.Key, e.Hi, e.Value},
+			Call: e.Call, Output: out, Return: e.Return})
+	}
+	return ops, ranges, nil
+}
+
+// linearizable: Porcupine, per key unless the history has ranges.
+func linearizable(events []event, timeout time.Duration) (string, bool) {
+	ops, ranges, err := operations(events)
+	if err != nil {
+		return err.Error(), false
+	}
+	model := mapModel
+	if !ranges {
+		model.Partition = perKey
+	}
+	switch porcupine.CheckOperationsTimeout(model, ops, timeout) {
+	case porcupine.Illegal:
+		if ranges {
+			return "not linearizable (whole-map history with ranges, Porcupine)", false
+		}
+		return "not linearizable (a key's history, Porcupine)", false
+	case porcupine.Unknown:
+		unknown++
+	}
+	return "", true
+}
+
+var unknown int
+
+// replyOrder: per client, issue order never completes in a later round than a
+// later-issued operation (the hold-back queue).
+func replyOrder(events []event) (string, bool) {
+	byClient := map[int][]event{}
+	for _, e := range events {
+		if !e.Final {
+			byClient[e.Client] = append(byClient[e.Client], e)
+		}
+	}
+	for client, list := range byClient {
+		sort.Slice(list, func(i, j int) bool { return list[i].Seq < list[j].Seq })
+		for i := 1; i < len(list); i++ {
+			if list[i].Round < list[i-1].Round {
+				return fmt.Sprintf("client %d: operation %d (%s %d) completed in round %d, before operation %d (%s %d, round %d)",
+					client, list[i].Seq, list[i].Op, list[i].Key, list[i].Round, list[i-1].Seq, list[i-1].Op,
+					list[i-1].Key, list[i-1].Round), false
+			}
+		}
+	}
+	return "", true
+}
+
+// programOrderPerKey: for every key, a serial order of its point operations
+// exists that keeps each client's issue order, where every result matches the
+// register it reads, and the final reads come after everything else.  Exact:
+// a depth-first search over (how many of each client's operations are placed,
+// the key's value), remembering the states already explored.
+func programOrderPerKey(events []event) (string, bool) {
+	type op struct {
+		e   event
+		out output
+	}
+	byKey := map[int64]map[int][]op{}
+	for _, e := range events {
+		if e.Op == "range" {
+			continue
+		}
+		out, err := parseOutput(e)
+		if err != nil {
+			return err.Error(), false
+		}
+		if byKey[e.Key] == nil {
+			byKey[e.Key] = map[int][]op{}
+		}
+		byKey[e.Key][e.Client] = append(byKey[e.Key][e.Client], op{e, out})
+	}
+	var keys []int64
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	for _, key := range keys {
+		clients := byKey[key]
+		var ids []int
+		for c, list := range clients {
+			sort.Slice(list, func(i, j int) bool { return list[i].e.Seq < list[j].e.Seq })
+			ids = append(ids, c)
+		}
+		sort.Ints(ids)
+		lists := make([][]op, len(ids))
+		nonFinal := 0
+		for i, c := range ids {
+			lists[i] = clients[c]
+			for _, o := range clients[c] {
+				if !o.e.Final {
+					nonFinal++
+				}
+			}
+		}
+		position := make([]int, len(ids))
+		seen := map[string]bool{}
+		var search func(placed int, s state) bool
+		search = func(placed int, s state) bool {
+			done := true
+			for i := range lists {
+				if position[i] < len(lists[i]) {
+					done = false
+				}
+			}
+			if done {
+				return true
+			}
+			memo := fmt.Sprint(position, stateText(s))
+			if seen[memo] {
+				return false
+			}
+			seen[memo] = true
+			for i := range lists {
+				if position[i] >= len(lists[i]) {
+					continue
+				}
+				next := lists[i][position[i]]
+				if next.e.Final && placed < nonFinal {
+					continue // the final reads follow the flush, after everything
+				}
+				ok, after := step(s, input{next.e.Op, next.e.Key, 0, next.e.Value}, next.out)
+				if !ok {
+					continue
+				}
+				position[i]++
+				advanced := placed
+				if !next.e.Final {
+					advanced++
+				}
+				if search(advanced, after) {
+					return true
+				}
+				position[i]--
+			}
+			return false
+		}
+		if !search(0, state{}) {
+			return fmt.Sprintf("key %d: no order of its %d operations keeps every client's issue order", key,
+				func() int {
+					n := 0
+					for _, l := range lists {
+						n += len(l)
+					}
+					return n
+				}()), false
+		}
+	}
+	return "", true
+}
+
+// orderedLinearizable: one serial order of the whole history (ranges
+// included) in which every result matches the map it reads, that keeps every
+// client's issue order (a client pipelines: its operations overlap, and plain
+// linearizability would let them swap) and real time (an operation that
+// returned before another was called comes first).  This is what the head's
+// order gives in mode total_order.  Exact search over (how many of each
+// client's operations are placed, the map), with memoisation; gives up
+// ("unknown") after `budget` states.
+func orderedLinearizable(events []event, budget int) (string, bool) {
+	type op struct {
+		e   event
+		out output
+	}
+	byClient := map[int][]op{}
+	for _, e := range events {
+		out, err := parseOutput(e)
+		if err != nil {
+			return err.Error(), false
+		}
+		byClient[e.Client] = append(byClient[e.Client], op{e, out})
+	}
+	var ids []int
+	for c, list := range byClient {
+		sort.Slice(list, func(i, j int) bool { return list[i].e.Seq < list[j].e.Seq })
+		ids = append(ids, c)
+	}
+	sort.Ints(ids)
+	lists := make([][]op, len(ids))
+	for i, c := range ids {
+		lists[i] = byClient[c]
+	}
+	// need[i][k][j]: how many of client j's operations must be placed before
+	// client i's k-th (those that returned before it was called).
+	need := make([][][]int, len(lists))
+	for i := range lists {
+		need[i] = make([][]int, len(lists[i]))
+		for k, x := range lists[i] {
+			need[i][k] = make([]int, len(lists))
+			for j := range lists {
+				for m, y := range lists[j] {
+					if y.e.Return < x.e.Call && m+1 > need[i][k][j] {
+						need[i][k][j] = m + 1
+					}
+				}
+			}
+		}
+	}
+	position := make([]int, len(lists))
+	seen := map[string]bool{}
+	explored := 0
+	gaveUp := false
+	var search func(s state) bool
+	search = func(s state) bool {
+		done := true
+		for i := range lists {
+			if position[i] < len(lists[i]) {
+				done = false
+			}
+		}
+		if done {
+			return true
+		}
+		memo := fmt.Sprint(position, stateText(s))
+		if seen[memo] {
+			return false
+		}
+		seen[memo] = true
+		explored++
+		if explored > budget {
+			gaveUp = true
+			return true
+		}
+		for i := range lists {
+			k := position[i]
+			if k >= len(lists[i]) {
+				continue
+			}
+			enabled := true
+			for j := range lists {
+				if position[j] < need[i][k][j] {
+					enabled = false
+					break
+				}
+			}
+			if !enabled {
+				continue
+			}
+			x := lists[i][k]
+			ok, after := step(s, input{x.e.Op, x.e.Key, x.e.Hi, x.e.Value}, x.out)
+			if !ok {
+				continue
+			}
+			position[i]++
+			if search(after) {
+				return true
+			}
+			position[i]--
+		}
+		return false
+	}
+	if !search(state{}) {
+		return "no linearization keeps every client's issue order (whole history)", false
+	}
+	if gaveUp {
+		unknown++
+	}
+	return "", true
+}
+
+func main() {
+	mode := flag.String("mode", "", "total_order, sequential or none")
+	expectReject := flag.Bool("expect-reject", false, "succeed only if at least one history is rejected")
+	timeout := flag.Duration("timeout", 20*time.Second, "Porcupine's time limit per history (then: unknown)")
+	quiet := flag.Bool("quiet", false, "print only rejections and the summary")
+	budget := flag.Int("budget", 2000000, "states the ordered search explores per history (then: unknown)")
+	flag.Parse()
+	if *mode != "total_order" && *mode != "sequential" && *mode != "none" {
+		fmt.Fprintln(os.Stderr, "histcheck: --mode must be total_order, sequential or none")
+		os.Exit(2)
+	}
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "histcheck: no history files given")
+		os.Exit(2)
+	}
+	rejected, operationsChecked := 0, 0
+	for _, path := range flag.Args() {
+		events, err := load(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "histcheck:", err)
+			os.Exit(2)
+		}
+		operationsChecked += len(events)
+		var checks []func([]event) (string, bool)
+		lin := func(e []event) (string, bool) { return linearizable(e, *timeout) }
+		switch *mode {
+		case "total_order":
+			ordered := func(e []event) (string, bool) { return orderedLinearizable(e, *budget) }
+			checks = append(checks, lin, programOrderPerKey, ordered)
+		case "sequential":
+			checks = append(checks, replyOrder, programOrderPerKey)
+		case "none":
+			checks = append(checks, lin)
+		}
+		reason := ""
+		for _, check := range checks {
+			if why, ok := check(events); !ok {
+				reason = why
+				break
+			}
+		}
+		if reason != "" {
+			rejected++
+			fmt.Printf("%s: REJECTED (%s): %s\n", path, *mode, reason)
+		} else if !*quiet {
+			fmt.Printf("%s: ok (%d operations)\n", path, len(events))
+		}
+	}
+	fmt.Printf("histcheck %s: %d histories, %d operations, %d rejected, %d unknown (time or state limit)\n",
+		*mode, flag.NArg(), operationsChecked, rejected, unknown)
+	if *expectReject {
+		if rejected == 0 {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if rejected > 0 {
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func ev(client int, seq, call, ret, round int64, op string, key int64, value uint64, out string) event {
+	return event{Client: client, Seq: seq, Call: call, Return: ret, Round: round, Op: op, Key: key, Value: value,
+		Out: json.RawMessage(out)}
+}
+
+// A write that completed before a read began must be seen by it.
+func TestStaleReadIsNotLinearizable(t *testing.T) {
+	good := []event{ev(0, 0, 0, 10, 1, "insert", 1, 5, "0"), ev(1, 0, 20, 30, 1, "find", 1, 0, "5")}
+	if _, ok := linearizable(good, time.Second); !ok {
+		t.Fatal("a read after a write that returns the write was rejected")
+	}
+	stale := []event{ev(0, 0, 0, 10, 1, "insert", 1, 5, "0"), ev(1, 0, 20, 30, 1, "find", 1, 0, "-1")}
+	if _, ok := linearizable(stale, time.Second); ok {
+		t.Fatal("a stale read after a completed write was accepted")
+	}
+	concurrent := []event{ev(0, 0, 0, 25, 1, "insert", 1, 5, "0"), ev(1, 0, 20, 30, 1, "find", 1, 0, "-1")}
+	if _, ok := linearizable(concurrent, time.Second); !ok {
+		t.Fatal("a read concurrent with a write that misses it was rejected")
+	}
+}
+
+// A range that sees a later insert but not an earlier one (both completed in
+// that order while it ran) is not linearizable.
+func TestRangeSeesLaterNotEarlier(t *testing.T) {
+	bad := []event{
+		ev(0, 0, 0, 100, 1, "range", 0, 0, "[[9,2]]"),
+		ev(1, 0, 10, 20, 1, "insert", 1, 1, "0"),
+		ev(1, 1, 30, 40, 2, "insert", 9, 2, "0"),
+	}
+	bad[0].Hi = 10
+	if _, ok := linearizable(bad, time.Second); ok {
+		t.Fatal("a range that saw the later insert only was accepted")
+	}
+}
+
+// One client's two writes to a key, applied out of issue order.
+func TestProgramOrderPerKey(t *testing.T) {
+	inOrder := []event{
+		ev(0, 0, 0, 50, 1, "insert", 3, 1, "0"),
+		ev(0, 1, 1, 50, 1, "insert", 3, 2, "1"),
+		ev(0, 2, 60, 70, 0, "find", 3, 0, "2"),
+	}
+	inOrder[2].Final = true
+	if _, ok := programOrderPerKey(inOrder); !ok {
+		t.Fatal("writes applied in issue order were rejected")
+	}
+	reordered := []event{
+		ev(0, 0, 0, 50, 1, "insert", 3, 1, "1"),
+		ev(0, 1, 1, 50, 1, "insert", 3, 2, "0"),
+		ev(0, 2, 60, 70, 0, "find", 3, 0, "1"),
+	}
+	reordered[2].Final = true
+	if _, ok := programOrderPerKey(reordered); ok {
+		t.Fatal("writes applied against issue order were accepted")
+	}
+	// Linearizability alone accepts it: the two writes overlap.
+	if _, ok := linearizable(reordered, time.Second); !ok {
+		t.Fatal("expected the overlapping reordered writes to be linearizable")
+	}
+}
+
+func TestReplyOrder(t *testing.T) {
+	ok := []event{ev(0, 0, 0, 10, 2, "find", 1, 0, "-1"), ev(0, 1, 1, 10, 2, "find", 2, 0, "-1")}
+	if _, pass := replyOrder(ok); !pass {
+		t.Fatal("replies in one round were rejected")
+	}
+	bad := []event{ev(0, 0, 0, 10, 3, "find", 1, 0, "-1"), ev(0, 1, 1, 10, 2, "find", 2, 0, "-1")}
+	if _, pass := replyOrder(bad); pass {
+		t.Fatal("a later operation completing first was accepted")
+	}
+}
+
+// Message passing: A writes x then y (pipelined); B sees y but then not x.
+// Linearizable (A's writes overlap), but not in A's issue order.
+func TestOrderedLinearizableMessagePassing(t *testing.T) {
+	history := []event{
+		ev(0, 0, 0, 100, 1, "insert", 1, 7, "0"),
+		ev(0, 1, 1, 50, 1, "insert", 2, 8, "0"),
+		ev(1, 0, 60, 70, 1, "find", 2, 0, "8"),
+		ev(1, 1, 80, 90, 2, "find", 1, 0, "-1"),
+	}
+	if _, ok := linearizable(history, time.Second); !ok {
+		t.Fatal("expected the history to be linearizable")
+	}
+	if _, ok := orderedLinearizable(history, 100000); ok {
+		t.Fatal("a reader saw A's second write but not its first: accepted")
+	}
+	history[3].Out = json.RawMessage("7")
+	if _, ok := orderedLinearizable(history, 100000); !ok {
+		t.Fatal("the same history with x seen was rejected")
+	}
+}
