@@ -65,6 +65,10 @@ check_all() {
 
   cxx_header gtest/gtest.h || missing+=(libgtest-dev)
   cxx_header absl/container/flat_hash_map.h || missing+=(libabsl-dev)
+  # Go builds the history checker (tools/histcheck, Porcupine from the Go
+  # module proxy over HTTPS) that the skiplist_map consistency tests run.
+  have go || [ -x /usr/local/go/bin/go ] || [ -x /usr/lib/go/bin/go ] || missing+=(golang-go)
+  [ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 
   # Optional: libFuzzer (clang's compiler runtime) for scripts/fuzz.sh.
   if [ "$want_fuzz" = 1 ]; then

@@ -64,8 +64,8 @@ struct skiplist_map_config {
     // checkers must reject what it does: total_order callers take shortcuts;
     // sequential callers drop the per-key order, send every other operation
     // through the head and complete replies as they arrive; none: a splitting
-    // node handles the requests it should hold (updates of the moving half are
-    // lost).  Never set it otherwise.
+    // node handles the finds and erases it should hold (an erase of a key in the
+    // moving half is lost).  Never set it otherwise.
     bool break_consistency_for_testing = false;
 
     // The smallest runtime.buffer_bytes the constructor accepts: one message must

@@ -787,11 +787,12 @@ void skiplist_core::handle_point(int source, std::string_view record) {
     // handled here, or queued here ahead of whatever the clear releases.
     const bool marker_home = kind == op::marker && value.size() == node_id_bytes &&
                              record_reader(value).get_id() == id;
-    // The broken mode none (test only) lets a splitting node handle what it
-    // must hold: updates of the half on its way to the new node are lost.
+    // The broken mode none (test only) lets a splitting node handle finds and
+    // erases it must hold: an erase of a key on its way to the new node is lost.
     const bool broken_split = m_config.break_consistency_for_testing &&
                               m_config.consistency == skiplist_consistency::none && here.allocating &&
-                              here.holds == 0 && !here.holding_records() && kind != op::marker;
+                              here.holds == 0 && !here.holding_records() &&
+                              (kind == op::erase || kind == op::find);
     if (!marker_home && !broken_split && hold_if_busy(here, m_h_point, source, record, level))
         return;
     if (id == m_head)

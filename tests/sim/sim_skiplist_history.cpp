@@ -1,0 +1,151 @@
+// skiplist_map histories under the deterministic simulation, checked per
+// consistency mode by tools/histcheck: each seed draws 2-4 virtual ranks, a list
+// shape (G 1-4, height 1-5) and a workload (history_workload.hpp: request forms
+// in flight on a small shared key space, then a flush and final reads), runs it
+// with random message delays, and writes one history (time = the simulation's
+// step counter).  The checker then reads all of them.
+//
+//   sim_skiplist_history --mode sequential --seeds 1000 --checker build/tools/histcheck/histcheck
+//   ... --break --expect-reject   (the mode broken on purpose: some history must be rejected)
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "../skiplist_map/history_workload.hpp"
+#include "mpidict/runtime/sim_transport.hpp"
+#include "sim_driver.hpp"
+
+namespace {
+
+using namespace mpidict;
+using namespace mpidict::history_test;
+
+std::uint64_t mix(std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+std::string value_after(const std::vector<std::string>& extra, const std::string& flag, const std::string& fallback) {
+    for (std::size_t i = 0; i + 1 < extra.size(); ++i)
+        if (extra[i] == flag)
+            return extra[i + 1];
+    return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const sim_test::command_line cli = sim_test::parse_command_line(argc, argv);
+    sim_test::install_crash_handler();
+    const std::string mode_name = value_after(cli.extra, "--mode", "sequential");
+    skiplist_consistency mode = skiplist_consistency::sequential;
+    if (mode_name == "total_order")
+        mode = skiplist_consistency::total_order;
+    else if (mode_name == "none")
+        mode = skiplist_consistency::none;
+    else if (mode_name != "sequential") {
+        std::fprintf(stderr, "sim_skiplist_history: unknown --mode %s\n", mode_name.c_str());
+        return 2;
+    }
+    const std::string checker = value_after(cli.extra, "--checker", "");
+    const bool broken = sim_test::has_flag(cli, "--break");
+    const bool expect_reject = sim_test::has_flag(cli, "--expect-reject");
+    const long long seeds = cli.seeds >= 0 ? cli.seeds : 100;
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string directory = std::string(tmp ? tmp : "/tmp") + "/mpidict-sim-history-" + mode_name +
+                                  (broken ? "-broken-" : "-") + std::to_string(static_cast<long long>(::getpid()));
+    std::filesystem::create_directories(directory);
+    const sim_test::stopwatch clock;
+    std::vector<std::string> files;
+    long long failed = 0;
+    for (long long index = 0; index < seeds; ++index) {
+        const std::uint64_t seed = cli.first_seed + static_cast<std::uint64_t>(index);
+        std::uint64_t state = mix(seed * 0x9e3779b97f4a7c15ULL + 17);
+        auto draw = [&](std::uint64_t bound) { return (state = mix(state + 0x9e3779b97f4a7c15ULL)) % bound; };
+        const int ranks = cli.ranks_given ? cli.ranks[static_cast<std::size_t>(index) % cli.ranks.size()]
+                                          : 2 + static_cast<int>(draw(3));
+        workload_shape shape;
+        shape.operations = cli.ops > 0 ? cli.ops : 16;
+        shape.keys = 6 + static_cast<int>(draw(6));
+        shape.window = 1 + static_cast<int>(draw(4));
+        shape.ranges = mode == skiplist_consistency::total_order && draw(2) == 0;
+        skiplist_map_config config;
+        config.granularity = 1 + draw(4);
+        config.max_height = 1 + static_cast<unsigned>(draw(5));
+        config.max_key_bytes = 8;
+        config.max_value_bytes = 8;
+        config.runtime.buffer_bytes = draw(2) == 0 ? 1024 : 8192;
+        config.consistency = mode;
+        config.break_consistency_for_testing = broken;
+        std::vector<std::string> parts(static_cast<std::size_t>(ranks));
+        sim::options options;
+        if (cli.trace)
+            options.trace_stream = stderr;
+        sim_test::set_crash_note(cli, ranks, seed, "--mode " + mode_name + (broken ? " --break" : ""));
+        const sim::result outcome = sim::run(ranks, seed, options, [&](int rank, sim::sim_context& context) {
+            config.seed = context.seed();
+            map_type map(std::make_unique<runtime::engine>(context.make_transport(), config.runtime), config);
+            auto now = [&] { return static_cast<std::int64_t>(context.step()); };
+            auto below = [&](std::uint64_t bound) { return context.random_below(bound); };
+            std::string mine = run_workload(map, shape, rank, now, below, [&] { context.yield(); });
+            map.flush();
+            mine += final_reads(map, shape, rank, now, static_cast<std::uint64_t>(shape.operations));
+            map.flush();
+            if (!broken) {
+                const std::string problem = map.check_local_invariants();
+                if (!problem.empty())
+                    context.fail(problem);
+            }
+            parts[static_cast<std::size_t>(rank)] = std::move(mine);
+            map.destroy();
+        });
+        if (!outcome.ok) {
+            ++failed;
+            sim_test::print_failure(cli, outcome, "--mode " + mode_name + (broken ? " --break" : ""), "");
+            if (failed >= 3)
+                break;
+            continue;
+        }
+        const std::string path = directory + "/seed-" + std::to_string(seed) + "-ranks-" + std::to_string(ranks) + ".jsonl";
+        std::ofstream out(path);
+        for (const auto& part : parts)
+            out << part;
+        files.push_back(path);
+    }
+    std::printf("sim skiplist histories (%s%s): %zu histories written, %lld runs failed (%.1f s)\n", mode_name.c_str(),
+                broken ? ", broken" : "", files.size(), failed, clock.seconds());
+    if (failed > 0)
+        return 1;
+    if (checker.empty()) {
+        std::printf("histories in %s (no --checker given)\n", directory.c_str());
+        return 0;
+    }
+    // The checker reads a list of files from its command line; pass them in batches.
+    int rejected_batches = 0, bad = 0;
+    for (std::size_t first = 0; first < files.size(); first += 200) {
+        std::string command = checker + " --quiet --mode " + mode_name + (expect_reject ? " --expect-reject" : "");
+        for (std::size_t i = first; i < files.size() && i < first + 200; ++i)
+            command += " " + files[i];
+        std::fflush(stdout);
+        const int status = std::system(command.c_str());
+        if (expect_reject)
+            rejected_batches += status == 0;
+        else
+            bad += status != 0;
+    }
+    const bool pass = expect_reject ? rejected_batches > 0 : bad == 0;
+    std::printf("%s: %s\n", pass ? "PASS" : "FAIL",
+                expect_reject ? "the broken mode must produce a history the checker rejects"
+                              : "every history must satisfy the mode");
+    if (pass)
+        std::filesystem::remove_all(directory);
+    return pass ? 0 : 1;
+}
