@@ -65,6 +65,7 @@ struct settings {
     std::uint64_t adaptive = 1;
     std::uint64_t range_window = 16;
     std::uint64_t route_cache = 1u << 16;
+    std::string consistency = "sequential";
     std::uint64_t seed = 1;
 };
 
@@ -82,6 +83,8 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
                    "Q")
         .add_count("route-cache", &s.route_cache,
                    "skiplist_map route_cache_entries (0: every operation enters at the head)", 0, UINT64_MAX, "C")
+        .add_choice("consistency", &s.consistency, {"total_order", "sequential", "none"},
+                    "skiplist_map consistency mode of the list and its callers (Figure 8 of seed 004: run each)")
         .add_count("seed", &s.seed, "keys and tower heights", 0, UINT64_MAX, "S");
 }
 
@@ -272,6 +275,7 @@ public:
             .add("granularity", m_s.granularity)
             .add("window", m_s.window)
             .add("route_cache_entries", m_s.route_cache)
+            .add("consistency", m_s.consistency)
             .add("range_results", m_s.range_results)
             .add("load_average", mpidict::support::read_load_average());
         const std::uint64_t n = m_s.keys_per_rank;
@@ -505,6 +509,9 @@ private:
         config.caller_window = m_s.window;
         config.adaptive_window = m_s.adaptive != 0;
         config.route_cache_entries = static_cast<std::size_t>(m_s.route_cache);
+        config.consistency = m_s.consistency == "total_order" ? mpidict::skiplist_consistency::total_order
+                             : m_s.consistency == "none"      ? mpidict::skiplist_consistency::none
+                                                              : mpidict::skiplist_consistency::sequential;
         config.seed = m_s.seed;
         // Enough slots for n * p keys in nodes at least a quarter full, on any rank.
         config.node_slots_per_rank = static_cast<std::size_t>(
