@@ -96,6 +96,15 @@
 // therefore take effect in issue order.  The simulation test checks it, and a
 // test-only switch that disables both mechanisms must make it fail.
 //
+// Consistency modes (config.consistency, set_consistency; skiplist_map.md).
+// total_order: requests enter at the head in issue order, ranges split over the
+// towers so each piece follows a point operation's links, and a total_order map
+// never grows a node taller than its parent (no link_up); linearizable in head
+// order.  sequential: entry through the route cache (the directory), per-key
+// order and a hold-back queue (replies complete in issue order).  none: no
+// per-key order or hold-back; nodes climb their tower and jump through the
+// directory.  A stale directory entry falls back to the head (generation check).
+//
 // Completion.  Request forms complete when the answering node's reply arrives;
 // async forms complete by flush() (the runtime's termination detection counts
 // every record, forwards and acknowledgements included).

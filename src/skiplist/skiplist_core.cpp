@@ -276,9 +276,8 @@ std::uint8_t skiplist_core::entry_level_byte(skiplist_node_id entry) const {
     std::uint8_t flags = 0;
     if (m_mode == skiplist_consistency::none)
         flags |= route_free;
-    if (!(entry == m_head)) {
+    if (!(entry == m_head))
         flags |= route_shortcut;
-    }
     return static_cast<std::uint8_t>(((m_config.max_height - 1) & level_mask) | flags);
 }
 

@@ -325,24 +325,51 @@ func replyOrder(events []event) (string, bool) {
 // register it reads, and the final reads come after everything else.  Exact:
 // a depth-first search over (how many of each client's operations are placed,
 // the key's value), remembering the states already explored.
-func programOrderPerKey(events []event) (string, bool) {
-	type op struct {
-		e   event
-		out output
-	}
-	byKey := map[int64]map[int][]op{}
+// A recorded operation with its parsed result.
+type recorded struct {
+	e   event
+	out output
+}
+
+// clientSequences: the events of each client in issue order, clients by id.
+func clientSequences(events []event) ([][]recorded, error) {
+	byClient := map[int][]recorded{}
 	for _, e := range events {
-		if e.Op == "range" {
-			continue
-		}
 		out, err := parseOutput(e)
 		if err != nil {
-			return err.Error(), false
+			return nil, err
 		}
-		if byKey[e.Key] == nil {
-			byKey[e.Key] = map[int][]op{}
+		byClient[e.Client] = append(byClient[e.Client], recorded{e, out})
+	}
+	var ids []int
+	for c, list := range byClient {
+		sort.Slice(list, func(i, j int) bool { return list[i].e.Seq < list[j].e.Seq })
+		ids = append(ids, c)
+	}
+	sort.Ints(ids)
+	lists := make([][]recorded, len(ids))
+	for i, c := range ids {
+		lists[i] = byClient[c]
+	}
+	return lists, nil
+}
+
+// exhausted: every client's sequence is placed.
+func exhausted(position []int, lists [][]recorded) bool {
+	for i := range lists {
+		if position[i] < len(lists[i]) {
+			return false
 		}
-		byKey[e.Key][e.Client] = append(byKey[e.Key][e.Client], op{e, out})
+	}
+	return true
+}
+
+func programOrderPerKey(events []event) (string, bool) {
+	byKey := map[int64][]event{}
+	for _, e := range events {
+		if e.Op != "range" {
+			byKey[e.Key] = append(byKey[e.Key], e)
+		}
 	}
 	var keys []int64
 	for k := range byKey {
@@ -350,34 +377,23 @@ func programOrderPerKey(events []event) (string, bool) {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	for _, key := range keys {
-		clients := byKey[key]
-		var ids []int
-		for c, list := range clients {
-			sort.Slice(list, func(i, j int) bool { return list[i].e.Seq < list[j].e.Seq })
-			ids = append(ids, c)
+		lists, err := clientSequences(byKey[key])
+		if err != nil {
+			return err.Error(), false
 		}
-		sort.Ints(ids)
-		lists := make([][]op, len(ids))
 		nonFinal := 0
-		for i, c := range ids {
-			lists[i] = clients[c]
-			for _, o := range clients[c] {
+		for _, list := range lists {
+			for _, o := range list {
 				if !o.e.Final {
 					nonFinal++
 				}
 			}
 		}
-		position := make([]int, len(ids))
+		position := make([]int, len(lists))
 		seen := map[string]bool{}
 		var search func(placed int, s state) bool
 		search = func(placed int, s state) bool {
-			done := true
-			for i := range lists {
-				if position[i] < len(lists[i]) {
-					done = false
-				}
-			}
-			if done {
+			if exhausted(position, lists) {
 				return true
 			}
 			memo := fmt.Sprint(position, stateText(s))
@@ -432,27 +448,9 @@ func programOrderPerKey(events []event) (string, bool) {
 // client's operations are placed, the map), with memoisation; gives up
 // ("unknown") after `budget` states.
 func orderedLinearizable(events []event, budget int) (string, bool) {
-	type op struct {
-		e   event
-		out output
-	}
-	byClient := map[int][]op{}
-	for _, e := range events {
-		out, err := parseOutput(e)
-		if err != nil {
-			return err.Error(), false
-		}
-		byClient[e.Client] = append(byClient[e.Client], op{e, out})
-	}
-	var ids []int
-	for c, list := range byClient {
-		sort.Slice(list, func(i, j int) bool { return list[i].e.Seq < list[j].e.Seq })
-		ids = append(ids, c)
-	}
-	sort.Ints(ids)
-	lists := make([][]op, len(ids))
-	for i, c := range ids {
-		lists[i] = byClient[c]
+	lists, err := clientSequences(events)
+	if err != nil {
+		return err.Error(), false
 	}
 	// need[i][k][j]: how many of client j's operations must be placed before
 	// client i's k-th (those that returned before it was called).
@@ -476,13 +474,7 @@ func orderedLinearizable(events []event, budget int) (string, bool) {
 	gaveUp := false
 	var search func(s state) bool
 	search = func(s state) bool {
-		done := true
-		for i := range lists {
-			if position[i] < len(lists[i]) {
-				done = false
-			}
-		}
-		if done {
+		if exhausted(position, lists) {
 			return true
 		}
 		memo := fmt.Sprint(position, stateText(s))
