@@ -64,6 +64,8 @@ struct settings {
     std::uint64_t window = 4096;
     std::uint64_t adaptive = 1;
     std::uint64_t range_window = 16;
+    std::uint64_t find_rounds = 1;
+    std::uint64_t ascending = 1;
     std::uint64_t route_cache = 1u << 16;
     std::string consistency = "sequential";
     std::uint64_t seed = 1;
@@ -85,6 +87,9 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
                    "skiplist_map route_cache_entries (0: every operation enters at the head)", 0, UINT64_MAX, "C")
         .add_choice("consistency", &s.consistency, {"total_order", "sequential", "none"},
                     "skiplist_map consistency mode of the list and its callers (Figure 8 of seed 004: run each)")
+        .add_count("ascending", &s.ascending, "1: run the ascending-key phase; 0: skip it", 0, 1, "A")
+        .add_count("find-rounds", &s.find_rounds,
+                   "times the find phase runs (skiplist_map and hash_map); the median rate is reported", 1, 1000, "F")
         .add_count("seed", &s.seed, "keys and tower heights", 0, UINT64_MAX, "S");
 }
 
@@ -309,13 +314,29 @@ public:
             const auto stats = list.local_statistics();
             const double payload = static_cast<double>(stats.payload_bytes) / static_cast<double>(std::max<std::uint64_t>(1, stats.entries));
 
-            list_find = timed(n, [&] {
+            const auto before_find = list.local_statistics();
+            list_find = median_of_rounds(n, [&] {
                 std::uint64_t hits = 0;
                 list.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
                     hits += value && *value == values[index];
                 });
                 check(hits == n, "skiplist find_many found " + std::to_string(hits) + " of " + std::to_string(n));
             }, [&] { list.flush(); });
+            {
+                // Where the finds went: hops per answer, and how many took a
+                // shortcut (directory entry) or fell back to the head.
+                const auto after_find = list.local_statistics();
+                const double answers = total(static_cast<double>(after_find.answers - before_find.answers));
+                const double hops = total(static_cast<double>(after_find.answer_hops - before_find.answer_hops));
+                const double shortcuts = total(static_cast<double>(after_find.shortcut_entries - before_find.shortcut_entries));
+                const double failures = total(static_cast<double>(after_find.shortcut_failures - before_find.shortcut_failures));
+                const double head = total(static_cast<double>(after_find.head_visits - before_find.head_visits));
+                const double keys_found = total(static_cast<double>(n)) * static_cast<double>(m_s.find_rounds);
+                m_out.figure("skiplist_find_hops_per_op", answers > 0 ? hops / answers : 0, "hops");
+                m_out.figure("skiplist_find_shortcut_share", shortcuts / keys_found, "ratio");
+                m_out.figure("skiplist_find_fallbacks", failures, "ops");
+                m_out.figure("skiplist_find_head_visits_per_op", head / keys_found, "visits");
+            }
 
             // Ranges: start at own keys, R results each.
             std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));
@@ -370,7 +391,7 @@ public:
                 for (std::uint64_t i = 0; i < n; ++i)
                     map.async_insert(keys[i], values[i]);
             }, [&] { map.flush(); });
-            hash_find = timed(n, [&] {
+            hash_find = median_of_rounds(n, [&] {
                 std::uint64_t hits = 0;
                 map.find_many(std::span<const std::uint64_t>(keys), 1, [&](std::size_t index, auto found) {
                     hits += found.size() == 1 && found[0] == values[index];
@@ -441,55 +462,59 @@ public:
         m_out.ratio("insert_vs_hash_map", list_insert / hash_insert, ">= 0.3", list_insert >= 0.3 * hash_insert);
         m_out.ratio("range_entries_vs_hash_map_finds", range_rate / hash_range_keys_rate, ">= 10",
                     range_rate >= 10 * hash_range_keys_rate);
+        if (m_s.consistency == "none")  // issue 13: finds through the directory
+            m_out.ratio("none_find_vs_hash_map", list_find / hash_find, ">= 0.5", list_find >= 0.5 * hash_find);
         m_out.ratio("memory_per_pair_bytes_vs_48", memory_per_pair / 48.0, "<= 1.0", memory_per_pair <= 48.0);
 
-        // ---- ascending keys: rank r inserts r, r + p, ... -------------------------
-        {
-            mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
-            const auto p = static_cast<std::uint64_t>(m_w.size);
-            const auto r = static_cast<std::uint64_t>(m_w.rank);
-            std::vector<std::uint64_t> ascending(n);
-            std::vector<std::uint64_t> ascending_values(n);
-            for (std::uint64_t i = 0; i < n; ++i) {
-                ascending[i] = i * p + r;
-                ascending_values[i] = value_of(ascending[i]);
+        if (m_s.ascending != 0) {
+            // ---- ascending keys: rank r inserts r, r + p, ... -------------------------
+            {
+                mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
+                const auto p = static_cast<std::uint64_t>(m_w.size);
+                const auto r = static_cast<std::uint64_t>(m_w.rank);
+                std::vector<std::uint64_t> ascending(n);
+                std::vector<std::uint64_t> ascending_values(n);
+                for (std::uint64_t i = 0; i < n; ++i) {
+                    ascending[i] = i * p + r;
+                    ascending_values[i] = value_of(ascending[i]);
+                }
+                const double rate = timed(n, [&] {
+                    const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(ascending),
+                                                               std::span<const std::uint64_t>(ascending_values));
+                    check(fresh == n, "ascending insert_many stored " + std::to_string(fresh) + " of " + std::to_string(n));
+                }, [&] { list.flush(); });
+                const auto stats = list.local_statistics();
+                const double entries = static_cast<double>(stats.entries);
+                const double largest = max_over_ranks(entries);
+                const double mean = total(entries) / m_w.size;
+                check(static_cast<std::uint64_t>(total(entries)) == n * p, "ascending: the list does not hold every key");
+                m_out.figure("skiplist_ascending_insert_many_rate", rate, "ops/s");
+                m_out.figure("ascending_largest_rank_entries", largest, "entries",
+                             mpidict::bench::json_object().add("mean", mean).add("nodes_total", total(static_cast<double>(stats.nodes))));
+                m_out.ratio("ascending_load_balance", mean > 0 ? largest / mean : 0, "<= 1.5",
+                            mean > 0 && largest <= 1.5 * mean);
+                list.destroy();
             }
-            const double rate = timed(n, [&] {
-                const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(ascending),
-                                                           std::span<const std::uint64_t>(ascending_values));
-                check(fresh == n, "ascending insert_many stored " + std::to_string(fresh) + " of " + std::to_string(n));
-            }, [&] { list.flush(); });
-            const auto stats = list.local_statistics();
-            const double entries = static_cast<double>(stats.entries);
-            const double largest = max_over_ranks(entries);
-            const double mean = total(entries) / m_w.size;
-            check(static_cast<std::uint64_t>(total(entries)) == n * p, "ascending: the list does not hold every key");
-            m_out.figure("skiplist_ascending_insert_many_rate", rate, "ops/s");
-            m_out.figure("ascending_largest_rank_entries", largest, "entries",
-                         mpidict::bench::json_object().add("mean", mean).add("nodes_total", total(static_cast<double>(stats.nodes))));
-            m_out.ratio("ascending_load_balance", mean > 0 ? largest / mean : 0, "<= 1.5",
-                        mean > 0 && largest <= 1.5 * mean);
-            list.destroy();
-        }
-        {
-            // The baseline on ascending keys: splitters from a sample of the keys to come.
-            const auto p = static_cast<std::uint64_t>(m_w.size);
-            const auto r = static_cast<std::uint64_t>(m_w.rank);
-            std::vector<std::uint64_t> sample;
-            for (std::uint64_t i = 0; i < n; i += std::max<std::uint64_t>(1, n / 256))
-                sample.push_back(i * p + r);
-            btree_partitioned tree(m_w.comm, std::span<const std::uint64_t>(sample), m_s.window);
-            const double rate = timed(n, [&] {
-                for (std::uint64_t i = 0; i < n; ++i)
-                    tree.async_insert(i * p + r, value_of(i * p + r));
-            }, [&] { tree.flush(); });
-            const double held = static_cast<double>(tree.local_size());
-            const double largest = max_over_ranks(held);
-            const double mean = total(held) / m_w.size;
-            check(static_cast<std::uint64_t>(total(held)) == n * p, "ascending btree does not hold every key");
-            m_out.figure("btree_ascending_insert_rate", rate, "ops/s");
-            m_out.figure("btree_ascending_load_balance", mean > 0 ? largest / mean : 0, "max/mean");
-            tree.destroy();
+            {
+                // The baseline on ascending keys: splitters from a sample of the keys to come.
+                const auto p = static_cast<std::uint64_t>(m_w.size);
+                const auto r = static_cast<std::uint64_t>(m_w.rank);
+                std::vector<std::uint64_t> sample;
+                for (std::uint64_t i = 0; i < n; i += std::max<std::uint64_t>(1, n / 256))
+                    sample.push_back(i * p + r);
+                btree_partitioned tree(m_w.comm, std::span<const std::uint64_t>(sample), m_s.window);
+                const double rate = timed(n, [&] {
+                    for (std::uint64_t i = 0; i < n; ++i)
+                        tree.async_insert(i * p + r, value_of(i * p + r));
+                }, [&] { tree.flush(); });
+                const double held = static_cast<double>(tree.local_size());
+                const double largest = max_over_ranks(held);
+                const double mean = total(held) / m_w.size;
+                check(static_cast<std::uint64_t>(total(held)) == n * p, "ascending btree does not hold every key");
+                m_out.figure("btree_ascending_insert_rate", rate, "ops/s");
+                m_out.figure("btree_ascending_load_balance", mean > 0 ? largest / mean : 0, "max/mean");
+                tree.destroy();
+            }
         }
 
         std::uint64_t failures = 0;
@@ -553,6 +578,15 @@ private:
     double timed(std::uint64_t per_rank, Body&& body, Finish&& finish) {
         const double seconds = timed_seconds(body, finish);
         return total(static_cast<double>(per_rank)) / max_over_ranks(seconds);
+    }
+    // --find-rounds runs of timed(), the median rate.
+    template <class Body, class Finish>
+    double median_of_rounds(std::uint64_t per_rank, Body&& body, Finish&& finish) {
+        std::vector<double> rates;
+        for (std::uint64_t round = 0; round < m_s.find_rounds; ++round)
+            rates.push_back(timed(per_rank, body, finish));
+        std::sort(rates.begin(), rates.end());
+        return rates[rates.size() / 2];
     }
 
     const settings& m_s;

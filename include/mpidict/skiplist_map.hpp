@@ -287,6 +287,10 @@ public:
     // answer while inside any library call.
     template <class Function>
     void find_many(std::span<const K> keys, Function&& on_result) {
+        if (keys.size() >= sorted_find_minimum && m_core->direct_finds()) {
+            find_many_sorted(keys, on_result);
+            return;
+        }
         const std::size_t window = batch_window();
         std::vector<std::optional<V>> found(std::min(window, keys.size()));
         batched(skiplist_map_op::find, detail::skiplist_core::op::find, keys, nullptr, false,
@@ -426,6 +430,15 @@ public:
     std::string check_local_invariants() const {
         runtime::engine_lock lock(m_core->engine());
         return m_core->check_local_invariants();
+    }
+    // Test support: makes this caller's directory send keys from `key` on to
+    // `node` (e.g. one that does not exist, as a route left over from an
+    // unlinked node would); such a shortcut must fall back to the head.
+    void remember_route_for_testing(const K& key, skiplist_node_id node) {
+        runtime::engine_lock lock(m_core->engine());
+        std::string encoded;
+        ordered_codec<K>::encode(key, encoded);
+        m_core->remember_route(encoded, node);
     }
 
 private:
@@ -572,6 +585,47 @@ private:
 
     std::size_t batch_window() const { return std::max<std::size_t>(1, m_core->config().caller_window); }
 
+    // find_many in the modes whose finds go straight to their nodes (the
+    // shortcut modes; finds of one batch may be answered in any order): the
+    // keys go out in (nearly) key order, chunk by chunk, so that consecutive
+    // keys meet the same directory bucket and the same node while it is in cache (random
+    // order costs several cache misses per key on both sides).  A chunk holds
+    // its keys in key order and their results: at most sorted_find_chunk keys,
+    // about (sizeof(K) + sizeof(std::optional<V>) + 16) bytes each.
+    static constexpr std::size_t sorted_find_minimum = 4096, sorted_find_chunk = std::size_t{1} << 20;
+    template <class Function>
+    void find_many_sorted(std::span<const K> keys, Function& on_result) {
+        std::vector<std::pair<std::uint64_t, std::uint32_t>> order, scratch;
+        std::vector<K> sorted;
+        std::vector<std::optional<V>> found;
+        std::string a;
+        for (std::size_t start = 0; start < keys.size(); start += sorted_find_chunk) {
+            const std::size_t count = std::min(sorted_find_chunk, keys.size() - start);
+            order.clear();
+            for (std::size_t index = 0; index < count; ++index) {
+                a.clear();
+                ordered_codec<K>::encode(keys[start + index], a);
+                order.emplace_back(detail::sorted_run::prefix_of(a), static_cast<std::uint32_t>(index));
+            }
+            // Grouped by their top three differing bytes (thousands of groups
+            // per node at most; the order inside a group does not matter).
+            detail::radix_sort_by_prefix(order, scratch, 3);
+            sorted.clear();
+            for (const auto& [prefix, index] : order)
+                sorted.push_back(keys[start + index]);
+            found.assign(count, std::nullopt);
+            batched(skiplist_map_op::find, detail::skiplist_core::op::find, std::span<const K>(sorted), nullptr,
+                    false,
+                    [&](std::size_t position, std::uint8_t status, std::string_view value) {
+                        if (status == detail::skiplist_core::status_hit)
+                            found[order[position].second] = detail::from_payload<V>(value);
+                    },
+                    [](std::size_t) {});
+            for (std::size_t index = 0; index < count; ++index)
+                on_result(start + index, std::as_const(found[index]));
+        }
+    }
+
 public:
     // The window the next find_many/insert_many starts with: config.caller_window,
     // or where the latency-driven adaptation left it (adaptive_window).
@@ -620,7 +674,7 @@ private:
                 return;
             }
             store(index, status, value);
-        });
+        }, count, operation == detail::skiplist_core::op::find);
         struct end_guard {
             detail::skiplist_core& core;
             ~end_guard() { core.end_batch(); }

@@ -8,6 +8,7 @@
 #include "mpidict/key_pattern.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -192,6 +193,8 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     m_h_clear = m_engine->register_handler("skiplist.clear", &on_clear, this);
     m_h_point_reply = m_engine->register_handler("skiplist.point_reply", &on_point_reply, this);
     m_h_unlinked = m_engine->register_handler("skiplist.unlinked", &on_unlinked, this);
+    m_h_find_direct = m_engine->register_handler("skiplist.find_direct", &on_find_direct, this);
+    m_h_found_direct = m_engine->register_handler("skiplist.found_direct", &on_found_direct, this);
     m_engine->verify_handlers();
     // Every rank must agree on the tunables that shape the list.
     m_engine->check_same(static_cast<std::int64_t>(settings.granularity), "skiplist_map granularity", false);
@@ -461,9 +464,13 @@ void skiplist_core::learn_route(std::string_view separator, skiplist_node_id id)
         return;  // disabled, or the head (the default entry point)
     auto known = m_routes.lower_bound(separator);
     if (known != m_routes.end() && known->first == separator) {
-        known->second = id;
+        if (!(known->second == id)) {
+            known->second = id;
+            ++m_routes_version;
+        }
         return;
     }
+    ++m_routes_version;
     if (m_routes.size() >= m_config.route_cache_entries) {
         // Full: forget the neighbour above (or below) the new entry, so the cache
         // stays bounded and keeps the entries spread over the key space.
@@ -496,7 +503,7 @@ void skiplist_core::reply_point(const node& here, skiplist_node_id id, int calle
         .finish();
 }
 
-void skiplist_core::begin_batch(batch_answer on_answer) {
+void skiplist_core::begin_batch(batch_answer on_answer, std::size_t keys, bool finds) {
     if (m_batch_answer)
         throw error("mpidict: skiplist_map find_many/insert_many called while another one is running");
     // Earlier operations of this caller first (per-key order, see send_point;
@@ -504,18 +511,124 @@ void skiplist_core::begin_batch(batch_answer on_answer) {
     m_engine->wait_until([this] { return m_tickets.empty() && m_hold_back.empty(); });
     m_batch_answer = std::move(on_answer);
     ++m_batch_id;
+    // Finds alone cannot reorder one another (begin_batch waited for what came
+    // before), so in the shortcut modes each goes straight to its node.  The
+    // broken test modes keep the ordinary records they were built to break.
+    m_batch_direct = finds && direct_finds();
+    // A flat copy of the directory pays for itself when the batch is not much
+    // smaller than the directory (copying costs about as much as a few lookups
+    // in the std::map per entry).
+    if (m_batch_direct && m_flat_version != m_routes_version && keys >= m_routes.size() / 4 && !m_routes.empty())
+        rebuild_flat_routes();
+    m_batch_flat = m_batch_direct && m_flat_version == m_routes_version;
 }
 
-void skiplist_core::end_batch() { m_batch_answer = nullptr; }
+bool skiplist_core::direct_finds() const {
+    return m_mode != skiplist_consistency::total_order && caller_uses_shortcuts() &&
+           !m_config.break_consistency_for_testing;
+}
+
+void skiplist_core::end_batch() {
+    m_batch_answer = nullptr;
+    m_batch_direct = m_batch_flat = false;
+}
+
+void skiplist_core::rebuild_flat_routes() {
+    m_flat.clear();
+    m_flat_ids.clear();
+    m_flat_bytes.clear();
+    m_flat.reserve(m_routes.size());
+    m_flat_ids.reserve(m_routes.size());
+    for (const auto& [separator, id] : m_routes) {
+        m_flat.push_back(flat_route{sorted_run::prefix_of(separator), static_cast<std::uint32_t>(m_flat_bytes.size()),
+                                    static_cast<std::uint32_t>(separator.size())});
+        m_flat_ids.push_back(id);
+        m_flat_bytes += separator;
+        if (m_flat_bytes.size() > std::numeric_limits<std::uint32_t>::max() / 2) {
+            // Separators of up to 1 MiB each: a directory this large stays in the std::map.
+            m_flat.clear();
+            m_flat_ids.clear();
+            m_flat_bytes.clear();
+            m_flat_version = ~std::uint64_t{0};
+            return;
+        }
+    }
+    // Buckets over the prefix bits below those every separator shares: about
+    // one separator per bucket, at most 2^16 buckets.
+    m_flat_buckets.clear();
+    m_flat_shift = 0;
+    m_flat_bucket_bits = 0;
+    if (m_flat.size() >= 2 && m_flat.front().prefix != m_flat.back().prefix) {
+        const int spread = static_cast<int>(std::bit_width(m_flat.front().prefix ^ m_flat.back().prefix));
+        const int wanted = std::min(16, static_cast<int>(std::bit_width(m_flat.size())));
+        m_flat_bucket_bits = std::min(spread, wanted);
+        m_flat_shift = spread - m_flat_bucket_bits;
+        const std::size_t buckets = std::size_t{1} << m_flat_bucket_bits;
+        m_flat_buckets.assign(buckets + 1, 0);
+        std::size_t index = 0;
+        for (std::size_t bucket = 0; bucket <= buckets; ++bucket) {
+            while (index < m_flat.size() && flat_bucket(m_flat[index].prefix) < bucket)
+                ++index;
+            m_flat_buckets[bucket] = static_cast<std::uint32_t>(index);
+        }
+    }
+    m_flat_version = m_routes_version;
+}
+
+skiplist_node_id skiplist_core::flat_entry_point(std::string_view key) const {
+    // As entry_point: the last separator <= key.
+    const std::uint64_t prefix = sorted_run::prefix_of(key);
+    // Below the first separator's prefix: the head; above the last one's: the
+    // last entry or its equals; else the key's bucket bounds the search (every
+    // separator before it is smaller, every one after it larger).
+    auto from = m_flat.begin(), to = m_flat.end();
+    if (!m_flat_buckets.empty()) {
+        if (prefix < m_flat.front().prefix)
+            return m_head;
+        if (prefix <= m_flat.back().prefix) {
+            const std::size_t bucket = flat_bucket(prefix);
+            from = m_flat.begin() + m_flat_buckets[bucket];
+            to = m_flat.begin() + m_flat_buckets[bucket + 1];
+        } else {
+            from = m_flat.end() - 1;
+        }
+    }
+    auto after = std::upper_bound(from, to, key, [&](std::string_view k, const flat_route& r) {
+        if (prefix != r.prefix)
+            return prefix < r.prefix;
+        return k < std::string_view(m_flat_bytes.data() + r.offset, r.bytes);
+    });
+    if (after == m_flat.begin())
+        return m_head;
+    return m_flat_ids[static_cast<std::size_t>(after - m_flat.begin()) - 1];
+}
 
 void skiplist_core::send_batch_point(op kind, std::uint32_t index, std::string_view key, std::string_view value) {
+    const std::uint32_t slot = batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1));
+    if (m_batch_direct && kind == op::find) {
+        const skiplist_node_id to = m_batch_flat ? flat_entry_point(key) : entry_point(key);
+        if (!(to == m_head)) {
+            // The direct-find record: the node, the level byte a point record
+            // would start with, the batch, the index and the key.
+            ++m_stats.shortcut_entries;
+            const std::size_t bytes = 4 + 4 + 1 + 4 + 4 + key.size();
+            detail::byte_writer(m_engine->reserve(to.rank, m_h_find_direct, bytes), bytes)
+                .put(to.slot)
+                .put(to.generation)
+                .put(entry_level_byte(to))
+                .put(slot)
+                .put(index)
+                .put_bytes(key)
+                .finish();
+            return;
+        }
+    }
     // A point record like dispatch_point's: the slot says "batch" (and which),
     // the ticket is the key's index in the batch.
     const skiplist_node_id to = caller_uses_shortcuts() ? entry_point(key) : m_head;
     const std::uint8_t level_byte = entry_level_byte(to);
     if (level_byte & route_shortcut)
         ++m_stats.shortcut_entries;
-    const std::uint32_t slot = batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1));
     const std::size_t bytes = header_bytes + 1 + 4 + 4 + 4 + sizeof(expiry_time) + 4 + key.size() + 4 + value.size();
     detail::byte_writer(m_engine->reserve(to.rank, m_h_point, bytes), bytes)
         .put(to.slot)
@@ -532,6 +645,107 @@ void skiplist_core::send_batch_point(op kind, std::uint32_t index, std::string_v
         .put(static_cast<std::uint32_t>(value.size()))
         .put_bytes(value)
         .finish();
+}
+
+void skiplist_core::on_find_direct(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                                   std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    // A group of direct finds is a series of independent random memory
+    // accesses (node, run, key bytes): start loading the node of the record
+    // `ahead` places on, and its run half as far, while handling this one.
+    constexpr std::uint32_t ahead = 16;
+    auto slot_of = [&](std::uint32_t index) {
+        std::uint32_t slot;
+        std::memcpy(&slot, records + std::size_t(index) * bytes, sizeof slot);
+        return slot;
+    };
+    const bool prefetch = bytes >= 4 && count > 1;
+    for (std::uint32_t index = 0; index < count; ++index) {
+        if (prefetch) {
+            if (index + ahead < count) {
+                const std::uint32_t slot = slot_of(index + ahead);
+                if (slot < core->m_nodes.size()) {
+                    const char* at = reinterpret_cast<const char*>(&core->m_nodes[slot]);
+                    __builtin_prefetch(at);
+                    __builtin_prefetch(at + 64);
+                    __builtin_prefetch(at + 128);
+                }
+            }
+            if (index + ahead / 2 < count) {
+                const std::uint32_t slot = slot_of(index + ahead / 2);
+                if (slot < core->m_nodes.size())
+                    core->m_nodes[slot].run.prefetch();
+            }
+        }
+        core->handle_find_direct(source, std::string_view(reinterpret_cast<const char*>(records) +
+                                                              std::size_t(index) * bytes,
+                                                          bytes));
+    }
+}
+
+void skiplist_core::handle_find_direct(int source, std::string_view record) {
+    record_reader in(record);
+    const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+    const auto level_byte = in.get<std::uint8_t>();
+    const auto slot = in.get<std::uint32_t>();
+    const auto index = in.get<std::uint32_t>();
+    const std::string_view key = in.rest();
+    if ((slot & batch_slot_bit) == 0 || (level_byte & route_shortcut) == 0 || key.size() > m_config.max_key_bytes)
+        throw decode_error("mpidict: skiplist_map direct find record with a bad slot, level byte or key size");
+    if (live(id)) {
+        node& here = m_nodes[id.slot];
+        // Not while holding or splitting (then the ordinary way queues it).
+        if (here.holds == 0 && !here.allocating && !here.holding_records() &&
+            key >= std::string_view(here.separator)) {
+            if (here.earliest_expiry != 0)
+                purge_expired(here, skiplist_clock_now());
+            const std::size_t position = here.run.lower_bound(key);
+            const bool present = here.run.holds_at(position, key);
+            // A key the run holds is this node's; an absent one is if it lies
+            // below the successor's separator (what forward_level would find
+            // on every level).
+            const link* next = here.tower.empty() ? nullptr : &here.tower[0];
+            if (present || (next && next->set && (next->to.null() || key < std::string_view(next->separator)))) {
+                ++m_stats.handled;
+                const std::string_view value = present ? here.run.value(position) : std::string_view();
+                const std::size_t bytes = 4 + 4 + 1 + value.size();
+                detail::byte_writer(m_engine->reserve(source, m_h_found_direct, bytes), bytes)
+                    .put(slot)
+                    .put(index)
+                    .put(present ? status_hit : status_miss)
+                    .put_bytes(value)
+                    .finish();
+                return;
+            }
+        }
+    }
+    // Otherwise the ordinary way from here: the point record send_batch_point
+    // would have sent to this node (a gone node or one above the key sends it
+    // to the head, counted as a failed shortcut).
+    record_writer point;
+    point.put(id.slot).put(id.generation).put(level_byte).put(std::uint8_t{0});
+    point.put(static_cast<std::uint8_t>(op::find)).put(static_cast<std::int32_t>(source)).put(slot).put(index);
+    point.put(expiry_time{0}).put_bytes(key).put_bytes({});
+    handle_point(source, point.bytes());
+}
+
+void skiplist_core::on_found_direct(void* self, int source, const std::byte* records, std::uint32_t bytes,
+                                    std::uint32_t count) {
+    auto* core = static_cast<skiplist_core*>(self);
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_found_direct(source, record); });
+}
+
+void skiplist_core::handle_found_direct(int, std::string_view record) {
+    record_reader in(record);
+    const auto slot = in.get<std::uint32_t>();
+    const auto index = in.get<std::uint32_t>();
+    const auto status = in.get<std::uint8_t>();
+    const std::string_view value = in.rest();
+    if ((slot & batch_slot_bit) == 0 || (status != status_hit && status != status_miss))
+        throw decode_error("mpidict: skiplist_map direct find answer with a bad slot or status");
+    ++m_stats.answers;  // no hop: the node the directory named answered
+    if (m_batch_answer && (slot & ~batch_slot_bit) == (m_batch_id & (batch_slot_bit / 2 - 1)))
+        m_batch_answer(index, status, value);
 }
 
 void skiplist_core::on_point_reply(void* self, int source, const std::byte* records, std::uint32_t bytes,
@@ -580,7 +794,10 @@ void skiplist_core::handle_point_reply(int source, std::string_view record) {
         // Forget the entry that failed (the answer teaches the right one below).
         auto used = m_routes.upper_bound(key);
         if (used != m_routes.begin() && !(std::prev(used)->second == answered_by))
+        {
             m_routes.erase(std::prev(used));
+            ++m_routes_version;
+        }
     }
     learn_route(separator, answered_by);
     completion done;
@@ -810,9 +1027,12 @@ void skiplist_core::handle_point(int source, std::string_view record) {
     }
     // Mode none climbs: the whole tower, whatever level the request came on.
     const int next = forward_level(here, key, free ? static_cast<int>(here.tower.size()) - 1 : level, false);
-    if (free && kind != op::marker) {
+    if (free && kind != op::marker && (hops & route_fell_back) == 0) {
         // ... and jumps through this rank's directory when it knows a node
-        // further on (at or below the key) than the tower's next hop.
+        // further on (at or below the key) than the tower's next hop.  Not
+        // after a shortcut failed on the way: a stale entry here would send
+        // it back to the failure, and from the head here again, forever (the
+        // direct-finds test found that loop).
         const std::string_view floor =
             next >= 0 ? std::string_view(here.tower[static_cast<std::size_t>(next)].separator)
                       : std::string_view(here.separator);
@@ -1837,6 +2057,7 @@ void skiplist_core::unlink_emptied() {
     }
     for (auto route = m_routes.begin(); route != m_routes.end();)
         route = m_unlinked.count(route->second) != 0 ? m_routes.erase(route) : std::next(route);
+    ++m_routes_version;
     for (const std::uint32_t slot : emptied) {
         node& here = m_nodes[slot];
         const std::uint32_t generation = here.generation;

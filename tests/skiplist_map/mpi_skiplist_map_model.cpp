@@ -481,6 +481,81 @@ void run_batches(int rank, int size) {
 
 }  // namespace
 
+// find_many in the modes whose finds go straight to the node the directory
+// names (sequential, none), while other ranks still insert (nodes split and
+// hold under it), and with stale directory entries planted: a node slot no
+// rank has used and a live slot with the wrong generation.  Every answer must
+// be right and the failed shortcuts counted.
+void run_direct_finds(int rank, int size) {
+    for (const auto mode : {mpidict::skiplist_consistency::sequential, mpidict::skiplist_consistency::none}) {
+        mpidict::skiplist_map_config config;
+        config.granularity = 4;
+        config.max_key_bytes = 8;
+        config.max_value_bytes = 8;
+        config.consistency = mode;
+        map_type map(MPI_COMM_WORLD, config);
+        // Own keys: even numbers k = 2 * (i * size + rank); odd keys are never stored.
+        std::vector<key_type> own;
+        std::vector<std::uint64_t> own_values;
+        for (int i = 0; i < 1500; ++i) {
+            own.push_back(static_cast<key_type>(2 * (i * size + rank)));
+            own_values.push_back(value_for(own.back(), 1));
+        }
+        std::vector<key_type> wanted;
+        for (int copy = 0; copy < 3; ++copy)
+            wanted.insert(wanted.end(), own.begin(), own.end());
+        for (int i = 0; i < 600; ++i)
+            wanted.push_back(static_cast<key_type>(2 * (i * size + rank) + 1));
+        std::mt19937_64 random(static_cast<std::uint64_t>(rank) * 7 + 1);
+        std::shuffle(wanted.begin(), wanted.end(), random);
+        auto check_all = [&](const char* when) {
+            std::size_t seen = 0;
+            map.find_many(std::span<const key_type>(wanted), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+                MPIDICT_CHECK_MSG(index == seen, std::string(when) + ": find_many delivered index " +
+                                                     std::to_string(index) + " out of order");
+                ++seen;
+                const key_type key = wanted[index];
+                if (key % 2 != 0)
+                    MPIDICT_CHECK_MSG(!value.has_value(), std::string(when) + ": found absent key " + std::to_string(key));
+                else
+                    MPIDICT_CHECK_MSG(value && *value == value_for(key, 1),
+                                      std::string(when) + ": key " + std::to_string(key) + " not found or wrong");
+            });
+            MPIDICT_CHECK(seen == wanted.size());
+        };
+        // Half the keys, then finds while the other ranks may still insert.
+        const std::size_t half = own.size() / 2;
+        map.insert_many(std::span<const key_type>(own.data(), half), std::span<const std::uint64_t>(own_values.data(), half));
+        map.insert_many(std::span<const key_type>(own.data() + half, own.size() - half),
+                        std::span<const std::uint64_t>(own_values.data() + half, own.size() - half));
+        check_all("during inserts");
+        map.flush();
+        const auto before = map.local_statistics();
+        // Stale entries: keys from the 500th own key on go to a slot nobody used
+        // on the next rank, from the 1000th on to slot 0 of rank 0 with a
+        // generation it never had.
+        map.remember_route_for_testing(own[500], mpidict::skiplist_node_id{(rank + 1) % size, 0x7ffffff0u, 1});
+        map.remember_route_for_testing(own[1000], mpidict::skiplist_node_id{0, 0, 0x7ffffff0u});
+        check_all("stale routes");
+        // Single operations through the stale entries too (the planted entry
+        // is forgotten after its first failure; plant it again).
+        map.remember_route_for_testing(own[500], mpidict::skiplist_node_id{(rank + 1) % size, 0x7ffffff0u, 1});
+        MPIDICT_CHECK(map.find(own[700]).get() == value_for(own[700], 1));
+        map.remember_route_for_testing(own[1000], mpidict::skiplist_node_id{0, 0, 0x7ffffff0u});
+        MPIDICT_CHECK(map.erase(own[1200]).get());
+        MPIDICT_CHECK(!map.find(own[1200]).get().has_value());
+        map.insert(own[1200], value_for(own[1200], 1)).get();
+        map.flush();
+        const auto after = map.local_statistics();
+        MPIDICT_CHECK_MSG(after.shortcut_failures - before.shortcut_failures >= 2,
+                          "stale shortcuts fell back " + std::to_string(after.shortcut_failures - before.shortcut_failures) +
+                              " times");
+        MPIDICT_CHECK(static_cast<std::int64_t>(map.global_size()) == global_sum(static_cast<std::int64_t>(own.size())));
+        MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+        map.flush();
+    }
+}
+
 int main(int argc, char** argv) {
     return mpidict::testing::run_mpi_test(argc, argv, [](int rank, int size) {
         mpidict::testing::watchdog guard(rank, std::chrono::seconds(150), "mpi_skiplist_map_model");
@@ -496,5 +571,6 @@ int main(int argc, char** argv) {
         run_batches(rank, size);
         run_unlink(rank, size);
         run_paging(rank, size);
+        run_direct_finds(rank, size);
     });
 }

@@ -88,8 +88,17 @@ public:
     // callback, and answers of an abandoned batch are dropped.
     using batch_answer = std::function<void(std::uint32_t index, std::uint8_t status, std::string_view value)>;
     static constexpr std::uint32_t batch_slot_bit = 0x80000000u;  // request slots are far below
-    void begin_batch(batch_answer on_answer);
+    // keys, finds: the batch's size and whether it only finds (find_many): such
+    // a batch, in the modes that use shortcuts, sends each key straight to the
+    // node the directory names as a short direct-find record, which that node
+    // answers at once when the key is in its range (else the record continues
+    // the ordinary way from there); a large one first copies the directory
+    // into a flat sorted array (flat_entry_point).
+    void begin_batch(batch_answer on_answer, std::size_t keys = 0, bool finds = false);
     void send_batch_point(op kind, std::uint32_t index, std::string_view key, std::string_view value);
+    // Whether a find batch started now would send direct-find records (the
+    // modes with shortcuts; then the keys' order within it is free).
+    bool direct_finds() const;
     void end_batch();
 
     void check_key(std::size_t bytes) const;
@@ -189,6 +198,10 @@ private:
     static void on_clear(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_point_reply(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
     static void on_unlinked(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_find_direct(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    static void on_found_direct(void*, int, const std::byte*, std::uint32_t, std::uint32_t);
+    void handle_find_direct(int source, std::string_view record);
+    void handle_found_direct(int source, std::string_view record);
 
     void handle_point(int source, std::string_view record);
     void handle_range(int source, std::string_view record);
@@ -345,6 +358,34 @@ private:
     // Caller side: separator -> node, learned from answers (at most
     // config().route_cache_entries); entry_point reads it.
     std::map<std::string, skiplist_node_id, std::less<>> m_routes;
+    // Counts every change of m_routes; a flat copy made at version v is current
+    // while m_routes_version == v.
+    std::uint64_t m_routes_version = 0;
+    // The flat copy for large find batches: separators in order (the first 8
+    // bytes big-endian as a number, whose order agrees with the byte order, and
+    // the bytes in m_flat_bytes) and their nodes.  Possibly stale during a
+    // batch: every entry is checked by the node it names.
+    struct flat_route {
+        std::uint64_t prefix;
+        std::uint32_t offset;
+        std::uint32_t bytes;
+    };
+    std::vector<flat_route> m_flat;
+    // m_flat_buckets[b]: the first entry whose prefix lies in bucket b or later
+    // (flat_bucket: the m_flat_bucket_bits prefix bits below those all entries
+    // share), so a lookup searches one bucket.
+    std::vector<std::uint32_t> m_flat_buckets;
+    int m_flat_shift = 0, m_flat_bucket_bits = 0;
+    std::size_t flat_bucket(std::uint64_t prefix) const {
+        return static_cast<std::size_t>((prefix >> m_flat_shift) & ((std::uint64_t{1} << m_flat_bucket_bits) - 1));
+    }
+    std::vector<skiplist_node_id> m_flat_ids;
+    std::string m_flat_bytes;
+    std::uint64_t m_flat_version = ~std::uint64_t{0};
+    bool m_batch_direct = false;  // this batch sends direct-find records
+    bool m_batch_flat = false;    // ... and looks them up in the flat copy
+    void rebuild_flat_routes();
+    skiplist_node_id flat_entry_point(std::string_view key) const;
     struct ticket_state {
         std::string key;
         std::uint64_t sequence;  // issue number (hold-back queue)
@@ -366,7 +407,7 @@ private:
     runtime::handler_id m_h_range_split = 0, m_h_range_piece = 0;
     runtime::handler_id m_h_point = 0, m_h_range = 0, m_h_range_part = 0, m_h_alloc = 0, m_h_alloc_reply = 0,
                         m_h_link_up = 0, m_h_set_links = 0, m_h_expect = 0, m_h_marker = 0, m_h_clear = 0,
-                        m_h_point_reply = 0, m_h_unlinked = 0;
+                        m_h_point_reply = 0, m_h_unlinked = 0, m_h_find_direct = 0, m_h_found_direct = 0;
     // unlink_emptied: the emptied nodes every rank announced, with their towers.
     struct node_id_hash {
         std::size_t operator()(const skiplist_node_id& id) const {

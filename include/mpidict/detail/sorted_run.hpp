@@ -6,8 +6,11 @@
 // Layout: m_bytes holds the entries back to back in key order, each as
 // [u32 key bytes][u32 value bytes][key][value]; m_offsets[i] is where entry i
 // starts; m_expires is empty while no entry has an expiry, else parallel to
-// m_offsets.  An 8-byte key with an 8-byte value costs 28 bytes (8 of lengths,
-// 4 of offset) instead of about 72 with two std::strings and an expiry.
+// m_offsets.  m_prefixes[i] is entry i's first 8 key bytes as a big-endian
+// number (missing bytes 0): prefix order agrees with key order, so a lookup
+// compares numbers and reads key bytes only where prefixes tie and at the end.
+// An 8-byte key with an 8-byte value costs 36 bytes (8 of lengths, 4 of
+// offset, 8 of prefix) instead of about 72 with two std::strings and an expiry.
 // Inserting or erasing in the middle moves the bytes after it (a node holds at
 // most G entries, so at most a few KiB move).  Views returned by key() and
 // value() are valid until the run is next changed.
@@ -19,6 +22,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mpidict/error.hpp"
@@ -42,17 +46,45 @@ public:
     }
     double expires(std::size_t index) const { return m_expires.empty() ? 0 : m_expires[index]; }
 
+    // The first 8 bytes of a key as a big-endian number (missing bytes 0): if
+    // prefix(a) < prefix(b) then a < b; equal prefixes decide nothing.
+    static std::uint64_t prefix_of(std::string_view key) {
+        unsigned char bytes[8] = {};
+        std::memcpy(bytes, key.data(), std::min<std::size_t>(8, key.size()));
+        std::uint64_t value = 0;
+        for (unsigned char byte : bytes)
+            value = value << 8 | byte;
+        return value;
+    }
+
     // The first index at or after `from` whose key is not below `key`.
     std::size_t lower_bound(std::string_view wanted, std::size_t from = 0) const {
-        std::size_t low = std::min(from, size()), high = size();
-        while (low < high) {
-            const std::size_t middle = low + (high - low) / 2;
-            if (key(middle) < wanted)
-                low = middle + 1;
-            else
-                high = middle;
+        const std::uint64_t prefix = prefix_of(wanted);
+        // Entries with a smaller prefix are below, a larger one above: only the
+        // (usually empty or single) run of equal prefixes needs the key bytes.
+        std::size_t low = std::min(from, size());
+        // Branch-free halving (the comparisons of a lookup are unpredictable).
+        for (std::size_t length = size() - low; length > 1;) {
+            const std::size_t half = length / 2;
+            low = m_prefixes[low + half - 1] < prefix ? low + half : low;
+            length -= half;
         }
+        if (low < size() && m_prefixes[low] < prefix)
+            ++low;
+        while (low < size() && m_prefixes[low] == prefix && key(low) < wanted)
+            ++low;
         return low;
+    }
+    // Asks the processor to start loading what a lookup reads first (batched
+    // lookups issue this for a later key before handling the current one).
+    void prefetch() const {
+        const char* first = reinterpret_cast<const char*>(m_prefixes.data());
+        const std::size_t bytes = m_prefixes.size() * sizeof(std::uint64_t);
+        for (std::size_t at = 0; at < bytes && at < 1024; at += 64)
+            __builtin_prefetch(first + at);
+        const char* offsets = reinterpret_cast<const char*>(m_offsets.data());
+        for (std::size_t at = 0; at < m_offsets.size() * sizeof(std::uint32_t) && at < 512; at += 64)
+            __builtin_prefetch(offsets + at);
     }
     bool holds_at(std::size_t index, std::string_view wanted) const {
         return index < size() && key(index) == wanted;
@@ -76,6 +108,7 @@ public:
         if (!value_bytes.empty())
             std::memcpy(out + entry_header_bytes + key_bytes.size(), value_bytes.data(), value_bytes.size());
         m_offsets.insert(m_offsets.begin() + static_cast<std::ptrdiff_t>(index), static_cast<std::uint32_t>(at));
+        m_prefixes.insert(m_prefixes.begin() + static_cast<std::ptrdiff_t>(index), prefix_of(key_bytes));
         for (std::size_t later = index + 1; later < m_offsets.size(); ++later)
             m_offsets[later] += static_cast<std::uint32_t>(bytes);
         if (expiry != 0 && m_expires.empty())
@@ -113,6 +146,8 @@ public:
         m_bytes.erase(begin, bytes);
         m_offsets.erase(m_offsets.begin() + static_cast<std::ptrdiff_t>(first),
                         m_offsets.begin() + static_cast<std::ptrdiff_t>(last));
+        m_prefixes.erase(m_prefixes.begin() + static_cast<std::ptrdiff_t>(first),
+                         m_prefixes.begin() + static_cast<std::ptrdiff_t>(last));
         for (std::size_t later = first; later < m_offsets.size(); ++later)
             m_offsets[later] -= static_cast<std::uint32_t>(bytes);
         if (!m_expires.empty())
@@ -123,6 +158,7 @@ public:
         } else if (m_bytes.capacity() > 2 * m_bytes.size() + 256) {
             m_bytes.shrink_to_fit();  // a node that lost most of its entries gives the memory back
             m_offsets.shrink_to_fit();
+            m_prefixes.shrink_to_fit();
         }
     }
     // Keeps the entries for which keep(index) is true, in order.
@@ -139,20 +175,24 @@ public:
     void shrink_to_fit() {
         m_bytes.shrink_to_fit();
         m_offsets.shrink_to_fit();
+        m_prefixes.shrink_to_fit();
         m_expires.shrink_to_fit();
     }
     void clear() {
         std::string().swap(m_bytes);
         std::vector<std::uint32_t>().swap(m_offsets);
+        std::vector<std::uint64_t>().swap(m_prefixes);
         std::vector<double>().swap(m_expires);
     }
     void reserve(std::size_t entries, std::size_t bytes) {
         m_offsets.reserve(entries);
+        m_prefixes.reserve(entries);
         m_bytes.reserve(bytes);
     }
     // Heap bytes this run holds (capacities).
     std::size_t memory_bytes() const {
-        return m_bytes.capacity() + m_offsets.capacity() * sizeof(std::uint32_t) + m_expires.capacity() * sizeof(double);
+        return m_bytes.capacity() + m_offsets.capacity() * sizeof(std::uint32_t) +
+               m_prefixes.capacity() * sizeof(std::uint64_t) + m_expires.capacity() * sizeof(double);
     }
 
 private:
@@ -168,7 +208,42 @@ private:
 
     std::string m_bytes;
     std::vector<std::uint32_t> m_offsets;
+    std::vector<std::uint64_t> m_prefixes;
     std::vector<double> m_expires;
 };
+
+// Orders (prefix, index) pairs by the `digits` most significant bytes in
+// which the prefixes differ (all 8: sorted by prefix), stably, least
+// significant of those first; the bytes every prefix shares (e.g. the high
+// bytes of small integers) cost nothing.  `scratch` is reused between calls.
+inline void radix_sort_by_prefix(std::vector<std::pair<std::uint64_t, std::uint32_t>>& items,
+                                 std::vector<std::pair<std::uint64_t, std::uint32_t>>& scratch, unsigned digits = 8) {
+    if (items.size() < 2)
+        return;
+    std::uint64_t differ = 0;
+    for (const auto& item : items)
+        differ |= item.first ^ items.front().first;
+    unsigned lowest = 0;  // the lowest byte taken: `digits` differing bytes from the top
+    for (unsigned shift = 64, taken = 0; shift > 0 && taken < digits;) {
+        shift -= 8;
+        if (((differ >> shift) & 0xff) != 0) {
+            ++taken;
+            lowest = shift;
+        }
+    }
+    scratch.resize(items.size());
+    for (unsigned shift = lowest; shift < 64; shift += 8) {
+        if (((differ >> shift) & 0xff) == 0)
+            continue;
+        std::size_t counts[257] = {};
+        for (const auto& item : items)
+            ++counts[((item.first >> shift) & 0xff) + 1];
+        for (std::size_t digit = 1; digit < 257; ++digit)
+            counts[digit] += counts[digit - 1];
+        for (const auto& item : items)
+            scratch[counts[(item.first >> shift) & 0xff]++] = item;
+        items.swap(scratch);
+    }
+}
 
 }  // namespace mpidict::detail
