@@ -14,6 +14,9 @@ in the same process as the baseline.  The seed ran 100% finds at up to 120 FG-MP
 processes; this machine has 2 cores, so 3 and 4 ranks are oversubscribed (marked).
 --quick: 20,000 keys per rank, ranks 1-2, one round (a smoke test of the script).
 Environment: MPIEXEC overrides the launcher (default scripts/mpirun.sh).
+The measurements are also written to build/skiplist_figure8.json; --replot redraws
+the section from that file without running anything.  Needs matplotlib (Debian:
+python3-matplotlib; run it with /usr/bin/python3 if another python3 comes first).
 """
 
 import argparse
@@ -84,6 +87,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--replot", action="store_true", help="use the last run's build/skiplist_figure8.json")
     options = parser.parse_args()
     if options.quick:
         options.ranks, options.keys, options.rounds = "1,2", "20000", 1
@@ -91,13 +95,30 @@ def main():
     keys_list = [int(part) for part in options.keys.split(",")]
     build = os.path.abspath(options.build_dir)
 
+    saved = os.path.join(build, "skiplist_figure8.json")
     rows, commands = {}, []
-    for keys in keys_list:
-        for ranks in ranks_list:
-            for mode in MODES:
-                shown, metrics = run(build, ranks, keys, mode, options.rounds)
-                rows[(keys, ranks, mode)] = metrics
-                commands.append(shown)
+    if options.replot:
+        with open(saved) as handle:
+            data = json.load(handle)
+        keys_list, ranks_list, options.rounds = data["keys"], data["ranks"], data["rounds"]
+        commands = data["commands"]
+        rows = {tuple(json.loads(key)): value for key, value in data["rows"].items()}
+    else:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            if not options.no_write:
+                sys.exit("skiplist_figure8: matplotlib is missing (Debian: apt-get install python3-matplotlib; "
+                         "then run the script with /usr/bin/python3)")
+        for keys in keys_list:
+            for ranks in ranks_list:
+                for mode in MODES:
+                    shown, metrics = run(build, ranks, keys, mode, options.rounds)
+                    rows[(keys, ranks, mode)] = metrics
+                    commands.append(shown)
+        with open(saved, "w") as handle:
+            json.dump({"keys": keys_list, "ranks": ranks_list, "rounds": options.rounds, "commands": commands,
+                       "rows": {json.dumps(list(key)): value for key, value in rows.items()}}, handle)
 
     lines = ["| keys/rank | ranks | mode | finds/s | hops/find | head visits/find | hash_map finds/s | ratio |",
              "|---:|---:|---|---:|---:|---:|---:|---:|"]
