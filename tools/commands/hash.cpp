@@ -31,7 +31,7 @@
 #include "mpidict/support/program.hpp"
 
 #include "common/command.hpp"
-#include "common/progress.hpp"
+#include "mpidict/support/progress.hpp"
 #include "common/report.hpp"
 
 namespace mpidict::tool {

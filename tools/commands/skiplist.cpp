@@ -35,7 +35,7 @@
 #include "mpidict/skiplist_map.hpp"
 
 #include "common/command.hpp"
-#include "common/progress.hpp"
+#include "mpidict/support/progress.hpp"
 #include "common/report.hpp"
 
 namespace mpidict::tool {

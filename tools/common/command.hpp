@@ -22,12 +22,14 @@
 #include <mpi.h>
 
 #include "mpidict/support/options.hpp"
+#include "mpidict/support/progress.hpp"
 
 namespace mpidict::tool {
 
 using support::option_parser;
 using support::parse_count;
 using support::usage_error;
+using support::progress_meter;
 
 // Thrown by command_context::parse_options when every rank should exit now
 // with `code` (help printed: 0; usage error printed: 2); main() returns it.

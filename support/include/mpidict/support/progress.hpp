@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace mpidict::tool {
+namespace mpidict::support {
 
 class progress_meter {
 public:
@@ -49,4 +49,4 @@ private:
     bool m_drawn = false;
 };
 
-}  // namespace mpidict::tool
+}  // namespace mpidict::support

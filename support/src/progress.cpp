@@ -1,4 +1,4 @@
-#include "common/progress.hpp"
+#include "mpidict/support/progress.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,9 +6,9 @@
 
 #include <unistd.h>
 
-#include "common/report.hpp"
+#include "mpidict/support/text.hpp"
 
-namespace mpidict::tool {
+namespace mpidict::support {
 
 progress_meter::progress_meter(bool enabled) : m_enabled(enabled), m_terminal(stderr_is_terminal()) {}
 
@@ -68,4 +68,4 @@ void progress_meter::finish() {
     m_drawn = false;
 }
 
-}  // namespace mpidict::tool
+}  // namespace mpidict::support
