@@ -1,7 +1,7 @@
 # mpidict — user-facing entry points. Two commands set everything up:
 #   make demo   install missing dependencies, build, run a 4-rank demo
 #   make test   install missing dependencies, build, run the whole test suite
-# Other targets: deps, build, sanitize, report, words-report, clean. Variables: BUILD_DIR, BUILD_TYPE,
+# Other targets: deps, build, sanitize, report, words-report, ycsb-report, clean. Variables: BUILD_DIR, BUILD_TYPE,
 # JOBS, CTEST_ARGS (passed to ctest), CMAKE_ARGS (passed to cmake configure).
 
 SHELL := /bin/bash
@@ -29,7 +29,7 @@ endef
 
 CTEST := ctest --no-tests=error --output-on-failure -j1
 
-.PHONY: all deps build demo test sanitize report words-report clean help
+.PHONY: all deps build demo test sanitize report words-report ycsb-report clean help
 
 all: build
 
@@ -68,6 +68,14 @@ report: build
 # scripts/word_build_report.py --quick for a one-minute smoke run).
 words-report: build
 	python3 scripts/word_build_report.py --build-dir $(BUILD_DIR)
+
+# Regenerates the results of docs/ycsb.md and docs/figures/ycsb_throughput.png:
+# YCSB A-F on every container at 2 and 4 ranks, and YCSB's own client against a
+# local Redis server (about 10 minutes; installs Java, Maven, Redis and matplotlib
+# when root).
+ycsb-report: build
+	@scripts/install_deps.sh --ycsb-reference
+	/usr/bin/python3 scripts/ycsb_report.py --build-dir $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -6,13 +6,18 @@
 # installed when there is no usable MPI at all).
 #   --fuzz   also the optional fuzzing tools (clang with libFuzzer) that
 #            scripts/fuzz.sh needs; the normal build and tests never need them.
+#   --ycsb-reference  also what `make ycsb-report` needs: matplotlib for the
+#            figures, and Java, Maven and redis-server for the reference point
+#            (YCSB's own client against Redis, bench/ycsb_redis).
 set -euo pipefail
 
 want_fuzz=0
+want_ycsb=0
 for arg in "$@"; do
   case "$arg" in
     --fuzz) want_fuzz=1 ;;
-    *) echo "install_deps: unknown option $arg (known: --fuzz)" >&2; exit 2 ;;
+    --ycsb-reference) want_ycsb=1 ;;
+    *) echo "install_deps: unknown option $arg (known: --fuzz, --ycsb-reference)" >&2; exit 2 ;;
   esac
 done
 
@@ -69,6 +74,15 @@ check_all() {
   # module proxy over HTTPS) that the skiplist_map consistency tests run.
   have go || [ -x /usr/local/go/bin/go ] || [ -x /usr/lib/go/bin/go ] || missing+=(golang-go)
   [ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+
+  # Optional: the YCSB report's figures and its Redis reference point.
+  if [ "$want_ycsb" = 1 ]; then
+    have java && have javac || missing+=(default-jdk-headless)
+    have mvn || missing+=(maven)
+    have redis-server || missing+=(redis-server)
+    have redis-cli || missing+=(redis-tools)
+    /usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1 || missing+=(python3-matplotlib)
+  fi
 
   # Optional: libFuzzer (clang's compiler runtime) for scripts/fuzz.sh.
   if [ "$want_fuzz" = 1 ]; then

@@ -384,8 +384,27 @@ key_chooser::key_chooser(const workload& spec, int rank, int ranks, std::uint64_
         m_field_length_zipfian.emplace(spec.minfieldlength, spec.fieldlength);
 }
 
+void key_chooser::learn_acknowledged(const std::vector<std::int64_t>& counts) {
+    if (counts.size() == static_cast<std::size_t>(m_ranks))
+        m_known = counts;
+}
+
 std::int64_t key_chooser::acknowledged_limit() const {
-    return m_spec.recordcount - 1 + static_cast<std::int64_t>(m_ranks) * m_inserts_contiguous;
+    // Rank r's k-th insert is recordcount + r + k*p: with m the smallest count,
+    // every key below recordcount + p*m is stored, and then ranks 0, 1, ... in
+    // order while their count exceeds m.
+    const auto count_of = [&](int rank) {
+        if (rank == m_rank || m_known.empty())
+            return rank == m_rank ? m_inserts_contiguous : std::int64_t{0};
+        return m_known[static_cast<std::size_t>(rank)];
+    };
+    std::int64_t least = m_inserts_contiguous;
+    for (int rank = 0; rank < m_ranks; ++rank)
+        least = std::min(least, count_of(rank));
+    std::int64_t leading = 0;
+    while (leading < m_ranks && count_of(static_cast<int>(leading)) > least)
+        ++leading;
+    return m_spec.recordcount - 1 + static_cast<std::int64_t>(m_ranks) * least + leading;
 }
 
 std::int64_t key_chooser::next_keynum() {
@@ -444,14 +463,6 @@ void key_chooser::acknowledge_insert(std::int64_t keynum) {
         m_acknowledged.erase(m_acknowledged.begin(), m_acknowledged.begin() + static_cast<std::ptrdiff_t>(done));
         m_inserts_contiguous += static_cast<std::int64_t>(done);
     }
-}
-
-bool key_chooser::others_insert(std::int64_t keynum) const {
-    return keynum >= m_spec.recordcount && (keynum - m_spec.recordcount) % m_ranks != m_rank;
-}
-
-bool key_chooser::own_insert(std::int64_t keynum) const {
-    return keynum >= m_spec.recordcount && (keynum - m_spec.recordcount) % m_ranks == m_rank;
 }
 
 // ---- records -------------------------------------------------------------------

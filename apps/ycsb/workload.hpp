@@ -15,11 +15,12 @@
 // The run phase divides operationcount like YCSB divides it among threads.
 // Run-phase inserts take key numbers recordcount + r + k*p (rank r's k-th), so
 // ranks never collide.  YCSB's transaction insert counter is shared and
-// acknowledged; a rank sees only its own acknowledgements, so its view of the
-// counter's acknowledged limit is recordcount - 1 + p * (its own acknowledged
-// inserts): it assumes the other ranks are as far along.  A read may
-// therefore name another rank's record that is not stored yet: that is
-// counted (not_yet_inserted), not an error.
+// acknowledged: no key above its acknowledged limit is ever chosen.  Here
+// rank r knows how many of its own inserts are acknowledged in order (c_r) and
+// learns the others' from time to time (ycsb.cpp publishes them in an MPI
+// window); with m = min c, every key up to recordcount - 1 + p*m + j is stored,
+// j the number of ranks 0, 1, ... (in order) whose count exceeds m.  That is
+// this rank's limit: a lower bound of YCSB's, so a chosen key is always stored.
 //
 // Records.  fieldcount fields; field i holds its length (2 bytes), a writer
 // tag (8 bytes: the writing rank + 1 in the top 24 bits, that rank's write
@@ -132,10 +133,11 @@ public:
     // The next run-phase insert of this rank, and its acknowledgement (in any order).
     std::int64_t next_insert_keynum();
     void acknowledge_insert(std::int64_t keynum);
+    // This rank's own inserts acknowledged in order (c_r).
+    std::int64_t own_acknowledged() const { return m_inserts_contiguous; }
+    // What this rank last learnt of every rank's c (its own entry is ignored).
+    void learn_acknowledged(const std::vector<std::int64_t>& counts);
     std::int64_t acknowledged_limit() const;
-    // Whether keynum is a run-phase insert of another rank (may not be stored yet).
-    bool others_insert(std::int64_t keynum) const;
-    bool own_insert(std::int64_t keynum) const;
     random_source& random() { return m_random; }
 
 private:
@@ -159,6 +161,7 @@ private:
     std::int64_t m_inserts_issued = 0;
     std::int64_t m_inserts_contiguous = 0;  // own inserts 0..this-1 acknowledged
     std::vector<bool> m_acknowledged;        // own insert index -> acknowledged (beyond contiguous)
+    std::vector<std::int64_t> m_known;       // every rank's c as last learnt
 };
 
 // ---- records -------------------------------------------------------------------

@@ -100,7 +100,6 @@ struct phase_result {
     std::array<std::uint64_t, operation_count> by_kind{};
     std::array<latency_histogram, operation_count> latency{};
     std::uint64_t scanned_records = 0;
-    std::uint64_t not_yet_inserted = 0;         // reads of another rank's pending insert
     std::uint64_t failures = 0;                 // verification failures
     std::string first_failure;                  // lowest failing rank's first message
     double throughput() const { return seconds > 0 ? static_cast<double>(operations) / seconds : 0; }

@@ -376,13 +376,19 @@ TEST(KeyChooser, InsertsAreDisjointAndAcknowledgedInOrder) {
     EXPECT_EQ(rank0.next_insert_keynum(), 103);
     EXPECT_EQ(rank2.next_insert_keynum(), 102);
     EXPECT_EQ(rank0.acknowledged_limit(), 99);
-    rank0.acknowledge_insert(103);  // out of order: the limit waits for 100
-    EXPECT_EQ(rank0.acknowledged_limit(), 99);
+    rank0.acknowledge_insert(103);  // out of order: c_0 waits for 100
+    EXPECT_EQ(rank0.own_acknowledged(), 0);
     rank0.acknowledge_insert(100);
-    EXPECT_EQ(rank0.acknowledged_limit(), 99 + 2 * 3);
-    EXPECT_TRUE(rank0.others_insert(101));
-    EXPECT_FALSE(rank0.others_insert(103));
-    EXPECT_FALSE(rank0.others_insert(99));
+    EXPECT_EQ(rank0.own_acknowledged(), 2);
+    // Nothing learnt of ranks 1 and 2: their counts are 0, so only key 100 is
+    // known stored (rank 0's first insert, the next key 101 being rank 1's).
+    EXPECT_EQ(rank0.acknowledged_limit(), 100);
+    rank0.learn_acknowledged({0, 1, 0});   // rank 1 stored 101
+    EXPECT_EQ(rank0.acknowledged_limit(), 101);
+    rank0.learn_acknowledged({0, 1, 1});   // and rank 2 stored 102: m = 1
+    EXPECT_EQ(rank0.acknowledged_limit(), 103);  // 100..102, then rank 0's 103
+    rank0.learn_acknowledged({7, 2, 5});   // rank 0's own entry is ignored: c_0 = 2
+    EXPECT_EQ(rank0.acknowledged_limit(), 105);  // m = 2: 100..105; 106 is rank 0's third, not done
     for (int i = 0; i < 1000; ++i)
         EXPECT_LE(rank0.next_keynum(), rank0.acknowledged_limit());
 }

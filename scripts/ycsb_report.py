@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""Regenerates the results section of docs/ycsb.md (between <!-- ycsb-report:begin -->
+and <!-- ycsb-report:end -->) and docs/figures/ycsb_*.png: YCSB's core workloads A-F
+on mpidict's containers, and the reference point outside the project, YCSB's own
+client (site.ycsb:core 0.17.0) against a local Redis server.
+
+    /usr/bin/python3 scripts/ycsb_report.py [--build-dir build] [--ranks 2,4]
+        [--records 100000] [--operations 100000] [--window 16] [--quick] [--no-redis] [--replot]
+
+mpidict runs: apps/ycsb (build/apps/ycsb/ycsb) with the workload files of
+../shared/data/ycsb, -p recordcount/operationcount, on skiplist_map in each
+consistency mode, hash_map and linear_hash_map (E only on skiplist_map), every rank a
+client with --window operations in flight.  Redis runs: bench/ycsb_redis (built with
+Maven), YCSB's Client with -threads equal to the rank count, against redis-server on
+127.0.0.1:16379 started by this script (no persistence); skipped with a note when java,
+mvn or redis-server are missing (scripts/install_deps.sh --ycsb-reference installs
+them).  --quick: 5,000 records and operations at 2 ranks (a smoke test).  The
+measurements go to build/ycsb_report.json; --replot rewrites the section from it.
+Needs matplotlib (Debian: python3-matplotlib; run with /usr/bin/python3 if another
+python3 comes first).  Environment: MPIEXEC overrides the launcher.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKLOADS = os.path.join(os.path.dirname(ROOT), "shared", "data", "ycsb")
+CONFIGS = [  # (label, container, consistency)
+    ("skiplist total_order", "skiplist", "total_order"),
+    ("skiplist sequential", "skiplist", "sequential"),
+    ("skiplist none", "skiplist", "none"),
+    ("hash_map", "hash", None),
+    ("linear_hash_map", "linear", None),
+]
+REDIS_PORT = 16379
+
+
+def shown_command(command, launcher, build):
+    text = "scripts/mpirun.sh " + " ".join(shlex.quote(part) for part in command[len(launcher):])
+    return text.replace(build + "/", "build/").replace(WORKLOADS + "/", "../shared/data/ycsb/")
+
+
+def run_mpidict(build, ranks, workload, container, mode, records, operations, window):
+    launcher = shlex.split(os.environ.get("MPIEXEC", os.path.join(ROOT, "scripts", "mpirun.sh")))
+    command = launcher + ["-n", str(ranks), os.path.join(build, "apps", "ycsb", "ycsb"), "--json", "--quiet",
+                          "--workload", os.path.join(WORKLOADS, "workload" + workload),
+                          "-p", f"recordcount={records}", "-p", f"operationcount={operations}",
+                          "--container", container, "--window", str(window)]
+    if mode:
+        command += ["--consistency", mode]
+    shown = shown_command(command, launcher, build)
+    print("  " + shown, file=sys.stderr, flush=True)
+    started = time.time()
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=1800)
+    print(f"    {time.time() - started:.1f} s", file=sys.stderr, flush=True)
+    if result.returncode != 0:
+        sys.exit(f"ycsb_report: {shown} failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    run = {"command": shown, "wall_seconds": time.time() - started, "latency": {}}
+    for line in result.stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        record = json.loads(line)
+        metric, phase = record["metric"], record.get("phase")
+        run["load_average"] = record.get("load_average")
+        if metric == "throughput":
+            run[phase + "_throughput"] = record["value"]
+        elif metric.startswith("latency_") and phase == "run":
+            run["latency"].setdefault(record["operation"], {})[metric[len("latency_"):]] = record["value"]
+        elif metric == "scanned_records" and phase == "run":
+            run[metric] = record["value"]
+        elif metric == "verified":
+            run["verified"] = record["value"]
+    if run.get("verified") != 1:
+        sys.exit(f"ycsb_report: {shown} did not verify")
+    return run
+
+
+def redis_missing():
+    missing = [tool for tool in ("java", "mvn", "redis-server") if shutil.which(tool) is None]
+    return missing
+
+
+def run_redis_all(workloads, ranks_list, records, operations):
+    """YCSB's own client against redis-server; returns {ranks: {workload: run}}."""
+    project = os.path.join(ROOT, "bench", "ycsb_redis")
+    print("  mvn -q -B -f bench/ycsb_redis/pom.xml package", file=sys.stderr, flush=True)
+    subprocess.run(["mvn", "-q", "-B", "-f", os.path.join(project, "pom.xml"), "package", "-DskipTests"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=1200)
+    classpath = os.path.join(project, "target", "ycsb-redis-reference-1.0.jar") + ":" + \
+        os.path.join(project, "target", "lib", "*")
+    directory = tempfile.mkdtemp(prefix="ycsb-redis-")
+    server = subprocess.Popen(["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", directory],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", REDIS_PORT), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
+        results = {"server": version, "runs": {}}
+        for ranks in ranks_list:
+            for workload in workloads:
+                subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "flushall"], check=True,
+                               stdout=subprocess.DEVNULL)
+                common = ["java", "-cp", classpath, "site.ycsb.Client", "-db", "org.mpidict.ycsb.RedisClient",
+                          "-P", os.path.join(WORKLOADS, "workload" + workload), "-p", f"recordcount={records}",
+                          "-p", f"operationcount={operations}", "-p", f"redis.port={REDIS_PORT}",
+                          "-p", "hdrhistogram.percentiles=50,95,99,99.9", "-threads", str(ranks)]
+                run = {"latency": {}}
+                for phase, flag in (("load", "-load"), ("run", "-t")):
+                    command = common[:4] + [flag] + common[4:]
+                    shown = " ".join(shlex.quote(part) for part in command).replace(classpath, "CP") \
+                        .replace(WORKLOADS + "/", "../shared/data/ycsb/")
+                    print("  " + shown, file=sys.stderr, flush=True)
+                    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+                    if done.returncode != 0:
+                        sys.exit(f"ycsb_report: {shown} failed:\n{done.stderr[-3000:]}")
+                    run[phase + "_command"] = shown
+                    for line in done.stdout.splitlines():
+                        parts = [part.strip() for part in line.split(",")]
+                        if len(parts) != 3:
+                            continue
+                        section, name, value = parts[0].strip("[]"), parts[1], parts[2]
+                        if section == "OVERALL" and name == "Throughput(ops/sec)":
+                            run[phase + "_throughput"] = float(value)
+                        elif phase == "run" and section not in ("OVERALL", "CLEANUP") and \
+                                not section.endswith("-FAILED"):
+                            op = {"READ": "read", "UPDATE": "update", "INSERT": "insert", "SCAN": "scan",
+                                  "READ-MODIFY-WRITE": "read_modify_write"}.get(section)
+                            match = re.match(r"(\d+(?:\.\d+)?)(?:th)?PercentileLatency\(us\)", name)
+                            if op and match:
+                                key = {"50": "p50", "95": "p95", "99": "p99", "99.9": "p999"}.get(match.group(1))
+                                if key:
+                                    run["latency"].setdefault(op, {})[key] = float(value)
+                            elif op and name == "AverageLatency(us)":
+                                run["latency"].setdefault(op, {})["mean"] = float(value)
+                        if "Return=" in name and not name.endswith("=OK") and phase == "run" and \
+                                not name.endswith("NOT_FOUND"):
+                            run.setdefault("errors", []).append(f"{section} {name} {value}")
+                if "run_throughput" not in run or "load_throughput" not in run:
+                    sys.exit(f"ycsb_report: no throughput in YCSB's output for workload {workload}")
+                results["runs"].setdefault(str(ranks), {})[workload] = run
+        return results
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def plot(data, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ranks_list = data["ranks"]
+    workloads = data["workloads"]
+    labels = [label for label, _, _ in CONFIGS] + (["YCSB client + Redis"] if data.get("redis") else [])
+    figure, axes = plt.subplots(1, len(ranks_list), figsize=(6.5 * len(ranks_list), 4.2), squeeze=False)
+    width = 0.8 / len(labels)
+    for column, ranks in enumerate(ranks_list):
+        axis = axes[0][column]
+        for index, label in enumerate(labels):
+            values = []
+            for workload in workloads:
+                if label == "YCSB client + Redis":
+                    run = data["redis"]["runs"].get(str(ranks), {}).get(workload)
+                else:
+                    run = data["runs"].get(str(ranks), {}).get(workload, {}).get(label)
+                values.append(run["run_throughput"] / 1e3 if run else 0)
+            positions = [w + (index - (len(labels) - 1) / 2) * width for w in range(len(workloads))]
+            axis.bar(positions, values, width, label=label)
+        axis.set_xticks(range(len(workloads)))
+        axis.set_xticklabels([w.upper() for w in workloads])
+        axis.set_yscale("log")
+        axis.set_ylabel("run phase, thousand operations/s (log)")
+        oversubscribed = " (oversubscribed: 2 cores)" if ranks > (os.cpu_count() or 2) else ""
+        axis.set_title(f"YCSB A-F, {ranks} ranks{oversubscribed}")
+        axis.grid(axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    figure.suptitle(f"{data['records']:,} records of 10 x 100 bytes, {data['operations']:,} operations, "
+                    f"window {data['window']} per rank", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def section(data):
+    lines = []
+    out = lines.append
+    out(f"Generated by `{data['command']}` on {data['date']} ({data['machine']}). "
+        f"{data['records']:,} records of 10 fields x 100 bytes, {data['operations']:,} operations, "
+        f"every rank a client with {data['window']} operations in flight; load average "
+        f"{data['load_before']:.2f} before the runs.  Throughput is the run phase's "
+        "(operations over the time from a barrier to the end of its flush); latencies are "
+        "per operation in microseconds from the merged histograms.")
+    out("")
+    out("![YCSB throughput](figures/ycsb_throughput.png)")
+    out("")
+    labels = [label for label, _, _ in CONFIGS]
+    redis = data.get("redis")
+    for ranks in data["ranks"]:
+        header = ["workload"] + labels + (["YCSB + Redis"] if redis else [])
+        out(f"**Run-phase throughput, thousand operations/s, {ranks} ranks** "
+            f"(load phase in parentheses){' — oversubscribed' if ranks > (os.cpu_count() or 2) else ''}:")
+        out("")
+        out("| " + " | ".join(header) + " |")
+        out("|" + "---|" * len(header))
+        for workload in data["workloads"]:
+            row = [workload.upper()]
+            for label in labels:
+                run = data["runs"].get(str(ranks), {}).get(workload, {}).get(label)
+                cell = "cannot scan"
+                if run:
+                    cell = f"{run['run_throughput'] / 1e3:.1f} ({run['load_throughput'] / 1e3:.0f})"
+                    if run.get("operations", data["operations"]) != data["operations"]:
+                        cell += f" [{run['operations']:,} ops]"
+                row.append(cell)
+            if redis:
+                run = redis["runs"].get(str(ranks), {}).get(workload)
+                row.append(f"{run['run_throughput'] / 1e3:.1f} ({run['load_throughput'] / 1e3:.0f})" if run else "-")
+            out("| " + " | ".join(row) + " |")
+        out("")
+    ranks = data["ranks"][0]
+    out(f"**Latency at {ranks} ranks, microseconds: p50 / p99 / p99.9 per operation type:**")
+    out("")
+    header = ["workload", "operation"] + labels + (["YCSB + Redis"] if redis else [])
+    out("| " + " | ".join(header) + " |")
+    out("|" + "---|" * len(header))
+    for workload in data["workloads"]:
+        operations = []
+        for label in labels:
+            run = data["runs"].get(str(ranks), {}).get(workload, {}).get(label)
+            for op in (run or {}).get("latency", {}):
+                if op not in operations:
+                    operations.append(op)
+        for op in operations:
+            row = [workload.upper(), op]
+            for label in labels:
+                run = data["runs"].get(str(ranks), {}).get(workload, {}).get(label)
+                value = (run or {}).get("latency", {}).get(op)
+                row.append(f"{value['p50']:.0f} / {value['p99']:.0f} / {value['p999']:.0f}" if value else "-")
+            if redis:
+                value = redis["runs"].get(str(ranks), {}).get(workload, {}).get("latency", {}).get(op)
+                row.append(f"{value.get('p50', 0):.0f} / {value.get('p99', 0):.0f} / {value.get('p999', 0):.0f}"
+                           if value else "-")
+            out("| " + " | ".join(row) + " |")
+    out("")
+    # The target of issue 14: workload C, skiplist none vs hash_map at 2 ranks.
+    for ranks in data["ranks"]:
+        c = data["runs"].get(str(ranks), {}).get("c", {})
+        if "skiplist none" in c and "hash_map" in c:
+            ratio = c["skiplist none"]["run_throughput"] / c["hash_map"]["run_throughput"]
+            out(f"Workload C at {ranks} ranks: skiplist_map (none) / hash_map = **{ratio:.2f}**.")
+    out("")
+    if redis:
+        out(f"Redis: {redis['server']}, on 127.0.0.1:{REDIS_PORT} without persistence, YCSB's Client "
+            "(site.ycsb:core 0.17.0) with `-threads` equal to the rank count and the binding "
+            "bench/ycsb_redis (Jedis 2.9.0, one connection per thread, scans through a sorted set of "
+            "the keys).  Commands, with CP the jar and its dependencies:")
+        out("")
+        out("```")
+        first = redis["runs"][str(data["ranks"][0])]["a"]
+        out(first["load_command"])
+        out(first["run_command"])
+        out("```")
+    else:
+        out(f"Redis reference: not run ({data.get('redis_note', 'skipped')}).")
+    out("")
+    out("mpidict commands (one per run; the others differ in workload, container and ranks):")
+    out("")
+    out("```")
+    shown = set()
+    for ranks in data["ranks"]:
+        for label in labels:
+            run = data["runs"].get(str(ranks), {}).get("a", {}).get(label)
+            if run and label not in shown:
+                shown.add(label)
+                out(run["command"])
+    out("```")
+    return "\n".join(lines)
+
+
+def write_section(text):
+    path = os.path.join(ROOT, "docs", "ycsb.md")
+    with open(path) as handle:
+        page = handle.read()
+    begin, end = "<!-- ycsb-report:begin -->", "<!-- ycsb-report:end -->"
+    if begin not in page or end not in page:
+        sys.exit(f"ycsb_report: {path} lacks the markers {begin} / {end}")
+    head, rest = page.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as handle:
+        handle.write(head + begin + "\n" + text + "\n" + end + tail)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--ranks", default="2,4")
+    parser.add_argument("--records", type=int, default=100000)
+    parser.add_argument("--operations", type=int, default=100000)
+    parser.add_argument("--window", type=int, default=16)
+    parser.add_argument("--workloads", default="a,b,c,d,e,f")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument("--replot", action="store_true")
+    args = parser.parse_args()
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        sys.exit("ycsb_report: matplotlib is missing (Debian: apt-get install python3-matplotlib; "
+                 "run this script with /usr/bin/python3 if another python3 comes first)")
+    build = os.path.abspath(args.build_dir)
+    store = os.path.join(build, "ycsb_report.json")
+    if args.replot:
+        with open(store) as handle:
+            data = json.load(handle)
+    else:
+        if args.quick:
+            args.records, args.operations, args.ranks = 5000, 5000, "2"
+        ranks_list = [int(r) for r in args.ranks.split(",")]
+        workloads = args.workloads.split(",")
+        with open("/proc/loadavg") as handle:
+            load_before = float(handle.read().split()[0])
+        command = "/usr/bin/python3 scripts/ycsb_report.py" + ("" if not sys.argv[1:] else " " + " ".join(
+            shlex.quote(a) for a in sys.argv[1:] if not a.startswith("--build-dir")))
+        data = {"records": args.records, "operations": args.operations, "window": args.window,
+                "ranks": ranks_list, "workloads": workloads, "runs": {}, "load_before": load_before,
+                "date": datetime.date.today().isoformat(), "command": command,
+                "machine": f"{os.cpu_count()} cores, {os.uname().sysname} {os.uname().release}"}
+        for ranks in ranks_list:
+            for workload in workloads:
+                for label, container, mode in CONFIGS:
+                    if workload == "e" and container != "skiplist":
+                        continue
+                    operations = args.operations
+                    if workload == "e" and mode == "total_order":
+                        # Scans through the head are ~100x slower (docs/skiplist_map.md): a tenth.
+                        operations = max(1, args.operations // 10)
+                    run = run_mpidict(build, ranks, workload, container, mode, args.records, operations,
+                                      args.window)
+                    run["operations"] = operations
+                    data["runs"].setdefault(str(ranks), {}).setdefault(workload, {})[label] = run
+        missing = redis_missing()
+        if args.no_redis:
+            data["redis_note"] = "--no-redis"
+        elif missing:
+            data["redis_note"] = "missing " + ", ".join(missing) + \
+                "; scripts/install_deps.sh --ycsb-reference installs them"
+        else:
+            data["redis"] = run_redis_all(workloads, ranks_list, args.records, args.operations)
+        with open(store, "w") as handle:
+            json.dump(data, handle, indent=1)
+    plot(data, os.path.join(ROOT, "docs", "figures", "ycsb_throughput.png"))
+    write_section(section(data))
+    print("ycsb_report: wrote docs/ycsb.md and docs/figures/ycsb_throughput.png", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
