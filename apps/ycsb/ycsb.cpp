@@ -352,13 +352,14 @@ struct run_context {
     support::progress_meter* meter = nullptr;
     std::FILE* dump = nullptr;
     insert_progress* inserts = nullptr;  // when the run phase inserts and p > 1
+    bool oversubscribed = false;         // more ranks than cores on this node
 };
 
 template <class Adapter>
 class client {
 public:
     client(Adapter& db, run_context& context, key_chooser& chooser)
-        : m_db(db), m_context(context), m_spec(context.spec), m_chooser(chooser) {}
+        : m_db(db), m_context(context), m_spec(context.spec), m_chooser(chooser), m_backoff(context.oversubscribed) {}
 
     // Inserts records [first, first + count).
     void load(std::int64_t first, std::int64_t count, phase_result& phase) {
@@ -445,9 +446,11 @@ private:
                 start(*free_slot);
                 ++in_flight;
             }
+            bool progressed = false;
             for (pending& op : slots) {
                 if (!op.active || !test(op))
                     continue;
+                progressed = true;
                 if (advance(op)) {
                     op.active = false;
                     op.read.reset();
@@ -459,6 +462,7 @@ private:
                         m_context.meter->tick();
                 }
             }
+            m_backoff(progressed);
         }
     }
 
@@ -695,6 +699,7 @@ private:
     const workload& m_spec;
     key_chooser& m_chooser;
     phase_result* m_phase = nullptr;
+    support::poll_backoff m_backoff;
     bool m_running = false;
     std::uint64_t m_sequence = 0;
     std::uint64_t m_loaded = 0;
@@ -706,8 +711,9 @@ private:
 
 // Sums a phase over the ranks onto rank 0 (collective).
 void reduce_phase(MPI_Comm comm, int rank, phase_result& phase, double local_seconds) {
-    MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &local_seconds, &local_seconds, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
-    phase.seconds = local_seconds;
+    double slowest = 0;
+    MPI_Reduce(&local_seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    phase.seconds = slowest;
     std::array<std::uint64_t, operation_count + 3> counts{};
     std::copy(phase.by_kind.begin(), phase.by_kind.end(), counts.begin());
     counts[operation_count] = phase.operations;
@@ -875,6 +881,7 @@ ycsb_result run_ycsb(MPI_Comm comm, const ycsb_options& options) {
     context.loaded_keys = scans ? &loaded : nullptr;
     context.meter = &meter;
     context.dump = dump;
+    context.oversubscribed = support::node_oversubscribed(comm);
     std::optional<insert_progress> inserts;
     if (result.ranks > 1 && spec.proportions[static_cast<int>(operation::insert)] > 0) {
         inserts.emplace(comm, rank, result.ranks);

@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 namespace mpidict::support {
 
@@ -35,5 +36,46 @@ inline void barrier_yielding(MPI_Comm comm) {
     MPI_Ibarrier(comm, &request);
     wait_yielding(request);
 }
+
+// Whether the node this rank runs on hosts more ranks of `comm` than it has
+// cores.  Collective over comm.
+inline bool node_oversubscribed(MPI_Comm comm) {
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int ranks_on_node = 1;
+    MPI_Comm_size(node, &ranks_on_node);
+    MPI_Comm_free(&node);
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 && ranks_on_node > cores;
+}
+
+// For a loop that polls requests (request::test) and found nothing to do: a
+// few empty rounds spin (an answer is usually microseconds away), then the
+// core is yielded, and where ranks outnumber cores the rank sleeps 10 us after
+// two yields, as the runtime's own waits do (mpi_transport's idle policy), so
+// that the rank with work gets the core.  Call it once per round with whether
+// the round made progress.
+class poll_backoff {
+public:
+    explicit poll_backoff(bool oversubscribed) : m_sleep(oversubscribed) {}
+    void operator()(bool progressed) {
+        if (progressed) {
+            m_idle = 0;
+            return;
+        }
+        if (++m_idle <= 32)
+            return;
+        if (!m_sleep || m_idle <= 34) {
+            sched_yield();
+            return;
+        }
+        const timespec pause{0, 10'000};
+        nanosleep(&pause, nullptr);
+    }
+
+private:
+    bool m_sleep;
+    unsigned m_idle = 0;
+};
 
 }  // namespace mpidict::support
