@@ -2,6 +2,7 @@
 #include "ycsb/ycsb.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <variant>
 
+#include "mpidict/detail/rma_window.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/linear_hash_map.hpp"
 #include "mpidict/skiplist_map.hpp"
@@ -295,48 +297,66 @@ private:
 // ---- the insert counter, shared ---------------------------------------------------------
 
 // Every rank's count of run-phase inserts acknowledged in order (key_chooser's
-// c_r), in an MPI window: a rank publishes its own and reads the others' with
-// atomic one-sided operations (MPI_Accumulate with MPI_REPLACE, MPI_Fetch_and_op
-// with MPI_NO_OP) inside one passive-target epoch.  The values only grow, so a
-// stale read is a lower bound, which is all key_chooser needs.
+// c_r), one 64-bit slot per rank in an rma_window (the window rma_hash_set
+// uses).  All ranks on one node: plain atomics on the shared segments, no MPI
+// call.  Otherwise one-sided atomics (MPI_Raccumulate with MPI_REPLACE for the
+// own slot, MPI_Rget_accumulate with MPI_NO_OP for the others) waited for with
+// yields: MPICH on one node runs RMA as messages its target must progress, and
+// a blocking flush would spin against the rank it waits for.  The values only
+// grow, so a stale read is a lower bound, which is all key_chooser needs.
 class insert_progress {
 public:
-    insert_progress(MPI_Comm comm, int rank, int ranks) : m_rank(rank), m_counts(static_cast<std::size_t>(ranks), 0) {
-        std::int64_t* base = nullptr;
-        // 64 bytes, not 8: MPICH 4.0.2 (ch4) returns ranks >= 1 a base pointer 8
-        // bytes off from where RMA lands when the size is not a multiple of 16
-        // (src/rma/rma_window.cpp); with 8 bytes two ranks' counts alias.
-        MPI_Win_allocate(64, sizeof(std::int64_t), MPI_INFO_NULL, comm, &base, &m_window);
-        MPI_Win_lock_all(MPI_MODE_NOCHECK, m_window);
-        std::int64_t zero = 0;
-        MPI_Accumulate(&zero, 1, MPI_INT64_T, m_rank, 0, 1, MPI_INT64_T, MPI_REPLACE, m_window);
-        MPI_Win_flush(m_rank, m_window);
-        MPI_Barrier(comm);  // every count is 0 before anyone reads
+    insert_progress(MPI_Comm comm, int rank, int ranks, bool allow_shared)
+        : m_window(comm, sizeof(std::int64_t), allow_shared),
+          m_rank(rank),
+          m_counts(static_cast<std::size_t>(ranks), 0) {
+        if (!m_window.shared())
+            m_window.lock_all();
+        m_window.barrier();
     }
     ~insert_progress() {
-        MPI_Win_unlock_all(m_window);
-        MPI_Win_free(&m_window);  // collective
+        if (m_window.locked_all())
+            m_window.unlock_all();
+        m_window.free();  // collective
     }
     insert_progress(const insert_progress&) = delete;
     insert_progress& operator=(const insert_progress&) = delete;
 
+    // How many operations between two exchanges.
+    std::uint64_t interval() const { return m_window.shared() ? 32 : 256; }
+
     // Publishes this rank's count and reads everyone's.
     const std::vector<std::int64_t>& exchange(std::int64_t own) {
-        MPI_Accumulate(&own, 1, MPI_INT64_T, m_rank, 0, 1, MPI_INT64_T, MPI_REPLACE, m_window);
-        const std::int64_t nothing = 0;
-        for (int rank = 0; rank < static_cast<int>(m_counts.size()); ++rank)
-            if (rank != m_rank)
-                MPI_Fetch_and_op(&nothing, &m_counts[static_cast<std::size_t>(rank)], MPI_INT64_T, rank, 0, MPI_NO_OP,
-                                 m_window);
-        MPI_Win_flush_all(m_window);
+        const auto size = static_cast<int>(m_counts.size());
+        if (m_window.shared()) {
+            std::atomic_ref<std::int64_t>(*reinterpret_cast<std::int64_t*>(m_window.local_segment()))
+                .store(own, std::memory_order_release);
+            for (int rank = 0; rank < size; ++rank)
+                if (rank != m_rank)
+                    m_counts[static_cast<std::size_t>(rank)] =
+                        std::atomic_ref<std::int64_t>(*reinterpret_cast<std::int64_t*>(m_window.segment(rank)))
+                            .load(std::memory_order_acquire);
+        } else {
+            std::vector<MPI_Request> requests(static_cast<std::size_t>(size), MPI_REQUEST_NULL);
+            MPI_Raccumulate(&own, 1, MPI_INT64_T, m_rank, 0, 1, MPI_INT64_T, MPI_REPLACE, m_window.handle(),
+                            &requests[static_cast<std::size_t>(m_rank)]);
+            const std::int64_t nothing = 0;
+            for (int rank = 0; rank < size; ++rank)
+                if (rank != m_rank)
+                    MPI_Rget_accumulate(&nothing, 1, MPI_INT64_T, &m_counts[static_cast<std::size_t>(rank)], 1,
+                                        MPI_INT64_T, rank, 0, 1, MPI_INT64_T, MPI_NO_OP, m_window.handle(),
+                                        &requests[static_cast<std::size_t>(rank)]);
+            for (MPI_Request& request : requests)
+                m_window.wait(request);
+        }
         m_counts[static_cast<std::size_t>(m_rank)] = own;
         return m_counts;
     }
 
 private:
+    detail::rma_window m_window;
     int m_rank;
     std::vector<std::int64_t> m_counts;
-    MPI_Win m_window = MPI_WIN_NULL;
 };
 
 // ---- one rank's client ----------------------------------------------------------------
@@ -402,7 +422,7 @@ private:
     }
 
     void choose(pending& op) {
-        if (m_context.inserts != nullptr && m_generated++ % 32 == 0)
+        if (m_context.inserts != nullptr && m_generated++ % m_context.inserts->interval() == 0)
             m_chooser.learn_acknowledged(m_context.inserts->exchange(m_chooser.own_acknowledged()));
         op.kind = m_chooser.next_operation();
         if (op.kind == operation::insert) {
@@ -884,7 +904,7 @@ ycsb_result run_ycsb(MPI_Comm comm, const ycsb_options& options) {
     context.oversubscribed = support::node_oversubscribed(comm);
     std::optional<insert_progress> inserts;
     if (result.ranks > 1 && spec.proportions[static_cast<int>(operation::insert)] > 0) {
-        inserts.emplace(comm, rank, result.ranks);
+        inserts.emplace(comm, rank, result.ranks, options.counter_window != "rma");
         context.inserts = &*inserts;
     }
     switch (options.container) {
@@ -1043,6 +1063,8 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
                     "skiplist_map's consistency mode")
         .add_count("window", &options.window, "operations in flight per rank (W)", 1, 1u << 16)
         .add_count("seed", &options.seed, "seed of the random choices (rank r uses its own stream)")
+        .add_choice("counter-window", &options.counter_window, {"auto", "rma"},
+                    "the shared insert counter: shared memory when every rank is on one node (auto), or MPI RMA")
         .add_text("dump-keys", &options.dump_keys,
                   "rank 0 writes each run-phase operation and its record number here, one per line", "FILE")
         .add_flag("json", &options.json, "print JSON lines (docs/architecture.md's format) on stdout")

@@ -91,6 +91,7 @@ struct ycsb_options {
     bool quiet = false;
     bool progress = false;                      // a progress bar on stderr (rank 0)
     std::string dump_keys;                      // rank 0 writes its chosen key numbers here
+    std::string counter_window = "auto";        // the shared insert counter: auto (shared memory on one node) | rma
 };
 
 struct phase_result {
