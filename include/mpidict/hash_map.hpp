@@ -92,6 +92,12 @@ template <class K, class V, class Hash = hasher<K>>
 class hash_map {
     static_assert(encodable<K>, "hash_map keys must be trivially copyable or byte strings.");
     static_assert(encodable<V>, "hash_map values must be trivially copyable or byte strings.");
+    static_assert(detail::key_bytes_are_canonical<K, Hash>,
+                  "hash_map<K, V>: K has padding bytes or floating-point members, and the default hash reads "
+                  "the key's bytes, so two equal keys could be stored twice. Use a key type without padding "
+                  "(std::has_unique_object_representations_v<K>: reorder or widen the members, or pack them "
+                  "into an integer or a std::array), or pass a hash of the members as the third template "
+                  "argument (hash_map<K, V, my_hash>, with operator== on K); docs/hash_map.md, 'Key types'.");
 
 public:
     using key_type = K;

@@ -78,6 +78,12 @@ template <class K, class V>
 class linear_hash_map {
     static_assert(detail::lh_storable<K>, "linear_hash_map keys must be std::string, std::vector<std::byte> or trivially copyable.");
     static_assert(detail::lh_storable<V>, "linear_hash_map values must be std::string, std::vector<std::byte> or trivially copyable.");
+    static_assert(std::is_same_v<K, std::string> || std::is_same_v<K, std::vector<std::byte>> ||
+                      std::has_unique_object_representations_v<K>,
+                  "linear_hash_map<K, V>: K has padding bytes or floating-point members; the map hashes and "
+                  "compares keys by their bytes, so two equal keys could be stored twice. Use a key type "
+                  "without padding (std::has_unique_object_representations_v<K>: reorder or widen the members, "
+                  "or pack them into an integer or a std::array) or a byte string.");
 
 public:
     using key_type = K;

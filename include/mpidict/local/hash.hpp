@@ -53,6 +53,8 @@ inline std::uint64_t hash_bytes(const void* data, std::size_t size, std::uint64_
 template <class K, class Enable = void>
 struct hasher {
     static_assert(std::is_trivially_copyable_v<K>, "hasher<K> needs a trivially copyable key or a byte string.");
+    // This hash reads the key's object bytes (see detail::key_bytes_are_canonical).
+    static constexpr bool hashes_object_bytes = true;
     std::uint64_t operator()(const K& key) const {
         if constexpr (std::is_integral_v<K> && sizeof(K) <= 8)
             return mix64(static_cast<std::uint64_t>(key) + 0x2545f4914f6cdd1dULL);
@@ -77,5 +79,19 @@ struct hasher<std::vector<std::byte>> {
 inline std::size_t reduce_range(std::uint64_t hash, std::size_t range) {
     return static_cast<std::size_t>((static_cast<unsigned __int128>(hash) * range) >> 64);
 }
+
+namespace detail {
+
+// Whether hashing and comparing K through Hash is sound: a hash that reads the
+// key's object bytes (the default hasher<K> of a struct, a float, ...) is sound
+// only if equal keys have equal bytes, i.e. K has no padding and no
+// floating-point members (std::has_unique_object_representations).  A
+// user-provided Hash (or a hasher<K> specialisation) is trusted.
+template <class Hash>
+concept hashes_object_bytes = requires { requires Hash::hashes_object_bytes; };
+template <class K, class Hash>
+inline constexpr bool key_bytes_are_canonical = !hashes_object_bytes<Hash> || std::has_unique_object_representations_v<K>;
+
+}  // namespace detail
 
 }  // namespace mpidict
