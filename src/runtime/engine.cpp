@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <vector>
 
 #include "mpidict/detail/bytes.hpp"
 #include "mpidict/local/codec.hpp"
@@ -44,9 +46,70 @@ private:
 engine::engine(MPI_Comm communicator, config settings)
     : engine(make_mpi_transport(communicator), settings) {}
 
+namespace {
+
+// Engines not yet destroyed, and the MPI_COMM_SELF attribute whose delete
+// callback MPI_Finalize runs first: the one moment a container that outlives
+// MPI_Finalize can still be told about it and release its receives.
+std::mutex live_engines_mutex;
+std::vector<engine*> live_engines;
+int finalize_keyval = MPI_KEYVAL_INVALID;
+
+int on_mpi_finalize(MPI_Comm, int, void*, void*) {
+    std::vector<engine*> alive;
+    {
+        std::lock_guard<std::mutex> guard(live_engines_mutex);
+        alive = live_engines;
+    }
+    for (engine* each : alive)
+        each->abandon_at_finalize();
+    return MPI_SUCCESS;
+}
+
+void watch_engine(engine* which) {
+    int initialised = 0;
+    int finalised = 0;
+    MPI_Initialized(&initialised);
+    MPI_Finalized(&finalised);
+    if (!initialised || finalised)
+        return;
+    std::lock_guard<std::mutex> guard(live_engines_mutex);
+    if (finalize_keyval == MPI_KEYVAL_INVALID) {
+        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &on_mpi_finalize, &finalize_keyval, nullptr);
+        MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr);
+    }
+    live_engines.push_back(which);
+}
+
+void forget_engine(engine* which) {
+    std::lock_guard<std::mutex> guard(live_engines_mutex);
+    live_engines.erase(std::remove(live_engines.begin(), live_engines.end(), which), live_engines.end());
+}
+
+}  // namespace
+
 engine::engine(std::unique_ptr<transport> network, config settings)
     : m_transport(std::move(network)), m_config(settings) {
     initialise();
+    watch_engine(this);
+}
+
+void engine::abandon_at_finalize() {
+    forget_engine(this);
+    if (m_destroyed)
+        return;
+    stop_progress_thread();
+    std::fprintf(stderr,
+                 "mpidict: MPI_Finalize was called on rank %d while a container over %d rank%s was still alive; "
+                 "its pending operations are dropped. Destroy every mpidict container before MPI_Finalize: let it "
+                 "go out of scope first (do the MPI work in a function or a block that ends before MPI_Finalize) "
+                 "or call destroy() on every rank.\n",
+                 m_rank, m_size, m_size == 1 ? "" : "s");
+    try {
+        m_transport->abandon();
+    } catch (...) {
+    }
+    m_destroyed = true;
 }
 
 void engine::second_thread_entered() {
@@ -114,6 +177,7 @@ void engine::start_progress_thread() {
 }
 
 engine::~engine() {
+    forget_engine(this);
     stop_progress_thread();
     if (!m_destroyed && m_transport) {
         // Not collective: abandon what is queued, but leave MPI in a usable state.
@@ -742,6 +806,7 @@ void engine::destroy() {
     m_transport->barrier();
     m_transport->close();
     m_destroyed = true;
+    forget_engine(this);
 }
 
 op_kind engine::register_op_kind(std::string_view name) {

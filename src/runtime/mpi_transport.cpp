@@ -184,6 +184,26 @@ public:
         m_receives.clear();
     }
 
+    // MPI_Finalize has begun: cancel the posted receives and let the sends go
+    // (local calls); the communicator is left to MPI_Finalize, since freeing it
+    // is collective and the other ranks may not be here.
+    void abandon() override {
+        if (m_communicator == MPI_COMM_NULL)
+            return;
+        for (auto& receive : m_receives) {
+            if (receive.request != MPI_REQUEST_NULL) {
+                MPI_Cancel(&receive.request);
+                MPI_Wait(&receive.request, MPI_STATUS_IGNORE);
+            }
+        }
+        for (auto& send : m_sends) {
+            if (send != MPI_REQUEST_NULL)
+                MPI_Request_free(&send);
+        }
+        m_communicator = MPI_COMM_NULL;
+        m_receives.clear();
+    }
+
     // Yield first; if nothing has happened for a while, sleep briefly so that a
     // rank that shares its core with the rank it waits for gives the core away
     // (sched_yield alone lets two spinning ranks trade the core back and forth).

@@ -197,6 +197,13 @@ public:
     // Collective.  flush(), then stop; later calls throw use_after_destroy_error.
     void destroy();
 
+    // Called from MPI_Finalize (an attribute on MPI_COMM_SELF, set when the
+    // first engine over MPI is built) for every engine still alive: says so on
+    // stderr, drops what is pending with local MPI calls and marks the engine
+    // destroyed, so that its container's destructor, which runs after
+    // MPI_Finalize, makes no MPI call.
+    void abandon_at_finalize();
+
     // Collective.  Element-wise min/max across ranks (for consistency checks).
     void min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
                  std::span<std::int64_t> maximum);

@@ -59,6 +59,10 @@ public:
     // Cancels posted receives; called once when the engine is destroyed.
     virtual void close() = 0;
 
+    // MPI_Finalize has begun while the engine is alive: drop what is pending
+    // with local calls only (no collective), so MPI can finish.  Default: close().
+    virtual void abandon() { close(); }
+
     // Lets other processes run while this one waits (oversubscribed nodes).
     virtual void idle() = 0;
 };
