@@ -45,6 +45,12 @@ public:
 };
 
 namespace detail {
+// "the communicator of 1 rank" / "of 4 ranks": the phrase every message about a
+// rank outside the communicator uses.
+inline std::string communicator_of(int ranks) {
+    return "the communicator of " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+}
+
 // Prints the failed internal invariant and aborts the job (src/error.cpp);
 // called by MPIDICT_ASSERT below, never by users.
 [[noreturn]] void assertion_failed(const char* expression, const char* file, int line,

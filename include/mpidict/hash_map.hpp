@@ -531,7 +531,7 @@ private:
     void check_target(target_rank target) const {
         if (target.rank < 0 || target.rank >= size())
             throw invalid_argument_error("mpidict: target rank " + std::to_string(target.rank) +
-                                         " is outside the communicator of " + std::to_string(size()) + " ranks");
+                                         " is outside " + detail::communicator_of(size()));
     }
 
     std::byte* reserve(target_rank target, runtime::handler_id handler, std::size_t bytes) {

@@ -356,9 +356,9 @@ int resolve_target(const mpidict_map& map, int target, key_type key, const char*
     }
     if (target < 0 || target >= map.store->size())
         return fail(MPIDICT_ERR_ARGUMENT, function,
-                    "target = " + std::to_string(target) + " is outside the communicator of " +
-                        std::to_string(map.store->size()) +
-                        " ranks (use MPIDICT_TARGET_AUTO = -1 for the map's placement)");
+                    "target = " + std::to_string(target) + " is outside " +
+                        mpidict::detail::communicator_of(map.store->size()) +
+                        " (use MPIDICT_TARGET_AUTO = -1 for the map's placement)");
     resolved = target;
     return MPIDICT_OK;
 }

@@ -107,8 +107,7 @@ lh_core::lh_core(std::unique_ptr<runtime::engine> engine, const linear_hash_map_
         for (int r : *given) {
             if (r < 0 || r >= ranks)
                 throw invalid_argument_error(std::string("mpidict: linear_hash_map ") + what + "_ranks names rank " +
-                                             std::to_string(r) + ", outside the communicator of " +
-                                             std::to_string(ranks) + " ranks");
+                                             std::to_string(r) + ", outside " + detail::communicator_of(ranks));
             if (!seen.insert(r).second)
                 throw invalid_argument_error(std::string("mpidict: linear_hash_map ") + what + "_ranks lists rank " +
                                              std::to_string(r) + " twice");

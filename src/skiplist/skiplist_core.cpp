@@ -138,7 +138,7 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
         for (int r : *settings.server_ranks) {
             if (r < 0 || r >= ranks)
                 throw invalid_argument_error("mpidict: skiplist_map server_ranks names rank " + std::to_string(r) +
-                                             ", outside the communicator of " + std::to_string(ranks) + " ranks");
+                                             ", outside " + detail::communicator_of(ranks));
             if (!seen.insert(r).second)
                 throw invalid_argument_error("mpidict: skiplist_map server_ranks lists rank " + std::to_string(r) +
                                              " twice");

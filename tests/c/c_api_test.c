@@ -601,7 +601,9 @@ static void test_errors(void) {
     options.blocking_factor = 2;
     CHECK_OK(mpidict_map_create(MPI_COMM_WORLD, sizeof(uint64_t), 1, &options, &map));
     for (round = 0; round < 5; ++round) {
-        sprintf(expected, "target = %d is outside the communicator of %d ranks", g_size, g_size);
+        /* "of 1 rank", not "of 1 ranks" */
+        sprintf(expected, "target = %d is outside the communicator of %d rank%s", g_size, g_size,
+                g_size == 1 ? "" : "s");
         CHECK_ERROR(mpidict_insert(map, g_size, 1, items, 1, &req), MPIDICT_ERR_ARGUMENT, expected);
         CHECK_ERROR(mpidict_find(map, g_size, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, expected);
         CHECK_ERROR(mpidict_delete(map, -2, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, "target = -2");

@@ -141,7 +141,7 @@ void target_out_of_range(int rank, int size) {
     store_baseline(map, rank);
     const auto visitor = map.register_visitor("unused", &unused_visitor);
     const std::string value(5, 'v');
-    const std::string ranks = std::to_string(size) + " ranks";
+    const std::string ranks = "the communicator of " + std::to_string(size) + (size == 1 ? " rank" : " ranks");
 
     // Only the last rank makes the mistakes; the others go straight on to flush.
     if (rank == size - 1) {
