@@ -14,6 +14,7 @@
 // Figure 2).  Take is a request in both modes (its values come back).
 
 #include <algorithm>
+#include <optional>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -154,7 +155,17 @@ public:
                 std::fprintf(stderr, "mpidict hash: error: %s\n", problem.c_str());
             return 1;
         }
-        map_type map(m_context.world(), map_settings());
+        // The constructor checks the configuration on every rank together (buffer
+        // sizes, what the ranks can hold), so a refusal reaches every rank: each
+        // says why and returns 1, without MPI_Abort (see memory_problem above).
+        std::optional<map_type> made;
+        try {
+            made.emplace(m_context.world(), map_settings());
+        } catch (const invalid_argument_error& problem) {
+            std::fprintf(stderr, "mpidict hash: error on rank %d: %s\n", m_rank, problem.what());
+            return 1;
+        }
+        map_type& map = *made;
 
         const phase_result insert = run_phase(map, "insert", [&] { return insert_phase(map); });
         check_after_insert(map);
