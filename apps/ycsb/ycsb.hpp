@@ -31,9 +31,10 @@
 // wrote itself must be at least as new as its last acknowledged write of that
 // field when the read started, when this is sound: at 1 rank, or with
 // writeallfields=true, or on hash_map (whose updates are atomic); with several
-// writers doing client-side read-modify-write a lost update is legal.  Loaded
-// records and this rank's acknowledged inserts are never missing; another
-// rank's run-phase insert may be (counted, not an error).  Scans return keys in
+// writers doing client-side read-modify-write a lost update is legal.  A
+// chosen record is never missing: every choice is at or below the insert
+// counter's acknowledged limit, which the ranks share through a window
+// (workload.hpp, insert_progress in ycsb.cpp).  Scans return keys in
 // ascending order from their start key, at most the scan length, every loaded
 // key between the start and the last key returned, and fewer than asked only
 // when no loaded key is left.  At the end the containers hold exactly the
