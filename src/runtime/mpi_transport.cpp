@@ -163,46 +163,15 @@ public:
     void barrier() override { check_mpi(MPI_Barrier(m_communicator), "MPI_Barrier"); }
 
     void close() override {
-        if (m_communicator == MPI_COMM_NULL)
-            return;
         int finalised = 0;
         MPI_Finalized(&finalised);
-        if (!finalised) {
-            for (auto& receive : m_receives) {
-                if (receive.request != MPI_REQUEST_NULL) {
-                    MPI_Cancel(&receive.request);
-                    MPI_Wait(&receive.request, MPI_STATUS_IGNORE);
-                }
-            }
-            for (auto& send : m_sends) {
-                if (send != MPI_REQUEST_NULL)
-                    MPI_Request_free(&send);
-            }
-            MPI_Comm_free(&m_communicator);
-        }
-        m_communicator = MPI_COMM_NULL;
-        m_receives.clear();
+        release(/*with_mpi=*/!finalised, /*free_communicator=*/!finalised);
     }
 
     // MPI_Finalize has begun: cancel the posted receives and let the sends go
     // (local calls); the communicator is left to MPI_Finalize, since freeing it
     // is collective and the other ranks may not be here.
-    void abandon() override {
-        if (m_communicator == MPI_COMM_NULL)
-            return;
-        for (auto& receive : m_receives) {
-            if (receive.request != MPI_REQUEST_NULL) {
-                MPI_Cancel(&receive.request);
-                MPI_Wait(&receive.request, MPI_STATUS_IGNORE);
-            }
-        }
-        for (auto& send : m_sends) {
-            if (send != MPI_REQUEST_NULL)
-                MPI_Request_free(&send);
-        }
-        m_communicator = MPI_COMM_NULL;
-        m_receives.clear();
-    }
+    void abandon() override { release(/*with_mpi=*/true, /*free_communicator=*/false); }
 
     // Yield first; if nothing has happened for a while, sleep briefly so that a
     // rank that shares its core with the rank it waits for gives the core away
@@ -217,6 +186,31 @@ public:
     }
 
 private:
+    // The end of this transport: with_mpi cancels the posted receives and frees
+    // the send requests (local calls), free_communicator also frees the
+    // communicator (collective); without them the handles are only forgotten
+    // (after MPI_Finalize).
+    void release(bool with_mpi, bool free_communicator) {
+        if (m_communicator == MPI_COMM_NULL)
+            return;
+        if (with_mpi) {
+            for (auto& receive : m_receives) {
+                if (receive.request != MPI_REQUEST_NULL) {
+                    MPI_Cancel(&receive.request);
+                    MPI_Wait(&receive.request, MPI_STATUS_IGNORE);
+                }
+            }
+            for (auto& send : m_sends) {
+                if (send != MPI_REQUEST_NULL)
+                    MPI_Request_free(&send);
+            }
+        }
+        if (free_communicator)
+            MPI_Comm_free(&m_communicator);
+        m_communicator = MPI_COMM_NULL;
+        m_receives.clear();
+    }
+
     // Ranks that share a node with more ranks than it has cores must give their
     // core away quickly when idle: the rank they wait for may need it.  Measured
     // here (4 ranks, 2 cores): single find round trip ~1,300 us with sched_yield
