@@ -21,33 +21,6 @@ std::int64_t fnv_hash64(std::int64_t val) {
     return as_signed < 0 ? static_cast<std::int64_t>(0 - hash) : as_signed;
 }
 
-namespace {
-std::uint64_t splitmix64(std::uint64_t& state) {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-}  // namespace
-
-random_source::random_source(std::uint64_t seed) {
-    for (std::uint64_t& word : m_state)
-        word = splitmix64(seed);
-}
-
-std::uint64_t random_source::next_u64() {
-    const std::uint64_t result = rotl(m_state[1] * 5, 7) * 9;
-    const std::uint64_t t = m_state[1] << 17;
-    m_state[2] ^= m_state[0];
-    m_state[3] ^= m_state[1];
-    m_state[1] ^= m_state[2];
-    m_state[0] ^= m_state[3];
-    m_state[2] ^= t;
-    m_state[3] = rotl(m_state[3], 45);
-    return result;
-}
-
 double zipfian_generator::zeta(std::int64_t st, std::int64_t n, double theta, double initial) {
     double sum = initial;
     for (std::int64_t i = st; i < n; ++i)

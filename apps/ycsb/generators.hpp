@@ -17,24 +17,26 @@
 #include <string_view>
 #include <vector>
 
+#include "mpidict/detail/xoshiro.hpp"
+
 namespace mpidict::apps::ycsb {
 
 // Utils.fnvhash64: FNV-1a over the 8 bytes of val, least significant first,
 // then the absolute value as a signed long.
 std::int64_t fnv_hash64(std::int64_t val);
 
-// A seeded xoshiro256** stream.
+// A seeded xoshiro256** stream (detail/xoshiro.hpp).
 class random_source {
 public:
-    explicit random_source(std::uint64_t seed);
-    std::uint64_t next_u64();
+    explicit random_source(std::uint64_t seed) : m_stream(seed) {}
+    std::uint64_t next_u64() { return m_stream.next(); }
     // Uniform in [0, 1) with 53 random bits (ThreadLocalRandom.nextDouble).
-    double next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+    double next_double() { return m_stream.unit(); }
     // Math.abs(nextLong()) % n for n >= 1.
     std::int64_t next_below(std::int64_t n) { return static_cast<std::int64_t>((next_u64() >> 1) % static_cast<std::uint64_t>(n)); }
 
 private:
-    std::uint64_t m_state[4];
+    detail::xoshiro256 m_stream;
 };
 
 // UniformLongGenerator(lb, ub): lb + abs(long) % (ub - lb + 1).

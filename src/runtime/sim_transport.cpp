@@ -22,38 +22,18 @@
 #include <vector>
 
 #include "mpidict/error.hpp"
+#include "mpidict/detail/xoshiro.hpp"
 #include "mpidict/local/hash.hpp"
 
 namespace mpidict::sim {
 
 namespace {
 
-// xoshiro256** seeded through splitmix64: the same numbers on every platform.
-class random_source {
+// The schedule's random numbers (detail/xoshiro.hpp), and a bounded draw.
+class random_source : public detail::xoshiro256 {
 public:
-    explicit random_source(std::uint64_t seed) {
-        for (auto& word : m_state) {
-            seed += 0x9e3779b97f4a7c15ULL;
-            word = mix64(seed);
-        }
-    }
-    std::uint64_t next() {
-        const std::uint64_t result = rotate(m_state[1] * 5, 7) * 9;
-        const std::uint64_t t = m_state[1] << 17;
-        m_state[2] ^= m_state[0];
-        m_state[3] ^= m_state[1];
-        m_state[1] ^= m_state[2];
-        m_state[0] ^= m_state[3];
-        m_state[2] ^= t;
-        m_state[3] = rotate(m_state[3], 45);
-        return result;
-    }
+    using xoshiro256::xoshiro256;
     std::uint64_t below(std::uint64_t bound) { return bound == 0 ? 0 : reduce_range(next(), bound); }
-    double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
-private:
-    static std::uint64_t rotate(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-    std::uint64_t m_state[4];
 };
 
 enum class rank_state : std::uint8_t { runnable, parked, blocked, finished };
