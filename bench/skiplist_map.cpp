@@ -534,9 +534,7 @@ private:
         config.caller_window = m_s.window;
         config.adaptive_window = m_s.adaptive != 0;
         config.route_cache_entries = static_cast<std::size_t>(m_s.route_cache);
-        config.consistency = m_s.consistency == "total_order" ? mpidict::skiplist_consistency::total_order
-                             : m_s.consistency == "none"      ? mpidict::skiplist_consistency::none
-                                                              : mpidict::skiplist_consistency::sequential;
+        config.consistency = mpidict::skiplist_consistency_named(m_s.consistency).value();  // --consistency checked it
         config.seed = m_s.seed;
         // Enough slots for n * p keys in nodes at least a quarter full, on any rank.
         config.node_slots_per_rank = static_cast<std::size_t>(

@@ -26,14 +26,6 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using grid_key = std::array<std::uint32_t, 6>;
 
-skiplist_consistency mode_of(const std::string& name) {
-    if (name == "total_order")
-        return skiplist_consistency::total_order;
-    if (name == "sequential")
-        return skiplist_consistency::sequential;
-    return skiplist_consistency::none;
-}
-
 std::uint64_t value_of(std::uint64_t key) { return mix64(key ^ 0x5bd1e995ULL); }
 std::uint64_t value_of(const grid_key& key) {
     std::uint64_t hash = 0x9E3779B97F4A7C15ULL;
@@ -123,7 +115,7 @@ void run_flat(MPI_Comm comm, int rank, int ranks, const range_experiment_options
               range_experiment_result& result, checker& check) {
     using map_type = skiplist_map<std::uint64_t, std::uint64_t>;
     skiplist_map_config config;
-    config.consistency = mode_of(options.consistency);
+    config.consistency = skiplist_consistency_named(options.consistency).value();  // --consistency checked it
     map_type map(comm, config);
     const std::uint64_t n = options.keys;
     {  // load: keys i with i % p == rank
@@ -254,7 +246,7 @@ void run_dimensions(MPI_Comm comm, int rank, int ranks, const range_experiment_o
     for (std::size_t i = 0; i < d; ++i)
         result.box += (i == 0 ? "" : "x") + std::to_string(widths[i]);
     skiplist_map_config config;
-    config.consistency = mode_of(options.consistency);
+    config.consistency = skiplist_consistency_named(options.consistency).value();  // --consistency checked it
     map_type map(comm, config);
     {
         std::vector<grid_key> keys;

@@ -129,18 +129,11 @@ public:
     skiplist_adapter(MPI_Comm comm, const workload& spec, const ycsb_options& options)
         : m_map(comm, settings(spec, options)) {}
 
-    static skiplist_consistency mode(const std::string& name) {
-        if (name == "total_order")
-            return skiplist_consistency::total_order;
-        if (name == "none")
-            return skiplist_consistency::none;
-        return skiplist_consistency::sequential;
-    }
     static skiplist_map_config settings(const workload& spec, const ycsb_options& options) {
         skiplist_map_config config;
         config.max_value_bytes = std::max(config.max_value_bytes, spec.max_record_bytes());
         config.max_key_bytes = std::max(config.max_key_bytes, key_bytes_bound(spec) + 8);
-        config.consistency = mode(options.consistency);
+        config.consistency = skiplist_consistency_named(options.consistency).value();  // --consistency checked it
         config.runtime.buffer_bytes = std::max(config.runtime.buffer_bytes, config.required_buffer_bytes());
         return config;
     }

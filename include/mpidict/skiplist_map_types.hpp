@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mpidict/results.hpp"
@@ -32,6 +33,8 @@ enum class skiplist_consistency : std::uint8_t {
     none = 2,
 };
 const char* to_string(skiplist_consistency mode);
+// The mode named "total_order", "sequential" or "none" (to_string's names); nothing for any other name.
+std::optional<skiplist_consistency> skiplist_consistency_named(std::string_view name);
 
 struct skiplist_map_config {
     runtime::config runtime{};

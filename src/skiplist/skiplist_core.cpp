@@ -109,6 +109,14 @@ const char* to_string(skiplist_consistency mode) {
     return "unknown";
 }
 
+std::optional<skiplist_consistency> skiplist_consistency_named(std::string_view name) {
+    for (const skiplist_consistency mode :
+         {skiplist_consistency::total_order, skiplist_consistency::sequential, skiplist_consistency::none})
+        if (name == to_string(mode))
+            return mode;
+    return std::nullopt;
+}
+
 std::size_t skiplist_map_config::required_buffer_bytes() const {
     // The largest record: a split's allocation request carrying the upper half
     // of a full node (G / 2 + 1 entries), its separator and its tower.

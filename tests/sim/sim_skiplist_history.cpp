@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,15 +47,12 @@ int main(int argc, char** argv) {
     const sim_test::command_line cli = sim_test::parse_command_line(argc, argv);
     sim_test::install_crash_handler();
     const std::string mode_name = value_after(cli.extra, "--mode", "sequential");
-    skiplist_consistency mode = skiplist_consistency::sequential;
-    if (mode_name == "total_order")
-        mode = skiplist_consistency::total_order;
-    else if (mode_name == "none")
-        mode = skiplist_consistency::none;
-    else if (mode_name != "sequential") {
+    const std::optional<skiplist_consistency> named = mpidict::skiplist_consistency_named(mode_name);
+    if (!named) {
         std::fprintf(stderr, "sim_skiplist_history: unknown --mode %s\n", mode_name.c_str());
         return 2;
     }
+    const skiplist_consistency mode = *named;
     const std::string checker = value_after(cli.extra, "--checker", "");
     const bool broken = sim_test::has_flag(cli, "--break");
     const bool expect_reject = sim_test::has_flag(cli, "--expect-reject");

@@ -52,14 +52,10 @@ options parse(int argc, char** argv) {
         };
         if (arg == "--mode") {
             const std::string m = next();
-            if (m == "total_order")
-                o.mode = skiplist_consistency::total_order;
-            else if (m == "sequential")
-                o.mode = skiplist_consistency::sequential;
-            else if (m == "none")
-                o.mode = skiplist_consistency::none;
-            else
+            const auto mode = mpidict::skiplist_consistency_named(m);
+            if (!mode)
                 throw std::runtime_error("unknown --mode " + m);
+            o.mode = *mode;
         } else if (arg == "--rounds") {
             o.rounds = std::stoi(next());
         } else if (arg == "--out") {
