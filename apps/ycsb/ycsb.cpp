@@ -117,17 +117,41 @@ std::size_t key_bytes_bound(const workload& spec) {
 
 // ---- the containers, behind one small interface ---------------------------------
 
-class skiplist_adapter {
+// skiplist_map and linear_hash_map: insert stores or replaces one value, find
+// answers it.  Neither updates a field at the owner: the client reads, changes
+// and writes back.
+template <class Map>
+class replacing_adapter {
 public:
-    using map_type = skiplist_map<std::string, std::string>;
+    using map_type = Map;
     using read_request = request<std::optional<std::string>>;
     using write_request = request<replace_result>;
-    using scan_request = request<map_type::entry_list>;
     static constexpr bool atomic_field_update = false;
+
+    read_request read(const std::string& key) { return m_map.find(key); }
+    static std::optional<std::string> read_value(read_request& done) { return done.get(); }
+    write_request write(const std::string& key, const std::string& record) { return m_map.insert(key, record); }
+    static write_outcome written(write_request& done) {
+        const replace_result result = done.get();
+        return !result.stored ? write_outcome::refused
+                              : result.replaced ? write_outcome::replaced : write_outcome::stored_new;
+    }
+    void flush() { m_map.flush(); }
+
+protected:
+    template <class Config>
+    replacing_adapter(MPI_Comm comm, const Config& config) : m_map(comm, config) {}
+
+    Map m_map;
+};
+
+class skiplist_adapter : public replacing_adapter<skiplist_map<std::string, std::string>> {
+public:
+    using scan_request = request<map_type::entry_list>;
     static constexpr bool can_scan = true;
 
     skiplist_adapter(MPI_Comm comm, const workload& spec, const ycsb_options& options)
-        : m_map(comm, settings(spec, options)) {}
+        : replacing_adapter(comm, settings(spec, options)) {}
 
     static skiplist_map_config settings(const workload& spec, const ycsb_options& options) {
         skiplist_map_config config;
@@ -138,41 +162,22 @@ public:
         return config;
     }
 
-    read_request read(const std::string& key) { return m_map.find(key); }
-    static std::optional<std::string> read_value(read_request& done) { return done.get(); }
-    write_request insert(const std::string& key, const std::string& record) { return m_map.insert(key, record); }
-    write_request replace(const std::string& key, const std::string& record) { return m_map.insert(key, record); }
-    write_request update_field(const std::string&, std::int64_t, const std::string&) {
-        throw std::logic_error("skiplist_map has no field update");
-    }
-    static write_outcome written(write_request& done) {
-        const replace_result result = done.get();
-        return !result.stored ? write_outcome::refused
-                              : result.replaced ? write_outcome::replaced : write_outcome::stored_new;
-    }
     scan_request scan(const std::string& start, std::int64_t length) {
         range_options options;
         options.limit = static_cast<std::uint64_t>(length);
         return m_map.range_from(start, options);
     }
     static entries scanned(scan_request& done) { return done.get(); }
-    void flush() { m_map.flush(); }
     std::uint64_t global_size() { return m_map.global_size(); }
-
-private:
-    map_type m_map;
 };
 
-class linear_adapter {
+class linear_adapter : public replacing_adapter<linear_hash_map<std::string, std::string>> {
 public:
-    using map_type = linear_hash_map<std::string, std::string>;
-    using read_request = request<std::optional<std::string>>;
-    using write_request = request<replace_result>;
     using scan_request = std::monostate;
-    static constexpr bool atomic_field_update = false;
     static constexpr bool can_scan = false;
 
-    linear_adapter(MPI_Comm comm, const workload& spec, const ycsb_options&) : m_map(comm, settings(comm, spec)) {}
+    linear_adapter(MPI_Comm comm, const workload& spec, const ycsb_options&)
+        : replacing_adapter(comm, settings(comm, spec)), m_comm(comm) {}
 
     static linear_hash_map_config settings(MPI_Comm comm, const workload& spec) {
         int ranks = 1;
@@ -190,32 +195,16 @@ public:
         return config;
     }
 
-    read_request read(const std::string& key) { return m_map.find(key); }
-    static std::optional<std::string> read_value(read_request& done) { return done.get(); }
-    write_request insert(const std::string& key, const std::string& record) { return m_map.insert(key, record); }
-    write_request replace(const std::string& key, const std::string& record) { return m_map.insert(key, record); }
-    write_request update_field(const std::string&, std::int64_t, const std::string&) {
-        throw std::logic_error("linear_hash_map has no field update");
-    }
-    static write_outcome written(write_request& done) {
-        const replace_result result = done.get();
-        return !result.stored ? write_outcome::refused
-                              : result.replaced ? write_outcome::replaced : write_outcome::stored_new;
-    }
-    scan_request scan(const std::string&, std::int64_t) { throw std::logic_error("linear_hash_map cannot scan"); }
-    static entries scanned(scan_request&) { return {}; }
-    void flush() { m_map.flush(); }
+    // linear_hash_map has no global_size: the sum of the servers' local sizes.
     std::uint64_t global_size() {
         std::uint64_t local = m_map.local_size();
         std::uint64_t total = 0;
-        MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, m_comm_for_size);
+        MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, m_comm);
         return total;
     }
-    void set_comm(MPI_Comm comm) { m_comm_for_size = comm; }
 
 private:
-    map_type m_map;
-    MPI_Comm m_comm_for_size = MPI_COMM_WORLD;
+    MPI_Comm m_comm;
 };
 
 class hash_adapter {
@@ -263,8 +252,7 @@ public:
             return std::nullopt;
         return std::move(values.front());
     }
-    write_request insert(const std::string& key, const std::string& record) { return m_map.visit(key, m_put, record); }
-    write_request replace(const std::string& key, const std::string& record) { return m_map.visit(key, m_put, record); }
+    write_request write(const std::string& key, const std::string& record) { return m_map.visit(key, m_put, record); }
     write_request update_field(const std::string& key, std::int64_t field, const std::string& bytes) {
         std::string argument;
         argument += static_cast<char>(field & 0xff);
@@ -276,8 +264,6 @@ public:
     static write_outcome written(write_request& done) {
         return done.get() ? write_outcome::replaced : write_outcome::stored_new;
     }
-    scan_request scan(const std::string&, std::int64_t) { throw std::logic_error("hash_map cannot scan"); }
-    static entries scanned(scan_request&) { return {}; }
     void flush() { m_map.flush(); }
     std::uint64_t global_size() { return m_map.global_size(); }
 
@@ -499,7 +485,7 @@ private:
         switch (op.kind) {
         case operation::insert:
             op.sequence = ++m_sequence;
-            op.write.emplace(m_db.insert(op.key, record_for(op.key, op.sequence)));
+            op.write.emplace(m_db.write(op.key, record_for(op.key, op.sequence)));
             break;
         case operation::read:
             op.read.emplace(m_db.read(op.key));
@@ -525,7 +511,7 @@ private:
         op.sequence = ++m_sequence;
         op.step = 1;
         if (op.field < 0) {
-            op.write.emplace(m_db.replace(op.key, record_for(op.key, op.sequence)));
+            op.write.emplace(m_db.write(op.key, record_for(op.key, op.sequence)));
             return;
         }
         op.field_bytes.clear();
@@ -539,7 +525,7 @@ private:
                 op.read.emplace(m_db.read(op.key));
                 return;
             }
-            op.write.emplace(m_db.replace(op.key, replace_field(record->first, record->second, op.field, op.field_bytes)));
+            op.write.emplace(m_db.write(op.key, replace_field(record->first, record->second, op.field, op.field_bytes)));
         }
     }
 
@@ -659,8 +645,6 @@ private:
                 m_chooser.acknowledge_insert(op.keynum);
                 ++m_acknowledged_inserts;
                 acknowledge_write(op);
-            } else {
-                ++m_loaded;
             }
             break;
         }
@@ -715,7 +699,6 @@ private:
     support::poll_backoff m_backoff;
     bool m_running = false;
     std::uint64_t m_sequence = 0;
-    std::uint64_t m_loaded = 0;
     std::uint64_t m_acknowledged_inserts = 0;
     std::uint64_t m_generated = 0;
     std::unordered_set<std::int64_t> m_writing;                                   // keys with a write in flight
@@ -913,7 +896,6 @@ ycsb_result run_ycsb(MPI_Comm comm, const ycsb_options& options) {
     }
     case container_kind::linear: {
         linear_adapter db(comm, spec, options);
-        db.set_comm(comm);
         run_with(db, context, result);
         break;
     }
