@@ -1,19 +1,11 @@
 // `mpidict orbit FILE`: seed 002's orbit enumeration (apps/orbit, docs/orbit.md).
-#include <vector>
-
 #include "common/command.hpp"
 #include "orbit/orbit.hpp"
 
 namespace mpidict::tool {
 namespace {
 
-int run_orbit_command(command_context& context) {
-    static char program[] = "mpidict orbit";  // argv[0]: the name in messages
-    std::vector<char*> argv{program};
-    argv.insert(argv.end(), context.arguments().begin(), context.arguments().end());
-    argv.push_back(nullptr);
-    return apps::orbit::run_orbit(static_cast<int>(argv.size()) - 1, argv.data(), context.world());
-}
+int run_orbit_command(command_context& context) { return run_app(context, &apps::orbit::run_orbit); }
 
 }  // namespace
 }  // namespace mpidict::tool

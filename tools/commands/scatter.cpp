@@ -3,8 +3,6 @@
 // parses its own options; every rank agrees on them before any collective, so
 // a usage error ends every rank with exit code 2 and bad input with 1.
 
-#include <vector>
-
 #include "common/command.hpp"
 #include "matrix_scatter/matrix_scatter.hpp"
 
@@ -12,13 +10,7 @@ namespace mpidict::tool {
 namespace {
 
 // doc-begin
-int run_scatter(command_context& context) {
-    static char program[] = "mpidict scatter";  // argv[0]: the name in messages
-    std::vector<char*> argv{program};
-    argv.insert(argv.end(), context.arguments().begin(), context.arguments().end());
-    argv.push_back(nullptr);
-    return apps::run_matrix_scatter(static_cast<int>(argv.size()) - 1, argv.data(), context.world());
-}
+int run_scatter(command_context& context) { return run_app(context, &apps::run_matrix_scatter); }
 
 }  // namespace
 }  // namespace mpidict::tool

@@ -45,6 +45,14 @@ command_context::command_context(MPI_Comm world, std::string_view command_name, 
     MPI_Comm_size(world, &m_size);
 }
 
+int run_app(command_context& context, app_program program) {
+    std::string name = "mpidict " + std::string(context.command_name());
+    std::vector<char*> argv{name.data()};
+    argv.insert(argv.end(), context.arguments().begin(), context.arguments().end());
+    argv.push_back(nullptr);
+    return program(static_cast<int>(argv.size()) - 1, argv.data(), context.world());
+}
+
 bool command_context::parse_options(option_parser& parser) {
     const std::optional<int> stop =
         support::parse_collectively(m_world, parser, m_arguments, "mpidict " + m_command_name);

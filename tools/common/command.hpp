@@ -64,6 +64,13 @@ private:
 
 using command_function = int (*)(command_context& context);
 
+// A command that is an app's whole program (apps/<app>: its main without
+// MPI_Init and MPI_Finalize, parsing its own options): runs `program` with
+// argv[0] = "mpidict <command>" (the name in its messages) and the command's
+// arguments, and returns its exit code.
+using app_program = int (*)(int argc, char** argv, MPI_Comm comm);
+int run_app(command_context& context, app_program program);
+
 struct command {
     std::string_view name;
     std::string_view summary;
