@@ -74,6 +74,31 @@ double zipfian_cdf_below(std::int64_t k, std::int64_t n, double theta, double ze
     return std::max(zeta2 / zetan, std::min(1.0, u));
 }
 
+// The probabilities of items 0 .. n-1 of YCSB's zipfian over n items.
+std::vector<double> zipfian_pmf(std::int64_t n, double zetan) {
+    std::vector<double> pmf(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k)
+        pmf[static_cast<std::size_t>(k)] = zipfian_cdf_below(k + 1, n, 0.99, zetan) - zipfian_cdf_below(k, n, 0.99, zetan);
+    return pmf;
+}
+
+// Counts `samples` values of draw() in the bins first .. first + bins - 1; a
+// value outside them fails the test (and ends the counting).
+template <class Draw>
+std::vector<std::uint64_t> count_draws(std::int64_t first, std::size_t bins, std::uint64_t samples, Draw&& draw) {
+    std::vector<std::uint64_t> counts(bins);
+    for (std::uint64_t i = 0; i < samples; ++i) {
+        const std::int64_t value = draw();
+        if (value < first || value >= first + static_cast<std::int64_t>(bins)) {
+            ADD_FAILURE() << "drew " << value << ", outside [" << first << ", " << first + static_cast<std::int64_t>(bins)
+                          << ")";
+            break;
+        }
+        ++counts[static_cast<std::size_t>(value - first)];
+    }
+    return counts;
+}
+
 TEST(Fnv, KnownValues) {
     // Computed independently (Python integers) and, for 0 and 1, the first keys
     // of every YCSB load with hashed inserts.
@@ -100,14 +125,8 @@ TEST(Keys, NamesLikeYcsb) {
 TEST(Uniform, ChiSquare) {
     random_source random(11);
     const uniform_generator generator(100, 199);
-    std::vector<std::uint64_t> counts(100);
     const std::uint64_t samples = 200000;
-    for (std::uint64_t i = 0; i < samples; ++i) {
-        const std::int64_t value = generator.next(random);
-        ASSERT_GE(value, 100);
-        ASSERT_LE(value, 199);
-        ++counts[static_cast<std::size_t>(value - 100)];
-    }
+    const std::vector<std::uint64_t> counts = count_draws(100, 100, samples, [&] { return generator.next(random); });
     expect_fits(counts, std::vector<double>(100, 0.01), samples, "uniform");
 }
 
@@ -136,18 +155,9 @@ TEST(Zipfian, MatchesItsAnalyticDistribution) {
     EXPECT_NEAR(generator.zetan(), zetan, 1e-12);
     random_source random(5);
     const std::uint64_t samples = 400000;
-    std::vector<std::uint64_t> counts(static_cast<std::size_t>(n));
-    for (std::uint64_t i = 0; i < samples; ++i) {
-        const std::int64_t value = generator.next(random);
-        ASSERT_GE(value, 0);
-        ASSERT_LT(value, n);
-        ++counts[static_cast<std::size_t>(value)];
-    }
-    std::vector<double> expected(static_cast<std::size_t>(n));
-    for (std::int64_t k = 0; k < n; ++k)
-        expected[static_cast<std::size_t>(k)] =
-            zipfian_cdf_below(k + 1, n, 0.99, zetan) - zipfian_cdf_below(k, n, 0.99, zetan);
-    expect_fits(counts, expected, samples, "zipfian");
+    const std::vector<std::uint64_t> counts =
+        count_draws(0, static_cast<std::size_t>(n), samples, [&] { return generator.next(random); });
+    expect_fits(counts, zipfian_pmf(n, zetan), samples, "zipfian");
     // And it is close to the true zipf law it approximates: item 0 has 1/zeta(n).
     EXPECT_NEAR(static_cast<double>(counts[0]) / samples, 1 / zetan, 0.005);
     EXPECT_NEAR(static_cast<double>(counts[9]) / samples, std::pow(10, -0.99) / zetan, 0.004);
@@ -166,13 +176,8 @@ TEST(ScrambledZipfian, HotItemsAreHashedOverTheRange) {
     scrambled_zipfian_generator generator(0, n - 1);
     random_source random(9);
     const std::uint64_t samples = 400000;
-    std::vector<std::uint64_t> counts(static_cast<std::size_t>(n));
-    for (std::uint64_t i = 0; i < samples; ++i) {
-        const std::int64_t value = generator.next(random);
-        ASSERT_GE(value, 0);
-        ASSERT_LT(value, n);
-        ++counts[static_cast<std::size_t>(value)];
-    }
+    const std::vector<std::uint64_t> counts =
+        count_draws(0, static_cast<std::size_t>(n), samples, [&] { return generator.next(random); });
     // Item 0 of the 10^10-item zipfian has probability 1/26.469...; it lands on
     // fnv(0) % n (with a few other items' mass on the same slot).
     const double zetan = scrambled_zipfian_generator::zetan_for_item_count;
@@ -202,21 +207,11 @@ TEST(SkewedLatest, FavoursTheNewest) {
     skewed_latest_generator generator(last);
     random_source random(21);
     const std::uint64_t samples = 300000;
-    // last - X is YCSB's zipfian over `last` items (0 .. last - 1).
-    std::vector<std::uint64_t> counts(static_cast<std::size_t>(last));
-    for (std::uint64_t i = 0; i < samples; ++i) {
-        const std::int64_t value = generator.next(random, last);
-        ASSERT_GE(value, 1);
-        ASSERT_LE(value, last);
-        ++counts[static_cast<std::size_t>(last - value)];  // distance from the newest
-    }
-    const std::int64_t n = last;
-    const double zetan = zipfian_generator::zeta(0, n, 0.99, 0);
-    std::vector<double> expected(counts.size());
-    for (std::int64_t k = 0; k < last; ++k)
-        expected[static_cast<std::size_t>(k)] =
-            zipfian_cdf_below(k + 1, n, 0.99, zetan) - zipfian_cdf_below(k, n, 0.99, zetan);
-    expect_fits(counts, expected, samples, "latest");
+    // last - X (the distance from the newest, X in 1 .. last) is YCSB's zipfian
+    // over `last` items (0 .. last - 1).
+    const std::vector<std::uint64_t> counts =
+        count_draws(0, static_cast<std::size_t>(last), samples, [&] { return last - generator.next(random, last); });
+    expect_fits(counts, zipfian_pmf(last, zipfian_generator::zeta(0, last, 0.99, 0)), samples, "latest");
 }
 
 TEST(Hotspot, HotSetGetsItsShare) {
@@ -225,9 +220,7 @@ TEST(Hotspot, HotSetGetsItsShare) {
     EXPECT_EQ(generator.cold_interval(), 800);
     random_source random(4);
     const std::uint64_t samples = 200000;
-    std::vector<std::uint64_t> counts(1000);
-    for (std::uint64_t i = 0; i < samples; ++i)
-        ++counts[static_cast<std::size_t>(generator.next(random))];
+    const std::vector<std::uint64_t> counts = count_draws(0, 1000, samples, [&] { return generator.next(random); });
     std::vector<double> expected(1000);
     for (std::size_t i = 0; i < 1000; ++i)
         expected[i] = i < 200 ? 0.8 / 200 : 0.2 / 800;
