@@ -5,8 +5,10 @@
 // src/skiplist/skiplist_core.cpp) needs them too and must not include the typed
 // front; include skiplist_map.hpp, which includes this.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,6 +61,11 @@ struct skiplist_map_config {
     // The mode this map's callers start in (skiplist_map::set_consistency
     // changes it for one caller).
     skiplist_consistency consistency = skiplist_consistency::sequential;
+    // The clock that judges expiry (insert's expires_at) on this rank; empty:
+    // std::chrono::system_clock::now.  A replay sets it to its simulated time
+    // (apps/flights): every rank must give the same time for the same moment,
+    // and it must never go back.
+    std::function<std::chrono::system_clock::time_point()> expiry_clock{};
     // Test only: no ordering markers when links change and no per-key order at
     // the caller, so operations may overtake one another (the simulation test
     // must catch it).  Never set it otherwise.

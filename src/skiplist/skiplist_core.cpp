@@ -129,8 +129,9 @@ std::size_t skiplist_map_config::required_buffer_bytes() const {
 
 namespace detail {
 
-double skiplist_clock_now() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+expiry_time skiplist_core::clock_now() const {
+    const auto now = m_config.expiry_clock ? m_config.expiry_clock() : std::chrono::system_clock::now();
+    return std::chrono::duration<double>(now.time_since_epoch()).count();
 }
 
 skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skiplist_map_config& settings)
@@ -706,7 +707,7 @@ void skiplist_core::handle_find_direct(int source, std::string_view record) {
         if (here.holds == 0 && !here.allocating && !here.holding_records() &&
             key >= std::string_view(here.separator)) {
             if (here.earliest_expiry != 0)
-                purge_expired(here, skiplist_clock_now());
+                purge_expired(here, clock_now());
             const std::size_t position = here.run.lower_bound(key);
             const bool present = here.run.holds_at(position, key);
             // A key the run holds is this node's; an absent one is if it lies
@@ -965,7 +966,7 @@ void skiplist_core::purge_expired(node& here, expiry_time now) {
 
 std::size_t skiplist_core::sweep_expired() {
     const std::uint64_t before = m_stats.expired;
-    const expiry_time now = skiplist_clock_now();
+    const expiry_time now = clock_now();
     for (auto& here : m_nodes)
         if (here.live && here.holds == 0 && !here.allocating)
             purge_expired(here, now);
@@ -1082,7 +1083,7 @@ void skiplist_core::answer_point(node& here, skiplist_node_id id, op kind, int c
         return;
     }
     ++m_stats.handled;
-    purge_expired(here, skiplist_clock_now());
+    purge_expired(here, clock_now());
     const std::size_t position = here.run.lower_bound(key);
     const bool present = here.run.holds_at(position, key);
     switch (kind) {
@@ -1555,7 +1556,7 @@ void skiplist_core::handle_range(int source, std::string_view record) {
         return;
     }
     ++m_stats.handled;
-    purge_expired(here, skiplist_clock_now());
+    purge_expired(here, clock_now());
     const sorted_run& run = here.run;
     std::size_t it = run.lower_bound(lo);
     const link& next = here.tower[0];
@@ -1753,7 +1754,7 @@ void skiplist_core::handle_range_split(int source, std::string_view record) {
     }
     // [lo, upto) is this node's: answer it in parts of at most one message.
     ++m_stats.handled;
-    purge_expired(here, skiplist_clock_now());
+    purge_expired(here, clock_now());
     const sorted_run& run = here.run;
     const std::size_t room = m_engine->max_record_bytes() - runtime::reply_header_bytes - 32 - 2 * m_config.max_key_bytes;
     std::size_t it = run.lower_bound(lo);
@@ -1918,7 +1919,7 @@ void skiplist_core::abandon_stream(std::uint32_t slot) {
 // ---------------------------------------------------------------------------
 
 void skiplist_core::for_all_local(const std::function<void(std::string_view, std::string_view)>& visit) {
-    const expiry_time now = skiplist_clock_now();
+    const expiry_time now = clock_now();
     for (const auto& here : m_nodes) {
         if (!here.live)
             continue;
@@ -1931,7 +1932,7 @@ void skiplist_core::for_all_local(const std::function<void(std::string_view, std
 }
 
 std::size_t skiplist_core::local_size() const {
-    const expiry_time now = skiplist_clock_now();
+    const expiry_time now = clock_now();
     std::size_t total = 0;
     for (const auto& here : m_nodes) {
         if (!here.live)

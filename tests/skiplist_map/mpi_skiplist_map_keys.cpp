@@ -1,7 +1,8 @@
 // skiplist_map with other key types and features at 1-4 ranks: byte-string keys
 // with prefix queries, multi-dimensional keys (std::array<double, 3>) with box-like
 // ranges over the first dimension, negative doubles, expiry (TTL) of entries that
-// are never returned once expired and are removed by their nodes, and bad input
+// are never returned once expired and are removed by their nodes (by the system
+// clock and by a simulated expiry_clock), and bad input
 // (keys and values over their limits, NaN keys, configurations that cannot work)
 // with clear errors and nothing stored lost.
 
@@ -176,6 +177,53 @@ void expiry(int rank, int size) {
     map.flush();
 }
 
+// expiry_clock: the map judges expiry by a clock the program keeps (here a
+// simulated time in 2013 that every rank advances at the same collective
+// points), so which entries are gone is exact, unlike with the system clock.
+void expiry_by_simulated_clock(int rank, int size) {
+    using clock = std::chrono::system_clock;
+    const clock::time_point start = clock::time_point(std::chrono::seconds(1356998400));  // 2013-01-01 UTC
+    clock::time_point simulated = start;
+    mpidict::skiplist_map_config config;
+    config.granularity = 4;
+    config.max_key_bytes = 8;
+    config.max_value_bytes = 8;
+    config.expiry_clock = [&simulated] { return simulated; };
+    mpidict::skiplist_map<std::uint64_t, std::uint64_t> map(MPI_COMM_WORLD, config);
+    // Key k (from every rank) expires k minutes after the start; 0 never.
+    for (std::uint64_t i = 0; i < 30; ++i) {
+        const std::uint64_t key = i * static_cast<std::uint64_t>(size) + static_cast<std::uint64_t>(rank);
+        if (key == 0)
+            map.insert(key, key).get();
+        else
+            map.insert(key, key, start + std::chrono::minutes(key)).get();
+    }
+    map.flush();
+    const std::uint64_t total = 30 * static_cast<std::uint64_t>(size);
+    // Deadlines that lie in the past of the system clock mean nothing here.
+    MPIDICT_CHECK(map.range_from(0).get().size() == total);
+    for (const std::uint64_t minutes : {std::uint64_t{1}, std::uint64_t{7}, total / 2, total + 1}) {
+        // Every rank moves its clock, then global_size() (collective; it counts
+        // what has not expired) keeps any rank from querying before all have.
+        // A barrier would not do: a rank waiting in it answers no one.
+        simulated = start + std::chrono::minutes(minutes);
+        // Keys 1..minutes have expired (a deadline equal to now is past).
+        const std::uint64_t live = minutes >= total ? 1 : total - minutes;
+        MPIDICT_CHECK(map.global_size() == live);
+        const auto all = map.range_from(0).get();
+        MPIDICT_CHECK(all.size() == live);
+        MPIDICT_CHECK(all.front().first == 0);
+        if (live > 1)
+            MPIDICT_CHECK(all[1].first == minutes + 1);
+        MPIDICT_CHECK(!map.find(minutes).get().has_value());
+        map.flush();  // removes them at their nodes
+        std::int64_t entries = static_cast<std::int64_t>(map.local_statistics().entries);
+        std::int64_t stored = 0;
+        MPI_Allreduce(&entries, &stored, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        MPIDICT_CHECK(stored == static_cast<std::int64_t>(live));
+    }
+}
+
 void bad_configurations(int rank, int size) {
     auto expect_refused = [&](const mpidict::skiplist_map_config& config, const char* words) {
         bool refused = false;
@@ -338,6 +386,7 @@ int main(int argc, char** argv) {
         multi_dimensional(rank, size);
         patterns(rank, size);
         expiry(rank, size);
+        expiry_by_simulated_clock(rank, size);
         bad_configurations(rank, size);
     });
 }

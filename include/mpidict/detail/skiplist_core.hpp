@@ -29,7 +29,6 @@ namespace detail {
 
 // Expiry: seconds since the Unix epoch (std::chrono::system_clock); 0 = never.
 using expiry_time = double;
-double skiplist_clock_now();
 
 class skiplist_core {
 public:
@@ -268,6 +267,8 @@ private:
     void learn_route(std::string_view separator, skiplist_node_id id);
     void start_split(node& here, skiplist_node_id id);
     void purge_expired(node& here, expiry_time now);
+    // Now, by config().expiry_clock (else the system clock), as an expiry_time.
+    expiry_time clock_now() const;
     unsigned draw_height();
     // Starts linking `fresh` on `level` (its levels below are linked): travels from the head.
     void send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level);
