@@ -1,0 +1,764 @@
+// The flights service (flights.hpp, docs/flights.md).
+
+#include "flights/flights.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "mpidict/error.hpp"
+#include "mpidict/support/json.hpp"
+#include "mpidict/support/options.hpp"
+#include "mpidict/support/program.hpp"
+
+namespace mpidict::apps::flights {
+
+// ---------------------------------------------------------------- input files
+
+namespace {
+
+std::vector<std::string_view> split_tabs(std::string_view line) {
+    std::vector<std::string_view> fields;
+    std::size_t begin = 0;
+    while (true) {
+        const std::size_t tab = line.find('\t', begin);
+        fields.push_back(line.substr(begin, tab == std::string_view::npos ? std::string_view::npos : tab - begin));
+        if (tab == std::string_view::npos)
+            return fields;
+        begin = tab + 1;
+    }
+}
+
+[[noreturn]] void bad_line(const std::string& file, std::uint64_t line, const std::string& problem) {
+    throw std::runtime_error(file + ":" + std::to_string(line) + ": " + problem);
+}
+
+template <class T>
+T number_field(std::string_view text, const std::string& file, std::uint64_t line, const char* what) {
+    T value{};
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || text.empty())
+        bad_line(file, line, std::string(what) + " '" + std::string(text) + "' is not a number in range");
+    if constexpr (std::is_floating_point_v<T>)
+        if (!std::isfinite(value))
+            bad_line(file, line, std::string(what) + " '" + std::string(text) + "' is not finite");
+    return value;
+}
+
+// Calls on_line(line, number) for every line that is neither empty nor a comment.
+template <class Function>
+void read_lines(const std::string& path, Function&& on_line) {
+    std::ifstream in(path);
+    if (!in)
+        throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno) +
+                                 " (make flights-data writes it; docs/flights.md)");
+    std::string line;
+    std::uint64_t number = 0;
+    while (std::getline(in, line)) {
+        ++number;
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        if (line.empty() || line[0] == '#')
+            continue;
+        on_line(std::string_view(line), number);
+    }
+    if (in.bad())
+        throw std::runtime_error("error reading " + path);
+}
+
+}  // namespace
+
+std::optional<std::uint16_t> flight_data::airport_index(std::string_view code) const {
+    const auto at = std::lower_bound(airports.begin(), airports.end(), code,
+                                     [](const airport& a, std::string_view c) { return a.code < c; });
+    if (at == airports.end() || at->code != code)
+        return std::nullopt;
+    return static_cast<std::uint16_t>(at - airports.begin());
+}
+
+flight_data load_flight_data(const std::string& directory, int rank, int ranks,
+                             const std::function<void(std::uint64_t)>& on_progress) {
+    flight_data data;
+    const std::string airports_path = directory + "/airports.tsv";
+    read_lines(airports_path, [&](std::string_view line, std::uint64_t number) {
+        const auto fields = split_tabs(line);
+        if (fields.size() != 4)
+            bad_line(airports_path, number, "expected 4 tab-separated fields (code, latitude, longitude, name), found " +
+                                                std::to_string(fields.size()));
+        airport a;
+        a.code = std::string(fields[0]);
+        if (a.code.empty() || a.code.size() > 4)
+            bad_line(airports_path, number, "airport code '" + a.code + "' is not 1-4 characters");
+        a.latitude = number_field<double>(fields[1], airports_path, number, "latitude");
+        a.longitude = number_field<double>(fields[2], airports_path, number, "longitude");
+        if (std::fabs(a.latitude) > 90 || std::fabs(a.longitude) > 180)
+            bad_line(airports_path, number, "coordinates outside [-90, 90] x [-180, 180]");
+        a.name = std::string(fields[3]);
+        data.airports.push_back(std::move(a));
+    });
+    std::sort(data.airports.begin(), data.airports.end(),
+              [](const airport& x, const airport& y) { return x.code < y.code; });
+    for (std::size_t i = 1; i < data.airports.size(); ++i)
+        if (data.airports[i].code == data.airports[i - 1].code)
+            throw std::runtime_error(airports_path + ": airport " + data.airports[i].code + " is listed twice");
+    if (data.airports.size() > std::numeric_limits<std::uint16_t>::max())
+        throw std::runtime_error(airports_path + ": more than 65535 airports");
+
+    const std::string flights_path = directory + "/flights.tsv";
+    std::int64_t previous_departure = std::numeric_limits<std::int64_t>::min();
+    data.first_departure = std::numeric_limits<std::int64_t>::max();
+    data.last_arrival = std::numeric_limits<std::int64_t>::min();
+    read_lines(flights_path, [&](std::string_view line, std::uint64_t number) {
+        const auto fields = split_tabs(line);
+        if (fields.size() != 8)
+            bad_line(flights_path, number,
+                     "expected 8 tab-separated fields (id, departure, arrival, origin, dest, carrier, flight, "
+                     "tailnum), found " + std::to_string(fields.size()));
+        flight f;
+        f.id = number_field<std::uint32_t>(fields[0], flights_path, number, "id");
+        f.departure = number_field<std::int64_t>(fields[1], flights_path, number, "departure");
+        f.arrival = number_field<std::int64_t>(fields[2], flights_path, number, "arrival");
+        if (f.arrival <= f.departure)
+            bad_line(flights_path, number, "arrival " + std::to_string(f.arrival) + " is not after departure " +
+                                               std::to_string(f.departure));
+        if (f.departure < previous_departure)
+            bad_line(flights_path, number, "flights are not in departure order");
+        previous_departure = f.departure;
+        const auto origin = data.airport_index(fields[3]);
+        const auto dest = data.airport_index(fields[4]);
+        if (!origin || !dest)
+            bad_line(flights_path, number, "airport '" + std::string(origin ? fields[4] : fields[3]) +
+                                               "' is not in " + airports_path);
+        f.origin = *origin;
+        f.dest = *dest;
+        if (fields[5].empty() || fields[5].size() >= f.carrier.size())
+            bad_line(flights_path, number, "carrier '" + std::string(fields[5]) + "' is not 1-3 characters");
+        std::copy(fields[5].begin(), fields[5].end(), f.carrier.begin());
+        f.number = number_field<std::uint32_t>(fields[6], flights_path, number, "flight number");
+        if (fields[7].size() > f.tailnum.size())
+            bad_line(flights_path, number, "tail number '" + std::string(fields[7]) + "' is over 8 characters");
+        std::copy(fields[7].begin(), fields[7].end(), f.tailnum.begin());
+        data.first_departure = std::min(data.first_departure, f.departure);
+        data.last_arrival = std::max(data.last_arrival, f.arrival);
+        if (data.total_flights % static_cast<std::uint64_t>(ranks) == static_cast<std::uint64_t>(rank))
+            data.flights.push_back(f);
+        ++data.total_flights;
+        if (on_progress && data.total_flights % 16384 == 0)
+            on_progress(data.total_flights);
+    });
+    if (data.total_flights == 0)
+        throw std::runtime_error(flights_path + " holds no flights");
+    return data;
+}
+
+flight_key key_of(const flight_data& data, const flight& f) {
+    const airport& from = data.airports[f.origin];
+    const airport& to = data.airports[f.dest];
+    return {from.longitude, from.latitude, to.longitude, to.latitude, f.id};
+}
+
+// ---------------------------------------------------------------- queries
+
+std::optional<box> parse_box(std::string_view text, std::string_view what) {
+    const std::string name(what);
+    if (text == "*")
+        return std::nullopt;
+    double values[4];
+    std::size_t begin = 0;
+    for (int i = 0; i < 4; ++i) {
+        const std::size_t comma = text.find(',', begin);
+        if ((i < 3) != (comma != std::string_view::npos))
+            throw invalid_argument_error(name + " '" + std::string(text) +
+                                         "' is not four numbers west,south,east,north (or * for anywhere)");
+        const std::string_view field = text.substr(begin, i < 3 ? comma - begin : std::string_view::npos);
+        const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), values[i]);
+        if (error != std::errc() || end != field.data() + field.size() || field.empty() || !std::isfinite(values[i]))
+            throw invalid_argument_error(name + " '" + std::string(text) + "': '" + std::string(field) +
+                                         "' is not a number");
+        begin = comma + 1;
+    }
+    const box b{values[0], values[1], values[2], values[3]};
+    for (const double longitude : {b.west, b.east})
+        if (longitude < -180 || longitude > 180)
+            throw invalid_argument_error(name + " '" + std::string(text) + "': longitude " +
+                                         support::json_number(longitude) + " is outside [-180, 180]");
+    for (const double latitude : {b.south, b.north})
+        if (latitude < -90 || latitude > 90)
+            throw invalid_argument_error(name + " '" + std::string(text) + "': latitude " +
+                                         support::json_number(latitude) + " is outside [-90, 90]");
+    if (b.west > b.east || b.south > b.north)
+        throw invalid_argument_error(name + " '" + std::string(text) +
+                                     "': west must not exceed east, nor south north");
+    return b;
+}
+
+std::string box_text(const std::optional<box>& b) {
+    if (!b)
+        return "null";
+    return "[" + support::json_number(b->west) + "," + support::json_number(b->south) + "," +
+           support::json_number(b->east) + "," + support::json_number(b->north) + "]";
+}
+
+key_pattern query_pattern(const std::optional<box>& departure, const std::optional<box>& arrival) {
+    key_pattern pattern = key_pattern::for_key<flight_key>();
+    if (departure)
+        pattern.interval(0, std::optional(departure->west), std::optional(departure->east))
+            .interval(1, std::optional(departure->south), std::optional(departure->north));
+    if (arrival)
+        pattern.interval(2, std::optional(arrival->west), std::optional(arrival->east))
+            .interval(3, std::optional(arrival->south), std::optional(arrival->north));
+    return pattern;
+}
+
+std::vector<flight> run_query(flight_map& map, const std::optional<box>& departure,
+                              const std::optional<box>& arrival) {
+    std::vector<flight> found;
+    map.match(query_pattern(departure, arrival), [&](const flight_key&, const flight& f) { found.push_back(f); });
+    return found;
+}
+
+// ---------------------------------------------------------------- time
+
+clock::time_point simulated_clock::now() const {
+    const double wall = std::chrono::duration<double>(clock::now() - m_wall_start).count();
+    return m_start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(wall * m_speed));
+}
+
+std::optional<clock::time_point> simulated_clock::wall_time_of(clock::time_point at) const {
+    if (at <= m_start)
+        return m_wall_start;
+    if (m_speed <= 0)
+        return std::nullopt;
+    const double simulated = std::chrono::duration<double>(at - m_start).count();
+    return m_wall_start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(simulated / m_speed));
+}
+
+std::size_t replay::advance(flight_map& map, clock::time_point now) {
+    const std::int64_t seconds = std::chrono::floor<std::chrono::seconds>(now.time_since_epoch()).count();
+    std::size_t count = 0;
+    for (; m_next < m_data.flights.size() && m_data.flights[m_next].departure <= seconds; ++m_next) {
+        const flight& f = m_data.flights[m_next];
+        if (f.arrival <= seconds) {  // landed before the clock got here
+            ++m_skipped;
+            continue;
+        }
+        map.async_insert(key_of(m_data, f), f, clock::time_point(std::chrono::seconds(f.arrival)));
+        ++count;
+    }
+    m_inserted += count;
+    return count;
+}
+
+clock::time_point parse_time(std::string_view text) {
+    std::int64_t seconds = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (error == std::errc() && end == text.data() + text.size() && !text.empty())
+        return clock::time_point(std::chrono::seconds(seconds));
+    std::tm parts{};
+    int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+    char separator = 0;
+    int used = 0;
+    const std::string copy(text);
+    const int fields = std::sscanf(copy.c_str(), "%4d-%2d-%2d%c%2d:%2d%n", &year, &month, &day, &separator, &hour,
+                                   &minute, &used);
+    bool ok = fields == 6 && (separator == 'T' || separator == ' ');
+    std::string_view rest = ok ? text.substr(static_cast<std::size_t>(used)) : std::string_view{};
+    if (ok && rest.size() >= 3 && rest[0] == ':') {
+        const auto [s_end, s_error] = std::from_chars(rest.data() + 1, rest.data() + 3, second);
+        ok = s_error == std::errc() && s_end == rest.data() + 3;
+        rest.remove_prefix(3);
+    }
+    ok = ok && (rest.empty() || rest == "Z") && month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 &&
+         minute <= 59 && second <= 60 && hour >= 0 && minute >= 0 && second >= 0;
+    if (!ok)
+        throw invalid_argument_error("time '" + copy +
+                                     "' is not YYYY-MM-DDTHH:MM[:SS][Z] (UTC) nor Unix seconds");
+    parts.tm_year = year - 1900;
+    parts.tm_mon = month - 1;
+    parts.tm_mday = day;
+    parts.tm_hour = hour;
+    parts.tm_min = minute;
+    parts.tm_sec = second;
+    return clock::from_time_t(timegm(&parts));
+}
+
+std::string format_time(clock::time_point at) {
+    const std::time_t seconds = clock::to_time_t(std::chrono::floor<std::chrono::seconds>(at));
+    std::tm parts{};
+    gmtime_r(&seconds, &parts);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return text;
+}
+
+// ---------------------------------------------------------------- the service
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int) { g_stop_signal = 1; }
+
+struct service_options {
+    std::string data_dir;
+    std::string start = "2013-07-01T14:00:00Z";
+    double speed = 3600;           // simulated seconds per second
+    std::string until;             // default: the last arrival
+    double duration = 0;           // wall seconds; 0: until the replay ends
+    std::uint64_t control_port = 7010;
+    std::uint64_t granularity = 16;
+    double flush_interval = 1.0;   // wall seconds between collective flushes
+    std::uint64_t max_results = 5000;
+};
+
+// The commands rank 0 sends the other ranks (on a communicator of their own).
+enum class order : int { flush = 1, stop = 2 };
+
+// Rank 0's control port: a listening socket on 127.0.0.1 and its clients, read
+// without blocking; one command per line, one JSON line per answer.
+class control_port {
+public:
+    explicit control_port(std::uint16_t port) {
+        m_listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (m_listener < 0)
+            throw std::runtime_error(std::string("control port: socket: ") + std::strerror(errno));
+        const int yes = 1;
+        ::setsockopt(m_listener, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(port);
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::bind(m_listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+            ::listen(m_listener, 16) != 0) {
+            const std::string why = std::strerror(errno);
+            ::close(m_listener);
+            throw std::runtime_error("control port 127.0.0.1:" + std::to_string(port) + ": " + why +
+                                     " (choose another with --control-port)");
+        }
+        socklen_t length = sizeof address;
+        ::getsockname(m_listener, reinterpret_cast<sockaddr*>(&address), &length);
+        m_port = ntohs(address.sin_port);
+    }
+    ~control_port() {
+        for (const client& c : m_clients)
+            ::close(c.fd);
+        ::close(m_listener);
+    }
+    control_port(const control_port&) = delete;
+    control_port& operator=(const control_port&) = delete;
+    std::uint16_t port() const { return m_port; }
+
+    // Waits up to `timeout_ms` for anything, accepts clients, reads what they
+    // sent and calls answer(line) for every complete line, sending back what
+    // it returns (plus a newline).
+    void serve(int timeout_ms, const std::function<std::string(std::string_view)>& answer) {
+        std::vector<pollfd> fds{{m_listener, POLLIN, 0}};
+        for (const client& c : m_clients)
+            fds.push_back({c.fd, POLLIN, 0});
+        if (::poll(fds.data(), fds.size(), timeout_ms) <= 0)
+            return;
+        if (fds[0].revents & POLLIN) {
+            while (true) {
+                const int fd = ::accept4(m_listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0)
+                    break;
+                if (m_clients.size() >= max_clients) {
+                    send_all(fd, "{\"type\":\"error\",\"message\":\"too many clients on the control port\"}\n");
+                    ::close(fd);
+                    continue;
+                }
+                m_clients.push_back({fd, {}});
+            }
+        }
+        for (std::size_t i = 0; i < m_clients.size();) {
+            client& c = m_clients[i];
+            bool open = true;
+            char chunk[4096];
+            while (true) {
+                const ssize_t got = ::recv(c.fd, chunk, sizeof chunk, 0);
+                if (got > 0) {
+                    c.pending.append(chunk, static_cast<std::size_t>(got));
+                    continue;
+                }
+                if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                    open = false;
+                break;
+            }
+            std::size_t newline;
+            while (open && (newline = c.pending.find('\n')) != std::string::npos) {
+                std::string line = c.pending.substr(0, newline);
+                c.pending.erase(0, newline + 1);
+                if (!line.empty() && line.back() == '\r')
+                    line.pop_back();
+                open = send_all(c.fd, answer(line) + "\n");
+            }
+            if (open && c.pending.size() > max_line) {
+                send_all(c.fd, "{\"type\":\"error\",\"message\":\"command line longer than " +
+                                   std::to_string(max_line) + " bytes; closing\"}\n");
+                open = false;
+            }
+            if (!open) {
+                ::close(c.fd);
+                m_clients.erase(m_clients.begin() + static_cast<std::ptrdiff_t>(i));
+            } else {
+                ++i;
+            }
+        }
+    }
+
+private:
+    struct client {
+        int fd;
+        std::string pending;
+    };
+    static constexpr std::size_t max_clients = 16;
+    static constexpr std::size_t max_line = 4096;
+
+    static bool send_all(int fd, std::string_view text) {
+        while (!text.empty()) {
+            const ssize_t sent = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
+            if (sent < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    pollfd out{fd, POLLOUT, 0};
+                    if (::poll(&out, 1, 5000) <= 0)
+                        return false;  // a client that does not read for 5 s is dropped
+                    continue;
+                }
+                return false;
+            }
+            text.remove_prefix(static_cast<std::size_t>(sent));
+        }
+        return true;
+    }
+
+    int m_listener = -1;
+    std::uint16_t m_port = 0;
+    std::vector<client> m_clients;
+};
+
+std::string error_line(std::string_view message) {
+    return "{\"type\":\"error\",\"message\":" + support::json_string(message) + "}";
+}
+
+std::string flight_json(const flight_data& data, const flight& f) {
+    const std::string carrier(f.carrier.data());
+    const std::string tail(f.tailnum.data(), strnlen(f.tailnum.data(), f.tailnum.size()));
+    return "[" + std::to_string(f.id) + "," + support::json_string(data.airports[f.origin].code) + "," +
+           support::json_string(data.airports[f.dest].code) + "," + support::json_string(carrier) + "," +
+           std::to_string(f.number) + "," + support::json_string(tail) + "," + std::to_string(f.departure) + "," +
+           std::to_string(f.arrival) + "]";
+}
+
+// What rank 0 answers on the control port.
+class command_handler {
+public:
+    command_handler(const flight_data& data, const simulated_clock& sim, const service_options& options, int ranks)
+        : m_data(data), m_sim(sim), m_options(options), m_ranks(ranks) {}
+    void set_loading(std::uint64_t lines) { m_loading_lines = lines; }
+    void set_map(flight_map* map) { m_map = map; }
+    std::uint64_t queries() const { return m_queries; }
+
+    std::string answer(std::string_view line) {
+        const std::size_t space = line.find(' ');
+        const std::string_view command = line.substr(0, space);
+        const std::string_view rest = space == std::string_view::npos ? std::string_view{} : line.substr(space + 1);
+        try {
+            if (command == "status" && rest.empty())
+                return status();
+            if (!m_map)
+                return error_line("the service is still loading the flights (" + std::to_string(m_loading_lines) +
+                                  " read so far); ask again shortly");
+            if (command == "airports" && rest.empty())
+                return airports();
+            if (command == "query")
+                return query(rest);
+            if (command == "status" || command == "airports")
+                return error_line("'" + std::string(command) + "' takes no arguments");
+            return error_line("unknown command '" + std::string(command.substr(0, 64)) +
+                              "' (known: status, airports, query <departure box> <arrival box>)");
+        } catch (const std::exception& problem) {
+            return error_line(problem.what());
+        }
+    }
+
+private:
+    std::size_t in_air() {
+        return m_map->match(key_pattern::for_key<flight_key>(), [](const flight_key&, const flight&) {});
+    }
+
+    std::string status() {
+        const clock::time_point now = m_sim.now();
+        std::string out = "{\"type\":\"status\",\"state\":" + std::string(m_map ? "\"ready\"" : "\"loading\"") +
+                          ",\"time\":" +
+                          std::to_string(std::chrono::floor<std::chrono::seconds>(now.time_since_epoch()).count()) +
+                          ",\"time_text\":" + support::json_string(format_time(now)) +
+                          ",\"speed\":" + support::json_number(m_sim.speed()) +
+                          ",\"ranks\":" + std::to_string(m_ranks);
+        if (m_map)
+            out += ",\"in_air\":" + std::to_string(in_air()) + ",\"flights\":" + std::to_string(m_data.total_flights);
+        else
+            out += ",\"lines_read\":" + std::to_string(m_loading_lines);
+        return out + "}";
+    }
+
+    std::string airports() const {
+        std::string out = "{\"type\":\"airports\",\"airports\":[";
+        for (std::size_t i = 0; i < m_data.airports.size(); ++i) {
+            const airport& a = m_data.airports[i];
+            out += (i ? ",[" : "[") + support::json_string(a.code) + "," + support::json_number(a.latitude) + "," +
+                   support::json_number(a.longitude) + "," + support::json_string(a.name) + "]";
+        }
+        return out + "]}";
+    }
+
+    std::string query(std::string_view rest) {
+        const std::size_t space = rest.find(' ');
+        if (space == std::string_view::npos || rest.find(' ', space + 1) != std::string_view::npos)
+            return error_line("query needs two boxes: query <departure> <arrival>, each west,south,east,north "
+                              "or *");
+        const auto departure = parse_box(rest.substr(0, space), "departure box");
+        const auto arrival = parse_box(rest.substr(space + 1), "arrival box");
+        const clock::time_point now = m_sim.now();
+        const auto began = std::chrono::steady_clock::now();
+        const std::vector<flight> found = run_query(*m_map, departure, arrival);
+        const double latency_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+        const std::size_t airborne = in_air();
+        ++m_queries;
+        std::string out = "{\"type\":\"result\",\"time\":" +
+                          std::to_string(std::chrono::floor<std::chrono::seconds>(now.time_since_epoch()).count()) +
+                          ",\"time_text\":" + support::json_string(format_time(now)) +
+                          ",\"departure\":" + box_text(departure) + ",\"arrival\":" + box_text(arrival) +
+                          ",\"in_air\":" + std::to_string(airborne) + ",\"matching\":" +
+                          std::to_string(found.size()) + ",\"latency_ms\":" + support::json_number(latency_ms) +
+                          ",\"truncated\":" + (found.size() > m_options.max_results ? "true" : "false") +
+                          ",\"flights\":[";
+        const std::size_t shown = std::min<std::size_t>(found.size(), m_options.max_results);
+        for (std::size_t i = 0; i < shown; ++i)
+            out += (i ? "," : "") + flight_json(m_data, found[i]);
+        return out + "]}";
+    }
+
+    const flight_data& m_data;
+    const simulated_clock& m_sim;
+    const service_options& m_options;
+    int m_ranks;
+    flight_map* m_map = nullptr;
+    std::uint64_t m_loading_lines = 0;
+    std::uint64_t m_queries = 0;
+};
+
+void make_progress(flight_map& map) {
+    runtime::engine_lock lock(map.engine());
+    map.engine().progress();
+    map.engine().ship_all();
+}
+
+int run_service(MPI_Comm comm, const service_options& options, const std::string& program,
+                const support::exit_reporter& finish) {
+    int rank = 0, ranks = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+
+    // The clocks: every rank counts simulated time from rank 0's wall start.
+    std::string problem;
+    clock::time_point start{}, until{};
+    try {
+        start = parse_time(options.start);
+        if (!options.until.empty())
+            until = parse_time(options.until);
+    } catch (const std::exception& e) {
+        problem = e.what();
+    }
+    if (!(problem = support::agree_on_failure(comm, problem)).empty()) {
+        if (rank == 0)
+            std::fprintf(stderr, "%s: error: %s\n", program.c_str(), problem.c_str());
+        return finish(support::exit_usage);
+    }
+    std::int64_t wall_start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        clock::now().time_since_epoch()).count();
+    MPI_Bcast(&wall_start_ns, 1, MPI_INT64_T, 0, comm);
+    const simulated_clock sim(start, options.speed,
+                              clock::time_point(std::chrono::duration_cast<clock::duration>(
+                                  std::chrono::nanoseconds(wall_start_ns))));
+
+    // Rank 0 opens its control port first, so that the front sees "loading".
+    std::unique_ptr<control_port> port;
+    flight_data data;
+    command_handler handler(data, sim, options, ranks);
+    if (rank == 0) {
+        try {
+            port = std::make_unique<control_port>(static_cast<std::uint16_t>(options.control_port));
+            std::printf("%s: control port 127.0.0.1:%u\n", program.c_str(), port->port());
+            std::fflush(stdout);
+        } catch (const std::exception& e) {
+            problem = e.what();
+        }
+    }
+    if (problem.empty()) {
+        try {
+            data = load_flight_data(options.data_dir, rank, ranks, [&](std::uint64_t lines) {
+                if (port) {
+                    handler.set_loading(lines);
+                    port->serve(0, [&](std::string_view line) { return handler.answer(line); });
+                }
+            });
+        } catch (const std::exception& e) {
+            problem = e.what();
+        }
+    }
+    if (!(problem = support::agree_on_failure(comm, problem)).empty()) {
+        if (rank == 0)
+            std::fprintf(stderr, "%s: error: %s\n", program.c_str(), problem.c_str());
+        return finish(support::exit_failure);
+    }
+    const clock::time_point end =
+        options.until.empty() ? clock::time_point(std::chrono::seconds(data.last_arrival)) : until;
+
+    skiplist_map_config config;
+    config.granularity = options.granularity;
+    config.max_key_bytes = 64;
+    config.max_value_bytes = sizeof(flight);
+    config.expiry_clock = [&sim] { return sim.now(); };
+    flight_map map(comm, config);
+    replay flights(data);
+
+    MPI_Comm orders;
+    MPI_Comm_dup(comm, &orders);
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+
+    // Everything that departed by the start (and has not landed) is in the air.
+    flights.advance(map, sim.now());
+    map.flush();
+    handler.set_map(&map);
+    if (rank == 0) {
+        std::printf("%s: ready: %llu flights, %d ranks, simulated clock at %s, %g simulated seconds per second\n",
+                    program.c_str(), static_cast<unsigned long long>(data.total_flights), ranks,
+                    format_time(sim.now()).c_str(), options.speed);
+        std::fflush(stdout);
+    }
+
+    const auto wall_began = std::chrono::steady_clock::now();
+    auto last_flush = wall_began;
+    int incoming = 0;
+    MPI_Request pending = MPI_REQUEST_NULL;
+    if (rank != 0)
+        MPI_Irecv(&incoming, 1, MPI_INT, 0, 0, orders, &pending);
+    auto tell_everyone = [&](order what) {
+        const int code = static_cast<int>(what);
+        for (int r = 1; r < ranks; ++r)
+            MPI_Send(&code, 1, MPI_INT, r, 0, orders);
+    };
+    const char* stop_reason = "";
+    while (true) {
+        const clock::time_point now = sim.now();
+        flights.advance(map, now);
+        make_progress(map);
+        std::optional<order> next;
+        if (rank == 0) {
+            port->serve(2, [&](std::string_view line) { return handler.answer(line); });
+            const auto wall = std::chrono::steady_clock::now();
+            if (g_stop_signal) {
+                next = order::stop;
+                stop_reason = "stopped by a signal";
+            } else if (now >= end) {
+                next = order::stop;
+                stop_reason = "the replay reached its end";
+            } else if (options.duration > 0 && std::chrono::duration<double>(wall - wall_began).count() >= options.duration) {
+                next = order::stop;
+                stop_reason = "--duration passed";
+            } else if (std::chrono::duration<double>(wall - last_flush).count() >= options.flush_interval) {
+                next = order::flush;
+                last_flush = wall;
+            }
+            if (next)
+                tell_everyone(*next);
+        } else {
+            int arrived = 0;
+            MPI_Test(&pending, &arrived, MPI_STATUS_IGNORE);
+            if (arrived) {
+                next = static_cast<order>(incoming);
+                if (*next != order::stop)
+                    MPI_Irecv(&incoming, 1, MPI_INT, 0, 0, orders, &pending);
+            } else {
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
+        }
+        if (next == order::flush)
+            map.flush();
+        else if (next == order::stop)
+            break;
+    }
+    MPI_Comm_free(&orders);
+
+    const std::uint64_t expired_here = map.local_statistics().expired;
+    std::uint64_t counts[3] = {flights.inserted(), expired_here, map.async_rejected()};
+    std::uint64_t totals[3] = {0, 0, 0};
+    map.flush();
+    MPI_Reduce(counts, totals, 3, MPI_UINT64_T, MPI_SUM, 0, comm);
+    const std::size_t left = map.global_size();
+    map.destroy();
+    if (rank == 0) {
+        std::fprintf(stderr,
+                     "%s: %s at simulated %s: %llu flights inserted, %llu landed (expired at their nodes), %zu in "
+                     "the air, %llu refused, %llu queries answered\n",
+                     program.c_str(), stop_reason, format_time(sim.now()).c_str(),
+                     static_cast<unsigned long long>(totals[0]), static_cast<unsigned long long>(totals[1]), left,
+                     static_cast<unsigned long long>(totals[2]), static_cast<unsigned long long>(handler.queries()));
+    }
+    return finish(totals[2] == 0 ? support::exit_success : support::exit_failure);
+}
+
+}  // namespace
+
+int flights_main(int argc, char** argv, MPI_Comm comm) {
+    const std::string program = support::program_name(argc, argv, "flights");
+    const support::exit_reporter finish(argc, argv, program, comm);
+    service_options options;
+    bool trace_exit = false;
+    support::option_parser parser(
+        program + " --data DIR [options]",
+        "The live flights service of seed 004: replays the flights of 2013 from New York on a simulated\n"
+        "clock into a skiplist_map (inserted at departure, expiring at arrival) and answers two-box\n"
+        "queries on a control port on localhost (rank 0), for the web front (apps/flights/web/front.py).");
+    parser.add_text("data", &options.data_dir, "directory of airports.tsv and flights.tsv (make flights-data)", "DIR")
+        .add_text("start", &options.start, "simulated start time, UTC (YYYY-MM-DDTHH:MM[:SS]Z or Unix seconds)",
+                  "TIME")
+        .add_real("speed", &options.speed, "simulated seconds per second (0: the clock stands still)", 0, 1e7)
+        .add_text("until", &options.until, "stop when the simulated clock reaches TIME (default: the last arrival)",
+                  "TIME")
+        .add_real("duration", &options.duration, "stop after this many seconds (0: when the replay ends)", 0, 1e9)
+        .add_count("control-port", &options.control_port, "rank 0's control port on 127.0.0.1 (0: any free one)", 0,
+                   65535, "PORT")
+        .add_count("granularity", &options.granularity, "skiplist_map's G, keys per node", 2, 4096)
+        .add_real("flush-interval", &options.flush_interval, "seconds between collective flushes", 0.01, 3600)
+        .add_count("max-results", &options.max_results, "the most flights one answer lists", 1, 1000000)
+        .add_flag("trace-exit", &trace_exit, "each rank says with which code it exits (tests)")
+        .add_check([&] {
+            if (options.data_dir.empty())
+                throw support::usage_error("no data directory given (--data DIR; make flights-data writes one)");
+        })
+        .add_epilogue("example:\n  mpiexec -n 4 " + program + " --data build/flights_data --speed 3600\n");
+    if (const auto stop = support::parse_collectively(comm, parser, support::arguments_of(argc, argv), program))
+        return finish(*stop);
+    return run_service(comm, options, program, finish);
+}
+
+}  // namespace mpidict::apps::flights
