@@ -452,8 +452,14 @@ private:
     std::vector<client> m_clients;
 };
 
+// Errors quote what the client sent, which may be any bytes: those that are
+// not printable ASCII become '?' (the answer stays valid UTF-8 JSON).
 std::string error_line(std::string_view message) {
-    return "{\"type\":\"error\",\"message\":" + support::json_string(message) + "}";
+    std::string printable(message);
+    for (char& c : printable)
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+            c = '?';
+    return "{\"type\":\"error\",\"message\":" + support::json_string(printable) + "}";
 }
 
 std::string flight_json(const flight_data& data, const flight& f) {
@@ -591,12 +597,9 @@ int run_service(MPI_Comm comm, const service_options& options, const std::string
             std::fprintf(stderr, "%s: error: %s\n", program.c_str(), problem.c_str());
         return finish(support::exit_usage);
     }
-    std::int64_t wall_start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        clock::now().time_since_epoch()).count();
-    MPI_Bcast(&wall_start_ns, 1, MPI_INT64_T, 0, comm);
-    const simulated_clock sim(start, options.speed,
-                              clock::time_point(std::chrono::duration_cast<clock::duration>(
-                                  std::chrono::nanoseconds(wall_start_ns))));
+    // Every rank counts simulated time from rank 0's wall clock once the data
+    // is loaded (restart below); until then it stands at the start.
+    simulated_clock sim(start, 0, clock::now());
 
     // Rank 0 opens its control port first, so that the front sees "loading".
     std::unique_ptr<control_port> port;
@@ -630,6 +633,12 @@ int run_service(MPI_Comm comm, const service_options& options, const std::string
     }
     const clock::time_point end =
         options.until.empty() ? clock::time_point(std::chrono::seconds(data.last_arrival)) : until;
+    std::int64_t wall_start_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
+    MPI_Bcast(&wall_start_ns, 1, MPI_INT64_T, 0, comm);
+    sim = simulated_clock(start, options.speed,
+                          clock::time_point(std::chrono::duration_cast<clock::duration>(
+                              std::chrono::nanoseconds(wall_start_ns))));
 
     skiplist_map_config config;
     config.granularity = options.granularity;
@@ -698,7 +707,7 @@ int run_service(MPI_Comm comm, const service_options& options, const std::string
                 if (*next != order::stop)
                     MPI_Irecv(&incoming, 1, MPI_INT, 0, 0, orders, &pending);
             } else {
-                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
             }
         }
         if (next == order::flush)
