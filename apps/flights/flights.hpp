@@ -23,9 +23,11 @@
 // The control protocol (text, one line each way; docs/flights.md):
 //   status                        {"type":"status","state":"ready"|"loading",...}
 //   airports                      {"type":"airports","airports":[[code,lat,lon,name],...]}
-//   query <departure> <arrival>   {"type":"result",...,"flights":[[id,origin,dest,carrier,
+//   query <departure> <arrival> [and|or]
+//                                 {"type":"result",...,"flights":[[id,origin,dest,carrier,
 //                                 number,tailnum,departure,arrival],...]}
-//     a box is west,south,east,north in degrees, or * for anywhere
+//     a box is west,south,east,north in degrees, or * for anywhere; and (the
+//     default): departing in one and arriving in the other; or: either
 //   anything malformed            {"type":"error","message":"..."}
 
 #include <array>
@@ -101,10 +103,16 @@ std::string box_text(const std::optional<box>& b);
 // The pattern of the flights whose departure lies in `departure` and whose
 // arrival lies in `arrival` (nothing: any).
 key_pattern query_pattern(const std::optional<box>& departure, const std::optional<box>& arrival);
-// Collects the query's flights (those in the air now) in key order.  Local; the
-// rank answers other ranks while it waits.
+// How two boxes combine: departing in A and arriving in B, or departing in A or
+// arriving in B (the seed's front end).  An absent box asks nothing; no box at
+// all asks for every flight in the air.
+enum class combine { both, either };
+std::optional<combine> combine_named(std::string_view name);  // "and", "or"
+// Collects the query's flights (those in the air now): in key order for one
+// pattern, by id for `either` with two boxes (the union of two pattern
+// queries).  Local; the rank answers other ranks while it waits.
 std::vector<flight> run_query(flight_map& map, const std::optional<box>& departure,
-                              const std::optional<box>& arrival);
+                              const std::optional<box>& arrival, combine how = combine::both);
 
 // Simulated time: start + speed x (wall - wall_start); speed 0 holds it at start.
 class simulated_clock {

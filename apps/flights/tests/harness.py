@@ -95,15 +95,27 @@ def inside(box, point):
     return box is None or (box[0] <= lon <= box[2] and box[1] <= lat <= box[3])
 
 
-def expected_ids(data, now, departure, arrival):
+def expected_ids(data, now, departure, arrival, either=False):
+    """The flights in the air at `now` departing in `departure` and (either: or) arriving in
+    `arrival`; a box that is None asks nothing, and no box at all asks for every flight."""
     airports, flights = data
-    return sorted(fid for fid, dep, arr, origin, dest in flights
-                  if dep <= now < arr and inside(departure, airports[origin]) and inside(arrival, airports[dest]))
+    wanted = []
+    for fid, dep, arr, origin, dest in flights:
+        if not dep <= now < arr:
+            continue
+        conditions = []
+        if departure is not None:
+            conditions.append(inside(departure, airports[origin]))
+        if arrival is not None:
+            conditions.append(inside(arrival, airports[dest]))
+        if not conditions or (any(conditions) if either else all(conditions)):
+            wanted.append(fid)
+    return sorted(wanted)
 
 
 def add_arguments(parser):
     parser.add_argument("--mpiexec", required=True)
-    parser.add_argument("--preflags", default="")
+    parser.add_argument("--preflags", default="", help="mpiexec's extra flags, one string")
     parser.add_argument("--np", type=int, default=2)
     parser.add_argument("--service", required=True, help="the flights program")
     parser.add_argument("--data", required=True, help="prepare_data.py's directory")

@@ -5,7 +5,8 @@ by web/front.py in front of the flights service (its clock standing at a known
 simulated time), drags the departure box onto New York's airports and the
 arrival box onto California with the mouse, waits for the update, and checks that the
 flights the page lists are exactly those a plain filter of the flight files
-gives for that time and those boxes; then asks for the departure box alone;
+gives for that time and those boxes; then for flights in either box; then for
+the departure box alone;
 then restarts the front and checks that the page reconnects by itself.
 Saves a screenshot (--screenshot) that docs/flights.md shows.
 """
@@ -19,6 +20,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service as DriverService
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 import harness
 
@@ -92,7 +94,7 @@ def shown_result(driver):
         const q = window.flightsDemo.query(), r = window.flightsDemo.lastResult();
         if (!r) return null;
         const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-        if (!same(r.departure, q.departure) || !same(r.arrival, q.arrival)) return null;
+        if (!same(r.departure, q.departure) || !same(r.arrival, q.arrival) || r.combine !== q.combine) return null;
         const ids = Array.from(document.querySelectorAll('#flight-list li'), (li) => Number(li.dataset.id));
         return [q.departure, q.arrival, ids];"""
     # One script reads the query and the list together: the page redraws the list with every update.
@@ -105,7 +107,7 @@ def main():
     harness.add_arguments(parser)
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--chromedriver", default=shutil.which("chromedriver") or "/usr/bin/chromedriver")
-    parser.add_argument("--screenshot", required=True)
+    parser.add_argument("--screenshot", required=True, help="PNG to write (docs/figures/flights.png comes from here)")
     args = parser.parse_args()
     for program in (args.chromium, args.chromedriver):
         if not os.access(program, os.X_OK):
@@ -138,7 +140,14 @@ def main():
         check(len(driver.find_elements(By.CSS_SELECTOR, "#arcs path.match")) == len(want), "the matching arcs")
         driver.save_screenshot(args.screenshot)
 
-        # Departure box alone ("and/or"): untick the arrival box.
+        # Either box ("or", the seed's front end): departing New York or landing in California.
+        Select(driver.find_element(By.ID, "combine")).select_by_value("or")
+        _, _, ids = shown_result(driver)
+        want_or = harness.expected_ids(data, NOW, departure, arrival, either=True)
+        check(ids == want_or, f"New York or California: the page lists {len(ids)}, the files give {len(want_or)}")
+        Select(driver.find_element(By.ID, "combine")).select_by_value("and")
+
+        # Departure box alone: untick the arrival box.
         driver.find_element(By.ID, "use-arrival").click()
         got_departure, got_arrival, ids = shown_result(driver)
         check(got_arrival is None, "unticked, the arrival box is not asked for")

@@ -89,6 +89,16 @@ async def run(args):
                 check(sorted(f[0] for f in result["airborne"]) == harness.expected_ids(data, now, None, None),
                       "the arcs are every flight in the air")
 
+                # Either box (the seed's front end), then back to both.
+                await ws.send_str(json.dumps({"type": "query", "departure": departure, "arrival": arrival,
+                                              "combine": "or"}))
+                result = await next_of(ws, {"result"}, where=lambda m: m["combine"] == "or")
+                want_or = harness.expected_ids(data, now, departure, arrival, either=True)
+                check(sorted(f[0] for f in result["flights"]) == want_or and len(want_or) > len(want),
+                      f"departing New York or landing in the west: {result['matching']}, expected {len(want_or)}")
+                await ws.send_str(json.dumps({"type": "query", "departure": departure, "arrival": arrival}))
+                await next_of(ws, {"result"}, where=lambda m: m["combine"] == "and")
+
                 # Bad messages: one clear error each, nothing else changes.
                 bad = [
                     ("{not json", "not JSON"),
@@ -102,6 +112,7 @@ async def run(args):
                     (json.dumps({"type": "query", "departure": [10, 40, 20, 41], "arrival": None}), "outside the map"),
                     (json.dumps({"type": "query", "departure": None, "arrival": [-100, -80, -90, 30]}), "outside the map"),
                     ("x" * 5000, "at most 4096"),
+                    (json.dumps({"type": "query", "departure": None, "arrival": None, "combine": "xor"}), "combine must"),
                 ]
                 for text, words in bad:
                     await ws.send_str(text)
@@ -118,9 +129,10 @@ async def run(args):
                 answers = control_lines(service.port, [b"bogus", b"query", b"query 1,2,3,4", b"query a,b,c,d *",
                                                        b"query 0,0,1,1 0,0,1", b"status extra",
                                                        b"query -74,40,-73,41 -100,-95,-90,30", b"\xff\xfe",
-                                                       b"query * *"])
+                                                       b"query * * nand", b"query * * or extra", b"query * *"])
                 expect = ["unknown command", "two boxes", "two boxes", "is not a number", "not four numbers",
-                          "takes no arguments", "latitude -95 is outside", "unknown command", None]
+                          "takes no arguments", "latitude -95 is outside", "unknown command", "how boxes combine",
+                          "two boxes", None]
                 for answer, words in zip(answers, expect):
                     if words is None:
                         check(answer["type"] == "result", f"a good line after bad ones: {answer}")

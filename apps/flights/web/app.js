@@ -170,10 +170,12 @@
       sendQuery();
     });
 
+  $("combine").addEventListener("change", () => sendQuery());
+
   const asList = (b) => [b.west, b.south, b.east, b.north];
   function currentQuery() {
     return { type: "query", departure: use.departure ? asList(boxes.departure) : null,
-             arrival: use.arrival ? asList(boxes.arrival) : null };
+             arrival: use.arrival ? asList(boxes.arrival) : null, combine: $("combine").value };
   }
   function sendQuery() {
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(currentQuery()));

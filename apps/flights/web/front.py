@@ -13,7 +13,8 @@ the page itself reconnects when the front restarts.
 
 Messages from the page (JSON):
     {"type": "query", "departure": [west, south, east, north] | null,
-                      "arrival":   [west, south, east, north] | null}
+                      "arrival":   [west, south, east, north] | null,
+                      "combine": "and" | "or"}   (optional, default "and")
 Messages to the page: hello (the map's extent), airports, result, status, error.
 """
 import argparse
@@ -55,7 +56,7 @@ def parse_box(value, name):
 
 
 def parse_query(text):
-    """The page's message as (departure, arrival); raises BadQuery naming the problem."""
+    """The page's message as (departure, arrival, combine); raises BadQuery naming the problem."""
     if len(text) > MAX_MESSAGE:
         raise BadQuery(f"message of {len(text)} characters (at most {MAX_MESSAGE})")
     try:
@@ -66,10 +67,14 @@ def parse_query(text):
         raise BadQuery("message must be a JSON object")
     if message.get("type") != "query":
         raise BadQuery(f"unknown message type {json.dumps(message.get('type'))[:40]} (known: query)")
-    unknown = set(message) - {"type", "departure", "arrival"}
+    unknown = set(message) - {"type", "departure", "arrival", "combine"}
     if unknown:
-        raise BadQuery(f"unknown field(s) {', '.join(sorted(unknown))[:80]} (known: departure, arrival)")
-    return parse_box(message.get("departure"), "departure box"), parse_box(message.get("arrival"), "arrival box")
+        raise BadQuery(f"unknown field(s) {', '.join(sorted(unknown))[:80]} (known: departure, arrival, combine)")
+    combine = message.get("combine", "and")
+    if combine not in ("and", "or"):
+        raise BadQuery(f"combine must be \"and\" or \"or\", not {json.dumps(combine)[:40]}")
+    return (parse_box(message.get("departure"), "departure box"), parse_box(message.get("arrival"), "arrival box"),
+            combine)
 
 
 def box_arg(box):
@@ -136,9 +141,9 @@ async def page_socket(request):
                         await send(ws, service.airports)
                         state["airports_sent"] = True
                     if state["query"] is not None:
-                        departure, arrival = state["query"]
+                        departure, arrival, combine = state["query"]
                         began = time.monotonic()
-                        result = await service.command(f"query {box_arg(departure)} {box_arg(arrival)}")
+                        result = await service.command(f"query {box_arg(departure)} {box_arg(arrival)} {combine}")
                         if result.get("type") == "result":
                             result["roundtrip_ms"] = round((time.monotonic() - began) * 1000, 3)
                             # Every flight in the air, for the arcs the page draws.
