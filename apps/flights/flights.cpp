@@ -32,6 +32,10 @@ namespace mpidict::apps::flights {
 
 namespace {
 
+// 2200-01-01 UTC: every time is kept below it, so that no time point (nanoseconds
+// in 64 bits reach 2262) overflows.
+constexpr std::int64_t max_time_seconds = 7258118400;
+
 std::vector<std::string_view> split_tabs(std::string_view line) {
     std::vector<std::string_view> fields;
     std::size_t begin = 0;
@@ -133,6 +137,9 @@ flight_data load_flight_data(const std::string& directory, int rank, int ranks,
         f.id = number_field<std::uint32_t>(fields[0], flights_path, number, "id");
         f.departure = number_field<std::int64_t>(fields[1], flights_path, number, "departure");
         f.arrival = number_field<std::int64_t>(fields[2], flights_path, number, "arrival");
+        if (f.departure < 0 || f.arrival > max_time_seconds)
+            bad_line(flights_path, number, "times must lie between 1970 and 2200 (Unix seconds 0 to " +
+                                               std::to_string(max_time_seconds) + ")");
         if (f.arrival <= f.departure)
             bad_line(flights_path, number, "arrival " + std::to_string(f.arrival) + " is not after departure " +
                                                std::to_string(f.departure));
@@ -284,8 +291,12 @@ std::size_t replay::advance(flight_map& map, clock::time_point now) {
 clock::time_point parse_time(std::string_view text) {
     std::int64_t seconds = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (error == std::errc() && end == text.data() + text.size() && !text.empty())
+    if (error == std::errc() && end == text.data() + text.size() && !text.empty()) {
+        if (seconds < 0 || seconds > max_time_seconds)
+            throw invalid_argument_error("time " + std::string(text) + " is outside 1970-2200 (Unix seconds 0 to " +
+                                         std::to_string(max_time_seconds) + ")");
         return clock::time_point(std::chrono::seconds(seconds));
+    }
     std::tm parts{};
     int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
     char separator = 0;
@@ -300,11 +311,11 @@ clock::time_point parse_time(std::string_view text) {
         ok = s_error == std::errc() && s_end == rest.data() + 3;
         rest.remove_prefix(3);
     }
-    ok = ok && (rest.empty() || rest == "Z") && month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 &&
+    ok = ok && (rest.empty() || rest == "Z") && year >= 1970 && year < 2200 && month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 &&
          minute <= 59 && second <= 60 && hour >= 0 && minute >= 0 && second >= 0;
     if (!ok)
         throw invalid_argument_error("time '" + copy +
-                                     "' is not YYYY-MM-DDTHH:MM[:SS][Z] (UTC) nor Unix seconds");
+                                     "' is not YYYY-MM-DDTHH:MM[:SS][Z] (UTC, 1970-2199) nor Unix seconds");
     parts.tm_year = year - 1900;
     parts.tm_mon = month - 1;
     parts.tm_mday = day;
@@ -783,7 +794,7 @@ int flights_main(int argc, char** argv, MPI_Comm comm) {
         .add_real("duration", &options.duration, "stop after this many seconds (0: when the replay ends)", 0, 1e9)
         .add_count("control-port", &options.control_port, "rank 0's control port on 127.0.0.1 (0: any free one)", 0,
                    65535, "PORT")
-        .add_count("granularity", &options.granularity, "skiplist_map's G, keys per node", 2, 4096)
+        .add_count("granularity", &options.granularity, "skiplist_map's G, keys per node", 2, 512)
         .add_real("flush-interval", &options.flush_interval, "seconds between collective flushes", 0.01, 3600)
         .add_count("max-results", &options.max_results, "the most flights one answer lists", 1, 1000000)
         .add_flag("trace-exit", &trace_exit, "each rank says with which code it exits (tests)")
