@@ -900,8 +900,14 @@ ycsb_result run_ycsb(MPI_Comm comm, const ycsb_options& options) {
         break;
     }
     }
-    if (dump != nullptr && std::fclose(dump) != 0)
-        problem = "--dump-keys: cannot write " + options.dump_keys + ": " + std::strerror(errno);
+    if (dump != nullptr) {
+        // A write that failed earlier (a full disk) leaves the error flag; the
+        // last buffer's failure shows in fclose.
+        const bool failed = std::ferror(dump) != 0;
+        if ((std::fclose(dump) != 0 || failed) && problem.empty())
+            problem = "--dump-keys: cannot write " + options.dump_keys + ": " +
+                      (errno != 0 ? std::strerror(errno) : "write error");
+    }
     problem = support::agree_on_failure(comm, problem);
     if (!problem.empty())
         result.failure = problem;
