@@ -481,7 +481,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
     // ---- LH*LH: build, flush, look up --------------------------------------------------
     timings build;
     timings lookup;
-    std::uint64_t stored = 0, rejected = 0, found = 0, wrong = 0, missing = 0;
+    std::uint64_t stored = 0, rejected = 0, retried = 0, found = 0, wrong = 0, missing = 0;
     double flush_end = 0;
     double t0 = 0;
     {
@@ -498,6 +498,7 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
 
         support::barrier_yielding(comm);
         t0 = runtime::now_seconds();
+        std::vector<std::size_t> refused;  // positions in `mine` refused for capacity
         if (is_client) {
             run_windowed<request<replace_result>>(
                 mine.size(), options.window, t0,
@@ -507,13 +508,42 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
                     make_value(word, options.seed, options.value_bytes, value);
                     return map.insert(key, value);
                 },
-                [&](std::size_t, replace_result answer) {
+                [&](std::size_t position, replace_result answer) {
                     if (answer.stored)
                         ++stored;
                     else
-                        ++rejected;
+                        refused.push_back(position);
                 },
                 build);
+            // With the automatic capacity the file is meant to hold every word: an
+            // insert refused because its server filled up while the split that
+            // relieves it was still under way (a split takes milliseconds; a few
+            // large values fill the headroom sooner) is tried again once the
+            // engine has made progress, for up to retry_seconds.  What is still
+            // refused then counts as refused.
+            const double give_up = runtime::now_seconds() + retry_seconds;
+            while (result.capacity_automatic && !refused.empty() && runtime::now_seconds() < give_up) {
+                const double pause_until = runtime::now_seconds() + 0.001;
+                while (runtime::now_seconds() < pause_until) {
+                    runtime::engine_lock lock(map.engine());
+                    map.engine().progress();
+                }
+                std::vector<std::size_t> still;
+                for (const std::size_t position : refused) {
+                    const std::string_view word = words[mine[position]];
+                    key.assign(word);
+                    make_value(word, options.seed, options.value_bytes, value);
+                    if (map.insert(key, value).get().stored) {
+                        ++stored;
+                        ++retried;
+                    } else {
+                        still.push_back(position);
+                    }
+                }
+                refused.swap(still);
+                build.last_done = runtime::now_seconds() - t0;
+            }
+            rejected = refused.size();
         }
         map.flush();
         flush_end = runtime::now_seconds() - t0;
@@ -546,12 +576,13 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
     }
 
     // ---- gather the LH*LH results on rank 0 ------------------------------------------
-    const auto counters = reduce_sum<5>(comm, {stored, rejected, found, wrong, missing});
+    const auto counters = reduce_sum<6>(comm, {stored, rejected, found, wrong, missing, retried});
     result.words_inserted = counters[0];
     result.rejected = counters[1];
     result.words_found = counters[2];
     result.wrong_values = counters[3];
     result.missing = counters[4];
+    result.retried = counters[5];
     result.build_seconds = reduce_max(comm, is_client ? build.last_done : 0.0);
     result.build_flush_seconds = reduce_max(comm, flush_end);
     result.lookup_seconds = reduce_max(comm, is_client ? lookup.last_done : 0.0);
@@ -687,7 +718,8 @@ void print_json(const word_build_result& result, const word_build_options& optio
     };
     const auto words = static_cast<double>(result.words);
     line("words_inserted", static_cast<double>(result.words_inserted), "count",
-         ",\"rejected\":" + std::to_string(result.rejected) + ",\"duplicates\":" + std::to_string(result.duplicates));
+         ",\"rejected\":" + std::to_string(result.rejected) + ",\"retried\":" + std::to_string(result.retried) +
+             ",\"duplicates\":" + std::to_string(result.duplicates));
     line("words_found", static_cast<double>(result.words_found), "count",
          ",\"wrong_values\":" + std::to_string(result.wrong_values) + ",\"missing\":" + std::to_string(result.missing));
     line("max_forwards", result.max_forwards, "count");
@@ -742,8 +774,9 @@ void print_table(const word_build_result& result, const word_build_options& opti
     std::fprintf(out, "  server capacity %s bytes (%s), split load %.2f\n",
                  with_commas(result.server_capacity_bytes).c_str(),
                  result.capacity_automatic ? "automatic" : "--server-capacity", options.split_load);
-    std::fprintf(out, "build:   %s stored, %s refused, %.3f s (%.3f s with the flush), %.0f inserts/s\n",
-                 with_commas(result.words_inserted).c_str(), with_commas(result.rejected).c_str(),
+    std::fprintf(out, "build:   %s stored (%s on a retry), %s refused, %.3f s (%.3f s with the flush), %.0f inserts/s\n",
+                 with_commas(result.words_inserted).c_str(), with_commas(result.retried).c_str(),
+                 with_commas(result.rejected).c_str(),
                  result.build_seconds, result.build_flush_seconds,
                  result.build_seconds > 0 ? static_cast<double>(result.words) / result.build_seconds : 0.0);
     std::fprintf(out, "         insert latency mean %.1f us, median %.1f, p99 %.1f, max %.1f; "
@@ -890,7 +923,7 @@ support::option_parser make_parser(const std::string& program, word_build_option
         .add_count("limit", &options.limit, "use only the first W words (0, the default: all)", 1, SIZE_MAX, "W")
         .add_count("server-capacity", &options.server_capacity_bytes,
                    "payload bytes a server holds (0, the default: automatic, sized so the file grows to S servers "
-                   "and nothing is refused)",
+                   "and holds every word; an insert refused while a split is under way is retried)",
                    1, SIZE_MAX, "B")
         .add_custom("split-load", "X", "the token holder splits above this load", "0.8",
                     [&options](std::string_view text) {

@@ -103,6 +103,10 @@ private:
 // 64-bit hash of the word and `seed`.
 void make_value(std::string_view word, std::uint64_t seed, std::size_t value_bytes, std::string& out);
 
+// With the automatic capacity, how long a client keeps retrying the inserts its
+// servers refused while their splits were under way (word_build.cpp).
+inline constexpr double retry_seconds = 5.0;
+
 // Automatic per-server capacity.  The largest share of the file any LH* bucket
 // holds at the end (N*2^floor(log2(S/N)) buckets being the last complete level),
 // plus three standard deviations of its word count, ends at load
@@ -152,7 +156,8 @@ struct word_build_result {
     std::uint64_t duplicates = 0;
     std::uint64_t payload_bytes = 0;  // keys + values
     std::uint64_t words_inserted = 0; // acknowledged as stored
-    std::uint64_t rejected = 0;       // refused for capacity
+    std::uint64_t rejected = 0;       // refused for capacity (after the retries)
+    std::uint64_t retried = 0;        // stored on a retry, after a first refusal (automatic capacity only)
     std::uint64_t words_found = 0;    // found with the right value
     std::uint64_t wrong_values = 0;
     std::uint64_t missing = 0;
