@@ -13,6 +13,9 @@
 #            figures, and Java, Maven and redis-server for the reference point
 #            (YCSB's own client against Redis, bench/ycsb_redis).
 set -euo pipefail
+# (No 'cmd | grep -q' below: grep -q exits at its first match, the writer gets
+# SIGPIPE, and pipefail then makes the test false: apt-cache's long output
+# made chromium look absent.)
 
 want_fuzz=0
 want_ycsb=0
@@ -60,7 +63,7 @@ check_all() {
   # which do not work here, so there they are left out with a note).
   /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
   if ! have chromium || ! have chromedriver; then
-    if have apt-cache && apt-cache show chromium-driver 2>/dev/null | grep -q '^Package: chromium-driver'; then
+    if have apt-cache && apt-cache show chromium-driver 2>/dev/null | grep '^Package: chromium-driver' >/dev/null; then
       missing+=(chromium chromium-driver)
     else
       notes+=("no Debian chromium package here: the browser test (flights.browser) is left out")
@@ -70,7 +73,7 @@ check_all() {
   # MPI: accept an existing Open MPI, else want MPICH.
   local flavor=""
   if have mpiexec; then
-    if mpiexec --version 2>&1 | grep -qE 'Open MPI|OpenRTE|Open RTE|PRRTE'; then flavor=openmpi; else flavor=mpich; fi
+    if mpiexec --version 2>&1 | grep -E 'Open MPI|OpenRTE|Open RTE|PRRTE' >/dev/null; then flavor=openmpi; else flavor=mpich; fi
   elif pkg_installed openmpi-bin || pkg_installed libopenmpi-dev; then
     flavor=openmpi
   else

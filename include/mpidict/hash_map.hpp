@@ -124,7 +124,7 @@ public:
     // Collective.  Creates the map over an engine it takes over (e.g. a simulated one).
     hash_map(std::unique_ptr<runtime::engine> engine, hash_map_config settings)
         : m_engine(std::move(engine)), m_config(settings),
-          m_table(settings.expected_keys_per_rank, settings.max_load) {
+          m_table(checked_expected_keys(settings), settings.max_load) {
         if (settings.place == placement::cyclic && !std::is_integral_v<K>)
             throw invalid_argument_error("mpidict: cyclic placement needs integer keys");
         if (settings.fixed_value_bytes != 0 && codec<V>::fixed_size && settings.fixed_value_bytes != sizeof(V))
@@ -498,6 +498,21 @@ private:
         double m_start = 0;
         double m_ship_start = 0;
     };
+
+    // expected_keys_per_rank, refused (the same on every rank: the same settings)
+    // when the local table could not address room for that many keys.
+    static std::size_t checked_expected_keys(const hash_map_config& settings) {
+        if (!(settings.max_load > 0.05 && settings.max_load < 0.99))
+            return 0;  // the table's constructor refuses max_load with its own message
+        const std::size_t most = table_type::max_keys(settings.max_load);
+        if (settings.expected_keys_per_rank > most)
+            throw invalid_argument_error("mpidict: hash_map expected_keys_per_rank = " +
+                                         std::to_string(settings.expected_keys_per_rank) +
+                                         " is more than one rank's table can address (at most " +
+                                         std::to_string(most) + " at max_load " +
+                                         std::to_string(settings.max_load) + ")");
+        return settings.expected_keys_per_rank;
+    }
 
     // Gives a request slot back if encoding its operation throws (nothing was sent).
     class slot_guard {

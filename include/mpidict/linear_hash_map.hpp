@@ -184,6 +184,14 @@ public:
         runtime::engine_lock lock(m_core->engine());
         return m_core->local_entries();
     }
+    // Collective.  Entries over all servers (call after flush() for a settled count).
+    std::size_t global_size() {
+        const auto mine = static_cast<std::int64_t>(local_size());
+        std::int64_t total = 0;
+        m_core->engine().sum(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&total, 1),
+                             "global_size");
+        return static_cast<std::size_t>(total);
+    }
     std::size_t local_payload_bytes() const {
         runtime::engine_lock lock(m_core->engine());
         return m_core->local_payload_bytes();

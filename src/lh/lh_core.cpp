@@ -128,8 +128,20 @@ lh_core::lh_core(std::unique_ptr<runtime::engine> engine, const linear_hash_map_
         throw invalid_argument_error("mpidict: linear_hash_map server_capacity_bytes must be positive");
     if (settings.max_key_bytes == 0)
         throw invalid_argument_error("mpidict: linear_hash_map max_key_bytes must be positive");
+    // Bounded so that their sum (required_buffer_bytes) and the local table's
+    // bucket_entries x buckets cannot wrap around.
+    constexpr std::size_t max_record_part = std::size_t(1) << 30;
+    constexpr std::size_t max_bucket_entries = std::size_t(1) << 20;
+    if (settings.max_key_bytes > max_record_part || settings.max_value_bytes > max_record_part)
+        throw invalid_argument_error("mpidict: linear_hash_map max_key_bytes = " + std::to_string(settings.max_key_bytes) +
+                                     " and max_value_bytes = " + std::to_string(settings.max_value_bytes) +
+                                     " must each be at most 2^30 (one record must fit one message)");
     if (settings.ship_window == 0 || settings.bucket_entries == 0)
         throw invalid_argument_error("mpidict: linear_hash_map ship_window and bucket_entries must be positive");
+    if (settings.bucket_entries > max_bucket_entries)
+        throw invalid_argument_error("mpidict: linear_hash_map bucket_entries = " +
+                                     std::to_string(settings.bucket_entries) + " is more than 2^20 (" +
+                                     std::to_string(max_bucket_entries) + ")");
     if (settings.required_buffer_bytes() > m_engine->settings().buffer_bytes)
         throw invalid_argument_error("mpidict: linear_hash_map max_key_bytes + max_value_bytes = " +
                                      std::to_string(settings.max_key_bytes + settings.max_value_bytes) +

@@ -18,6 +18,7 @@
 // rehashes (O(size)), so pass the expected key count when known.
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -73,6 +74,12 @@ public:
         reserve(expected_keys);
     }
 
+    // The most keys a table with this max_load can be asked to make room for:
+    // its slot count (a power of two) and their bytes must stay addressable.
+    static std::size_t max_keys(double max_load) {
+        return static_cast<std::size_t>(static_cast<double>(max_slots) * max_load) - 1;
+    }
+
     std::size_t size() const { return m_size; }                // keys
     std::size_t value_count() const { return m_value_count; }  // values over all keys
     std::size_t capacity() const { return m_slots.size(); }
@@ -87,6 +94,10 @@ public:
 
     // Makes room for `keys` keys without rehashing.
     void reserve(std::size_t keys) {
+        if (keys > max_keys(m_max_load))
+            throw invalid_argument_error("mpidict: room for " + std::to_string(keys) +
+                                         " keys is more than a local table can address (at most " +
+                                         std::to_string(max_keys(m_max_load)) + ")");
         const auto wanted = static_cast<std::size_t>(static_cast<double>(keys) / m_max_load) + 1;
         if (wanted > m_slots.size())
             rehash(std::max<std::size_t>(wanted, 8));
@@ -361,6 +372,8 @@ private:
     std::size_t m_value_count = 0;
     std::size_t m_spilled_values = 0;
     std::size_t m_grow_at = 0;  // size at which the next insert of a new key grows the table
+    // Slots a table may have: a power of two whose bytes fit in size_t with room to double.
+    static constexpr std::size_t max_slots = std::bit_floor(std::numeric_limits<std::size_t>::max() / sizeof(slot)) >> 2;
     double m_max_load;
     [[no_unique_address]] Hash m_hash;
     [[no_unique_address]] Equal m_equal;
