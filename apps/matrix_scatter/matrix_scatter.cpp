@@ -195,7 +195,7 @@ std::size_t values_per_insert(row_map& map) {
 phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_rows, std::size_t blocking_factor,
                                   insert_tally& tally) {
     const int rank = map.rank();
-    const int ranks = map.size();
+    const int ranks = map.num_ranks();
     const std::size_t chunk = values_per_insert(map);
     const std::size_t window = std::max<std::size_t>(blocking_factor, 1);
     std::vector<matrix_entry> batch;

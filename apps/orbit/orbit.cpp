@@ -232,7 +232,7 @@ class rma_visited {
 public:
     rma_visited(MPI_Comm comm, const rma_hash_set_config& config, std::size_t batch)
         : m_set(comm, config), m_comm(comm), m_batch_limit(std::max<std::size_t>(batch, 1)),
-          m_outgoing(static_cast<std::size_t>(m_set.size())) {
+          m_outgoing(static_cast<std::size_t>(m_set.num_ranks())) {
         MPI_Type_contiguous(static_cast<int>(sizeof(Point)), MPI_BYTE, &m_point_type);
         MPI_Type_commit(&m_point_type);
         m_batch.reserve(m_batch_limit);
@@ -250,7 +250,7 @@ public:
     void end_level(std::vector<Point>& next) {
         drain();
         // New points travel to their owners: one all-to-all per level.
-        const auto size = static_cast<std::size_t>(m_set.size());
+        const auto size = static_cast<std::size_t>(m_set.num_ranks());
         std::vector<int> send_counts(size), receive_counts(size), send_offsets(size), receive_offsets(size);
         std::vector<Point> send;
         for (std::size_t rank = 0; rank < size; ++rank) {

@@ -162,6 +162,8 @@ public:
     }
 
     int rank() const { return m_engine->rank(); }
+    int num_ranks() const { return m_engine->size(); }
+    [[deprecated("mpidict: size() is the number of ranks here; call num_ranks() (the name every container uses)")]]
     int size() const { return m_engine->size(); }
     const hash_map_config& settings() const { return m_config; }
     runtime::engine& engine() { return *m_engine; }
@@ -173,10 +175,10 @@ public:
         if (m_config.place == placement::cyclic) {
             if constexpr (std::is_integral_v<K>) {
                 using unsigned_key = std::make_unsigned_t<K>;
-                return static_cast<int>(static_cast<unsigned_key>(key) % static_cast<unsigned_key>(size()));
+                return static_cast<int>(static_cast<unsigned_key>(key) % static_cast<unsigned_key>(num_ranks()));
             }
         }
-        return static_cast<int>(reduce_range(mix64(m_hash(key) ^ 0x5851f42d4c957f2dULL), static_cast<std::size_t>(size())));
+        return static_cast<int>(reduce_range(mix64(m_hash(key) ^ 0x5851f42d4c957f2dULL), static_cast<std::size_t>(num_ranks())));
     }
 
     // ---- insert ------------------------------------------------------------
@@ -438,6 +440,13 @@ public:
         runtime::engine_lock lock(*m_engine);
         m_table.for_each(function);
     }
+    // Collective.  flush(), then f(key, values) on every entry this rank holds:
+    // every rank visits its own part, so the whole map is visited once.
+    template <class Function>
+    void for_all(Function&& function) {
+        flush();
+        local_for_each(std::forward<Function>(function));
+    }
     const table_type& local_table() const { return m_table; }
 
     static constexpr std::size_t unlimited = std::numeric_limits<std::uint32_t>::max();
@@ -544,9 +553,9 @@ private:
     }
 
     void check_target(target_rank target) const {
-        if (target.rank < 0 || target.rank >= size())
+        if (target.rank < 0 || target.rank >= num_ranks())
             throw invalid_argument_error("mpidict: target rank " + std::to_string(target.rank) +
-                                         " is outside " + detail::communicator_of(size()));
+                                         " is outside " + detail::communicator_of(num_ranks()));
     }
 
     std::byte* reserve(target_rank target, runtime::handler_id handler, std::size_t bytes) {

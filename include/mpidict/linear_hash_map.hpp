@@ -129,6 +129,8 @@ public:
     void flush() { m_core->flush(); }
 
     int rank() const { return m_core->rank(); }
+    int num_ranks() const { return m_core->size(); }
+    [[deprecated("mpidict: size() is the number of ranks here; call num_ranks() (the name every container uses)")]]
     int size() const { return m_core->size(); }
     const linear_hash_map_config& settings() const { return m_core->settings(); }
     runtime::engine& engine() { return m_core->engine(); }
@@ -207,6 +209,14 @@ public:
         m_core->local_table().for_each([&](const local::linear_table::entry& e) {
             function(detail::from_payload<K>(e.key()), detail::from_payload<V>(e.value()));
         });
+    }
+
+    // Collective.  flush() (which also waits out a split), then f(key, value)
+    // on every entry this rank's server holds: the whole map is visited once.
+    template <class Function>
+    void for_all(Function&& function) {
+        flush();
+        local_for_each(std::forward<Function>(function));
     }
 
     // A copy: with a progress thread the counters move while you read them.

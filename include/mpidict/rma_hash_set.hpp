@@ -192,6 +192,8 @@ public:
     }
 
     int rank() const { return m_window->rank(); }
+    int num_ranks() const { return m_window->size(); }
+    [[deprecated("mpidict: size() is the number of ranks here; call num_ranks() (the name every container uses)")]]
     int size() const { return m_window->size(); }
     std::size_t slots_per_rank() const { return m_slots; }
     rma_sync sync() const { return m_config.sync; }
@@ -268,6 +270,16 @@ public:
     void barrier() {
         check_alive("barrier");
         m_window->barrier();
+    }
+    // Collective.  The vocabulary's name for barrier(): inserts are one-sided
+    // and complete when they return, so all a flush has to do is this.
+    void flush() { barrier(); }
+    // Collective.  flush(), then fn(object) for every object stored on this
+    // rank: the whole set is visited once.
+    template <class Function>
+    void for_all(Function&& fn) {
+        flush();
+        local_for_each(std::forward<Function>(fn));
     }
 
     // Objects stored on `owner_rank` (one RMA read when not shared memory).
@@ -355,7 +367,7 @@ private:
     key describe(const T& object) const {
         key k;
         const std::uint64_t h = m_hash(object);
-        k.owner = static_cast<int>(reduce_range(mix64(h ^ 0x5851f42d4c957f2dULL), static_cast<std::size_t>(size())));
+        k.owner = static_cast<int>(reduce_range(mix64(h ^ 0x5851f42d4c957f2dULL), static_cast<std::size_t>(num_ranks())));
         k.home = reduce_range(h, m_slots);
         k.fingerprint = mix64(h ^ 0x94d049bb133111ebULL) >> 2;
         std::memcpy(k.words.data(), &object, sizeof(T));

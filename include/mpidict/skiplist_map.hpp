@@ -411,11 +411,18 @@ public:
     // Calls f(key, value) for every live entry hosted here (in key order within
     // each node, nodes in slot order).  Call it after flush() for a settled view.
     template <class Function>
-    void for_all(Function&& function) const {
+    void local_for_each(Function&& function) const {
         runtime::engine_lock lock(m_core->engine());
         m_core->for_all_local([&](std::string_view key, std::string_view value) {
             function(ordered_codec<K>::decode(key), detail::from_payload<V>(value));
         });
+    }
+    // Collective.  flush(), then f(key, value) on every live entry this rank
+    // hosts: the whole list is visited once.
+    template <class Function>
+    void for_all(Function&& function) {
+        flush();
+        local_for_each(std::forward<Function>(function));
     }
     skiplist_local_statistics local_statistics() const {
         runtime::engine_lock lock(m_core->engine());

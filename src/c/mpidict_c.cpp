@@ -210,7 +210,7 @@ public:
         : m_map(communicator, settings), m_item_bytes(item_bytes) {}
 
     int rank() const override { return m_map.rank(); }
-    int size() const override { return m_map.size(); }
+    int size() const override { return m_map.num_ranks(); }
     int owner(key_type key) const override { return m_map.owner(key); }
     bool destroyed() override { return m_map.engine().destroyed(); }
     std::size_t wire_item_bytes() const override { return traits::wire_bytes(m_item_bytes); }

@@ -46,7 +46,7 @@ public:
     }
 
     int rank() const { return m_map.rank(); }
-    int size() const { return m_map.size(); }
+    int size() const { return m_map.num_ranks(); }
     int owner(const K& key) const {
         if constexpr (ExplicitTarget)
             return at(key).rank;
@@ -214,7 +214,7 @@ private:
     // suite's (a second hash of the key, reduced to p), not the map's placement.
     target_rank at(const K& key) const {
         return target_rank{static_cast<int>(
-            reduce_range(mix64(hasher<K>{}(key) + 0x632be59bd9b4e019ULL), static_cast<std::size_t>(m_map.size())))};
+            reduce_range(mix64(hasher<K>{}(key) + 0x632be59bd9b4e019ULL), static_cast<std::size_t>(m_map.num_ranks())))};
     }
 
     static std::uint32_t count_visitor(context&, const K&, std::vector<V>& values, const std::uint32_t&) {

@@ -86,7 +86,7 @@ void cyclic_placement(int rank, int size) {
 std::uint64_t key_not_owned_by(const mpidict::hash_map<std::uint64_t, std::uint64_t>& map, int target,
                                std::uint64_t start) {
     std::uint64_t key = start;
-    while (map.size() > 1 && map.owner(key) == target)
+    while (map.num_ranks() > 1 && map.owner(key) == target)
         ++key;
     return key;
 }

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
 
         // A map over the world: every rank appends its rank to one key; all see all.
         mpidict::hash_map<std::uint64_t, std::int32_t> map(MPI_COMM_WORLD);
-        MPIDICT_CHECK(map.size() == size);
+        MPIDICT_CHECK(map.num_ranks() == size);
         MPIDICT_CHECK(map.rank() == rank);
         map.async_insert(7, rank);
         map.flush();

@@ -21,6 +21,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <span>
 #include <utility>
@@ -54,6 +55,36 @@ public:
         const V& operator[](std::size_t index) const {
             return index == 0 ? m_slot->first : (*m_rest)[index - 1];
         }
+        // Iteration in insertion order: for (const V& value : view).
+        class iterator {
+        public:
+            using iterator_category = std::forward_iterator_tag;
+            using value_type = V;
+            using difference_type = std::ptrdiff_t;
+            using pointer = const V*;
+            using reference = const V&;
+            iterator() = default;
+            const V& operator*() const { return (*m_view)[m_index]; }
+            const V* operator->() const { return &(*m_view)[m_index]; }
+            iterator& operator++() {
+                ++m_index;
+                return *this;
+            }
+            iterator operator++(int) {
+                iterator before = *this;
+                ++m_index;
+                return before;
+            }
+            bool operator==(const iterator& other) const { return m_index == other.m_index; }
+
+        private:
+            friend class values_view;
+            iterator(const values_view* view, std::size_t index) : m_view(view), m_index(index) {}
+            const values_view* m_view = nullptr;
+            std::size_t m_index = 0;
+        };
+        iterator begin() const { return iterator(this, 0); }
+        iterator end() const { return iterator(this, size()); }
         template <class Out>
         void copy_to(Out out, std::size_t limit) const {
             const std::size_t n = std::min(limit, size());
