@@ -53,6 +53,7 @@
 
 #include <mpi.h>
 
+#include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/wire.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
@@ -449,6 +450,100 @@ public:
     }
     const table_type& local_table() const { return m_table; }
 
+    // ---- checkpoints (include/mpidict/checkpoint.hpp, docs/checkpoint.md) --
+
+    // Collective.  flush(), then writes every key with its values (in their
+    // order) to `directory`, replacing the checkpoint there only once all of it
+    // is on disk.
+    void save(const std::string& directory, const checkpoint_options& options = {}) {
+        namespace ck = detail::checkpoint;
+        flush();
+        ck::communicator_copy comm(m_engine->mpi_communicator(), "hash_map");
+        runtime::engine_lock lock(*m_engine);
+        ck::entry_totals totals;
+        m_table.for_each([&](const K& key, const values_view& values) {
+            ++totals.keys;
+            totals.values += values.size();
+            ck::add_totals(key, totals.key_bytes);
+            for (const V& value : values)
+                ck::add_totals(value, totals.value_bytes);
+        });
+        ck::description what = ck::describe<K, V>("hash_map", checkpoint_flags);
+        what.tunables = {{"placement", m_config.place == placement::cyclic ? "cyclic" : "hash"},
+                         {"expected_keys_per_rank", std::to_string(m_config.expected_keys_per_rank)},
+                         {"max_load", std::to_string(m_config.max_load)},
+                         {"capacity_values", std::to_string(m_config.capacity_values)},
+                         {"capacity_bytes", std::to_string(m_config.capacity_bytes)},
+                         {"fixed_value_bytes", std::to_string(m_config.fixed_value_bytes)}};
+        ck::writer out(comm.get(), directory, std::move(what), ck::columns_for<K, V>(checkpoint_flags, totals),
+                       totals.keys, options);
+        ck::entry_writer<K, V> entries(out, checkpoint_flags);
+        m_table.for_each([&](const K& key, const values_view& values) {
+            entries.key(key);
+            entries.count(values.size());
+            for (const V& value : values)
+                entries.value(value);
+        });
+        out.commit();
+    }
+
+    // Collective.  Fills this map, which must be empty on every rank, from the
+    // checkpoint in `directory` (saved at any number of ranks): every key goes
+    // to its owner here, with its values in their saved order.  Throws
+    // checkpoint_error on every rank, leaving the map empty, if the checkpoint
+    // is missing, damaged or of other types, or if this map's capacity limits
+    // refuse any value.
+    void load(const std::string& directory, const checkpoint_options& options = {}) {
+        namespace ck = detail::checkpoint;
+        if (const std::size_t held = global_size(); held != 0)
+            throw invalid_argument_error("mpidict: hash_map load needs an empty map; this one holds " +
+                                         std::to_string(held) + " keys");
+        ck::communicator_copy comm(m_engine->mpi_communicator(), "hash_map");
+        ck::reader in(comm.get(), directory, ck::describe<K, V>("hash_map", checkpoint_flags),
+                      ck::columns_for<K, V>(checkpoint_flags, {}), options);
+        const std::uint64_t refused_before = m_local_rejected;
+        std::string problem;  // e.g. a saved value too large for this map's messages
+        try {
+            runtime::engine_lock lock(*m_engine);
+            const std::size_t batch_bytes = m_engine->max_record_bytes() / 4;
+            std::vector<V> values;
+            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
+                ck::entry_reader<K, V> entries(in, shard, checkpoint_flags);
+                for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
+                    const K key = entries.key();
+                    const std::uint64_t count = entries.count();
+                    const int target = owner(key);
+                    std::size_t bytes = 0;
+                    values.clear();
+                    for (std::uint64_t index = 0; index < count; ++index) {
+                        values.push_back(entries.value());
+                        bytes += codec<V>::encoded_size(values.back());
+                        if (values.size() == checkpoint_batch || bytes >= batch_bytes || index + 1 == count) {
+                            restore(target, key, values);
+                            values.clear();
+                            bytes = 0;
+                        }
+                    }
+                }
+            }
+        } catch (const std::exception& failure) {
+            problem = "mpidict: checkpoint " + directory + ": loading failed: " + failure.what();
+        }
+        flush();
+        const std::size_t refused = global_sum(m_local_rejected - refused_before, "load");
+        if (problem.empty() && refused != 0)
+            problem = "mpidict: checkpoint " + directory + ": this hash_map's capacity limits refused " +
+                      std::to_string(refused) + " of the saved values";
+        try {
+            ck::agree(comm.get(), problem);
+        } catch (const checkpoint_error& failure) {
+            runtime::engine_lock lock(*m_engine);
+            m_table = table_type(checked_expected_keys(m_config), m_config.max_load);
+            m_stored_bytes = 0;
+            throw checkpoint_error(std::string(failure.what()) + "; the map is left empty");
+        }
+    }
+
     static constexpr std::size_t unlimited = std::numeric_limits<std::uint32_t>::max();
 
 private:
@@ -510,6 +605,20 @@ private:
 
     // expected_keys_per_rank, refused (the same on every rank: the same settings)
     // when the local table could not address room for that many keys.
+    static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, true, false};
+    static constexpr std::size_t checkpoint_batch = 256;  // values per record when loading
+
+    // One key's values (a piece of them) from a checkpoint, to their owner:
+    // stored directly when that is this rank, else as an async insert.
+    void restore(int target, const K& key, std::span<const V> values) {
+        if (target == rank()) {
+            for (const V& value : values)
+                store_value(key, value);
+        } else {
+            encode_insert(target_rank{target}, no_slot, key, values);
+        }
+    }
+
     static std::size_t checked_expected_keys(const hash_map_config& settings) {
         if (!(settings.max_load > 0.05 && settings.max_load < 0.99))
             return 0;  // the table's constructor refuses max_load with its own message

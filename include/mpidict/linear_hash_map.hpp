@@ -42,6 +42,7 @@
 // buffer) shipment messages and as many acknowledgements, and one token.
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -53,6 +54,7 @@
 
 #include <mpi.h>
 
+#include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/lh_core.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
@@ -232,7 +234,105 @@ public:
     // Collective.  Flushes, then gathers every rank's counters, splits and servers.
     lh_statistics gather_statistics() { return m_core->gather_statistics(); }
 
+    // ---- checkpoints (include/mpidict/checkpoint.hpp, docs/checkpoint.md) --
+
+    // Collective.  flush() (which waits out a split), then writes every entry
+    // each server holds to `directory`, replacing the checkpoint there only
+    // once all of it is on disk.
+    void save(const std::string& directory, const checkpoint_options& options = {}) {
+        namespace ck = detail::checkpoint;
+        flush();
+        ck::communicator_copy comm(m_core->engine().mpi_communicator(), "linear_hash_map");
+        runtime::engine_lock lock(m_core->engine());
+        ck::entry_totals totals;
+        m_core->local_table().for_each([&](const local::linear_table::entry& e) {
+            ++totals.keys;
+            ++totals.values;
+            if constexpr (ck::column_codec<K>::variable)
+                totals.key_bytes += e.key().size();
+            if constexpr (ck::column_codec<V>::variable)
+                totals.value_bytes += e.value().size();
+        });
+        const auto& config = m_core->settings();
+        ck::description what = ck::describe<K, V>("linear_hash_map", checkpoint_flags);
+        what.tunables = {{"initial_servers", std::to_string(config.initial_servers)},
+                         {"server_capacity_bytes", std::to_string(config.server_capacity_bytes)},
+                         {"split_load", std::to_string(config.split_load)},
+                         {"max_key_bytes", std::to_string(config.max_key_bytes)},
+                         {"max_value_bytes", std::to_string(config.max_value_bytes)},
+                         {"bucket_entries", std::to_string(config.bucket_entries)}};
+        ck::writer out(comm.get(), directory, std::move(what), ck::columns_for<K, V>(checkpoint_flags, totals),
+                       totals.keys, options);
+        ck::entry_writer<K, V> entries(out, checkpoint_flags);
+        m_core->local_table().for_each([&](const local::linear_table::entry& e) {
+            entries.key(detail::from_payload<K>(e.key()));
+            entries.value(detail::from_payload<V>(e.value()));
+        });
+        out.commit();
+    }
+
+    // Collective.  Fills this map, which must be empty, from the checkpoint in
+    // `directory` (saved at any number of ranks): the client ranks read the
+    // shards and insert every entry, so the file grows by its own splits to the
+    // size this configuration gives it and every image learns as usual.
+    // Throws checkpoint_error on every rank, leaving the map empty, if the
+    // checkpoint is missing, damaged or of other types, or if a server refuses
+    // an entry for capacity.
+    void load(const std::string& directory, const checkpoint_options& options = {}) {
+        namespace ck = detail::checkpoint;
+        if (const std::size_t held = global_size(); held != 0)
+            throw invalid_argument_error("mpidict: linear_hash_map load needs an empty map; this one holds " +
+                                         std::to_string(held) + " entries");
+        ck::communicator_copy comm(m_core->engine().mpi_communicator(), "linear_hash_map");
+        std::vector<int> clients;
+        for (int r = 0; r < num_ranks(); ++r)
+            if (!m_core->settings().client_ranks ||
+                std::find(m_core->settings().client_ranks->begin(), m_core->settings().client_ranks->end(), r) !=
+                    m_core->settings().client_ranks->end())
+                clients.push_back(r);
+        ck::reader in(comm.get(), directory, ck::describe<K, V>("linear_hash_map", checkpoint_flags),
+                      ck::columns_for<K, V>(checkpoint_flags, {}), options, clients);
+        const std::uint64_t refused_before = async_rejected();
+        std::string problem;
+        try {
+            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
+                ck::entry_reader<K, V> entries(in, shard, checkpoint_flags);
+                for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
+                    const K key = entries.key();
+                    async_insert(key, entries.value());
+                }
+            }
+        } catch (const std::exception& failure) {
+            problem = "mpidict: checkpoint " + directory + ": loading failed: " + failure.what();
+        }
+        flush();
+        const auto refused_here = static_cast<std::int64_t>(async_rejected() - refused_before);
+        std::int64_t refused = 0;
+        m_core->engine().sum(std::span<const std::int64_t>(&refused_here, 1), std::span<std::int64_t>(&refused, 1),
+                             "load");
+        if (problem.empty() && refused != 0)
+            problem = "mpidict: checkpoint " + directory + ": the servers refused " + std::to_string(refused) +
+                      " of the saved entries for capacity (server_capacity_bytes)";
+        try {
+            ck::agree(comm.get(), problem);
+        } catch (const checkpoint_error& failure) {
+            // Take back what was stored: every reader erases the keys of its shards.
+            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
+                ck::entry_reader<K, V> entries(in, shard, checkpoint_flags);
+                for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
+                    const K key = entries.key();
+                    entries.value();
+                    async_erase(key);
+                }
+            }
+            flush();
+            throw checkpoint_error(std::string(failure.what()) + "; the map is left empty");
+        }
+    }
+
 private:
+    static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, false, false};
+
     void prepare(lh_op op, runtime::op_kind kind, const K& key, std::string_view value) {
         m_core->engine().check_alive(m_core->engine().op_kind_name(kind).data());
         m_core->check_client(m_core->engine().op_kind_name(kind).data());

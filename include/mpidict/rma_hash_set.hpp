@@ -76,6 +76,7 @@
 
 #include <mpi.h>
 
+#include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/rma_window.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/hash.hpp"
@@ -317,7 +318,90 @@ public:
             detail::check_mpi(MPI_Win_unlock(rank(), m_window->handle()), "MPI_Win_unlock");
     }
 
+    // ---- checkpoints (include/mpidict/checkpoint.hpp, docs/checkpoint.md) --
+
+    // Collective.  barrier(), then writes every object stored on each rank to
+    // `directory`, replacing the checkpoint there only once all of it is on disk.
+    void save(const std::string& directory, const checkpoint_options& options = {}) {
+        namespace ck = detail::checkpoint;
+        barrier();
+        ck::communicator_copy comm(m_window->comm(), "rma_hash_set");
+        ck::entry_totals totals;
+        totals.keys = local_size();
+        ck::description what = ck::describe<T, T>("rma_hash_set", checkpoint_flags);
+        what.tunables = {{"slots_per_rank", std::to_string(m_slots)},
+                         {"max_load", std::to_string(m_config.max_load)},
+                         {"sync", m_config.sync == rma_sync::lock_free ? "lock_free" : "locked"}};
+        ck::writer out(comm.get(), directory, std::move(what), ck::columns_for<T, T>(checkpoint_flags, totals),
+                       totals.keys, options);
+        ck::entry_writer<T, T> entries(out, checkpoint_flags);
+        local_for_each([&](const T& object) { entries.key(object); });
+        out.commit();
+        barrier();
+    }
+
+    // Collective.  Fills this set, which must be empty, from the checkpoint in
+    // `directory` (saved at any number of ranks, any slots_per_rank).  Throws
+    // checkpoint_error on every rank, leaving the set empty, if the checkpoint
+    // is missing, damaged or of another type, or if an owner's table is full.
+    void load(const std::string& directory, const checkpoint_options& options = {}) {
+        namespace ck = detail::checkpoint;
+        if (const std::size_t held = global_size(); held != 0)
+            throw invalid_argument_error("mpidict: rma_hash_set load needs an empty set; this one holds " +
+                                         std::to_string(held) + " objects");
+        ck::communicator_copy comm(m_window->comm(), "rma_hash_set");
+        ck::reader in(comm.get(), directory, ck::describe<T, T>("rma_hash_set", checkpoint_flags),
+                      ck::columns_for<T, T>(checkpoint_flags, {}), options);
+        std::string problem;
+        try {
+            std::vector<T> batch;
+            std::size_t refused = 0;
+            auto insert_batch = [&] {
+                refused += insert_if_absent_many(batch).not_inserted;
+                batch.clear();
+            };
+            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
+                ck::entry_reader<T, T> entries(in, shard, checkpoint_flags);
+                for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
+                    batch.push_back(entries.key());
+                    if (batch.size() == 4096)
+                        insert_batch();
+                }
+            }
+            insert_batch();
+            if (refused != 0)
+                problem = "mpidict: checkpoint " + directory + ": " + std::to_string(refused) +
+                          " saved objects found their owner's table full (rank " + std::to_string(rank()) + ", " +
+                          std::to_string(m_slots) + " slots per rank)";
+        } catch (const std::exception& failure) {
+            problem = "mpidict: checkpoint " + directory + ": loading failed: " + failure.what();
+        }
+        barrier();
+        try {
+            ck::agree(comm.get(), problem);
+        } catch (const checkpoint_error& failure) {
+            clear_after_failed_load();
+            throw checkpoint_error(std::string(failure.what()) + "; the set is left empty");
+        }
+    }
+
 private:
+    static constexpr detail::checkpoint::layout_flags checkpoint_flags{false, false, false};
+
+    // Collective.  Every rank empties its own table (between barriers, so no
+    // insert is under way).
+    void clear_after_failed_load() {
+        barrier();
+        const bool epoch = !m_window->locked_all();
+        if (epoch)
+            detail::check_mpi(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank(), 0, m_window->handle()), "MPI_Win_lock");
+        std::memset(m_window->local_segment(), 0, 8 * (header_words + m_slots * slot_words));
+        MPI_Win_sync(m_window->handle());
+        if (epoch)
+            detail::check_mpi(MPI_Win_unlock(rank(), m_window->handle()), "MPI_Win_unlock");
+        barrier();
+    }
+
     static constexpr std::uint64_t state_busy = 1;
     static constexpr std::uint64_t state_published = 2;
 

@@ -130,6 +130,7 @@
 
 #include <mpi.h>
 
+#include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/payload.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
 #include "mpidict/detail/window_control.hpp"
@@ -156,6 +157,34 @@ struct range_options {
     // descending page is range(lo, resume key) with before_hi (hi excluded).
     bool after_lo = false;
     bool before_hi = false;    // range(lo, hi) only
+};
+
+namespace detail::checkpoint {
+// Tuple and pair keys are not trivially copyable: a checkpoint stores them in
+// their fixed-width ordered encoding (ordered_key.hpp), named "ordered".
+template <class T>
+    requires(!std::is_trivially_copyable_v<T> && !std::is_same_v<T, std::string> &&
+             !std::is_same_v<T, std::vector<std::byte>> && requires { ordered_codec<T>::fixed_width; })
+struct column_codec<T, void> {
+    static_assert(ordered_codec<T>::fixed_width > 0, "skiplist_map checkpoints: a composite key needs fixed-width fields.");
+    static constexpr bool variable = false;
+    static constexpr std::size_t width = ordered_codec<T>::fixed_width;
+    static void write(std::byte* out, const T& value) {
+        std::string encoded;
+        ordered_codec<T>::encode(value, encoded);
+        std::memcpy(out, encoded.data(), width);
+    }
+    static T read(const std::byte* in) {
+        return ordered_codec<T>::decode(std::string_view(reinterpret_cast<const char*>(in), width));
+    }
+};
+}  // namespace detail::checkpoint
+
+template <class T>
+    requires(!std::is_trivially_copyable_v<T> && !std::is_same_v<T, std::string> &&
+             !std::is_same_v<T, std::vector<std::byte>> && requires { ordered_codec<T>::fixed_width; })
+struct checkpoint_type<T, void> {
+    static constexpr std::string_view name = "ordered";
 };
 
 template <class K, class V>
@@ -413,7 +442,7 @@ public:
     template <class Function>
     void local_for_each(Function&& function) const {
         runtime::engine_lock lock(m_core->engine());
-        m_core->for_all_local([&](std::string_view key, std::string_view value) {
+        m_core->for_all_local([&](std::string_view key, std::string_view value, detail::expiry_time) {
             function(ordered_codec<K>::decode(key), detail::from_payload<V>(value));
         });
     }
@@ -424,6 +453,99 @@ public:
         flush();
         local_for_each(std::forward<Function>(function));
     }
+    // ---- checkpoints (include/mpidict/checkpoint.hpp, docs/checkpoint.md) --
+
+    // Collective.  flush(), then writes every live entry each rank hosts (key,
+    // value, expiry time) to `directory`, replacing the checkpoint there only
+    // once all of it is on disk.
+    void save(const std::string& directory, const checkpoint_options& options = {}) {
+        namespace ck = detail::checkpoint;
+        flush();
+        ck::communicator_copy comm(m_core->engine().mpi_communicator(), "skiplist_map");
+        runtime::engine_lock lock(m_core->engine());
+        ck::entry_totals totals;
+        m_core->for_all_local([&](std::string_view key, std::string_view value, detail::expiry_time) {
+            ++totals.keys;
+            ++totals.values;
+            if constexpr (ck::column_codec<K>::variable)
+                totals.key_bytes += key.size();
+            if constexpr (ck::column_codec<V>::variable)
+                totals.value_bytes += value.size();
+        });
+        const skiplist_map_config& config = m_core->config();
+        ck::description what = ck::describe<K, V>("skiplist_map", checkpoint_flags);
+        what.tunables = {{"granularity", std::to_string(config.granularity)},
+                         {"node_slots_per_rank", std::to_string(config.node_slots_per_rank)},
+                         {"max_height", std::to_string(config.max_height)},
+                         {"max_key_bytes", std::to_string(config.max_key_bytes)},
+                         {"max_value_bytes", std::to_string(config.max_value_bytes)},
+                         {"consistency", std::string(to_string(m_core->consistency()))}};
+        ck::writer out(comm.get(), directory, std::move(what), ck::columns_for<K, V>(checkpoint_flags, totals),
+                       totals.keys, options);
+        ck::entry_writer<K, V> entries(out, checkpoint_flags);
+        m_core->for_all_local([&](std::string_view key, std::string_view value, detail::expiry_time expires) {
+            entries.key(ordered_codec<K>::decode(key));
+            entries.value(detail::from_payload<V>(value));
+            entries.expiry(expires);
+        });
+        out.commit();
+    }
+
+    // Collective.  Fills this map, which must be empty, from the checkpoint in
+    // `directory` (saved at any number of ranks): every entry is inserted with
+    // its expiry time, so the list is in key order as it was.  Throws
+    // checkpoint_error on every rank, leaving the map empty, if the checkpoint
+    // is missing, damaged or of other types, or if the list has no room.
+    void load(const std::string& directory, const checkpoint_options& options = {}) {
+        namespace ck = detail::checkpoint;
+        flush();
+        if (const std::size_t held = global_size(); held != 0)
+            throw invalid_argument_error("mpidict: skiplist_map load needs an empty map; this one holds " +
+                                         std::to_string(held) + " entries");
+        ck::communicator_copy comm(m_core->engine().mpi_communicator(), "skiplist_map");
+        ck::reader in(comm.get(), directory, ck::describe<K, V>("skiplist_map", checkpoint_flags),
+                      ck::columns_for<K, V>(checkpoint_flags, {}), options);
+        const std::uint64_t refused_before = async_rejected();
+        std::string problem;
+        try {
+            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
+                ck::entry_reader<K, V> entries(in, shard, checkpoint_flags);
+                for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
+                    const K key = entries.key();
+                    const V value = entries.value();
+                    start_async(skiplist_map_op::insert, detail::skiplist_core::op::insert, key,
+                                detail::payload_of(value), entries.expiry());
+                }
+            }
+        } catch (const std::exception& failure) {
+            problem = "mpidict: checkpoint " + directory + ": loading failed: " + failure.what();
+        }
+        flush();
+        const auto refused_here = static_cast<std::int64_t>(async_rejected() - refused_before);
+        std::int64_t refused = 0;
+        m_core->engine().sum(std::span<const std::int64_t>(&refused_here, 1), std::span<std::int64_t>(&refused, 1),
+                             "load");
+        if (problem.empty() && refused != 0)
+            problem = "mpidict: checkpoint " + directory + ": the list refused " + std::to_string(refused) +
+                      " of the saved entries (no free node: node_slots_per_rank)";
+        try {
+            ck::agree(comm.get(), problem);
+        } catch (const checkpoint_error& failure) {
+            // Take back what was stored: every reader erases the keys of its shards.
+            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
+                ck::entry_reader<K, V> entries(in, shard, checkpoint_flags);
+                for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
+                    const K key = entries.key();
+                    entries.value();
+                    entries.expiry();
+                    async_erase(key);
+                }
+            }
+            flush();
+            throw checkpoint_error(std::string(failure.what()) + "; the map is left empty");
+        }
+    }
+
     skiplist_local_statistics local_statistics() const {
         runtime::engine_lock lock(m_core->engine());
         return m_core->local_statistics();
@@ -449,6 +571,7 @@ public:
     }
 
 private:
+    static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, false, true};
     static constexpr clock::time_point never{};
 
     static detail::expiry_time expiry_of(clock::time_point at) {

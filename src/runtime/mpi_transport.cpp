@@ -34,6 +34,8 @@ constexpr int message_tag = 4701;
 
 class mpi_transport final : public transport {
 public:
+    MPI_Comm mpi_communicator() const override { return m_communicator; }
+
     explicit mpi_transport(MPI_Comm communicator) {
         int initialised = 0;
         MPI_Initialized(&initialised);

@@ -1918,7 +1918,7 @@ void skiplist_core::abandon_stream(std::uint32_t slot) {
 // Local views, statistics, collectives
 // ---------------------------------------------------------------------------
 
-void skiplist_core::for_all_local(const std::function<void(std::string_view, std::string_view)>& visit) {
+void skiplist_core::for_all_local(const std::function<void(std::string_view, std::string_view, expiry_time)>& visit) {
     const expiry_time now = clock_now();
     for (const auto& here : m_nodes) {
         if (!here.live)
@@ -1926,7 +1926,7 @@ void skiplist_core::for_all_local(const std::function<void(std::string_view, std
         for (std::size_t index = 0; index < here.run.size(); ++index) {
             const expiry_time expires = here.run.expires(index);
             if (expires == 0 || expires > now)
-                visit(here.run.key(index), here.run.value(index));
+                visit(here.run.key(index), here.run.value(index), expires);
         }
     }
 }

@@ -110,7 +110,7 @@ public:
     void remember_route(std::string_view separator, skiplist_node_id id) { learn_route(separator, id); }
 
     // Local.  Every live entry of the nodes hosted here, in key order per node.
-    void for_all_local(const std::function<void(std::string_view, std::string_view)>& visit);
+    void for_all_local(const std::function<void(std::string_view, std::string_view, expiry_time)>& visit);
     // Local.  Removes expired entries from every node hosted here.
     std::size_t sweep_expired();
     skiplist_local_statistics local_statistics() const;

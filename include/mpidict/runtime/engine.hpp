@@ -105,6 +105,9 @@ public:
     int size() const { return m_size; }
     const config& settings() const { return m_config; }
     bool destroyed() const { return m_destroyed; }
+    // The MPI communicator messages travel on, MPI_COMM_NULL over a simulated
+    // transport.  For collective file I/O (checkpoints); never send on it.
+    MPI_Comm mpi_communicator() const { return m_transport ? m_transport->mpi_communicator() : MPI_COMM_NULL; }
     // Alive as long as the engine object is: a request holds a weak reference,
     // so one that outlives its container says so instead of reading freed memory.
     std::weak_ptr<const bool> lifetime() const { return m_lifetime; }

@@ -65,6 +65,10 @@ public:
 
     // Lets other processes run while this one waits (oversubscribed nodes).
     virtual void idle() = 0;
+
+    // The MPI communicator under this transport (for collective file I/O such
+    // as checkpoints), or MPI_COMM_NULL when there is none (simulation).
+    virtual MPI_Comm mpi_communicator() const { return MPI_COMM_NULL; }
 };
 
 // Collective.  A transport over a duplicate of `communicator`.

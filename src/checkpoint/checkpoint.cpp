@@ -1,0 +1,847 @@
+// Checkpoint files: the writer, the reader and the manifest (include/mpidict/checkpoint.hpp).
+//
+// Every step that can fail on one rank only records the problem; the ranks then
+// agree (one MPI_Allreduce, and a broadcast of the message when there is one)
+// and all throw together, so no rank is left waiting in the next collective.
+
+#include "mpidict/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+namespace mpidict::detail::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;  // keeps the manifest's fields in the order written
+
+constexpr std::string_view format_name = "mpidict-checkpoint";
+constexpr std::string_view manifest_name = "manifest.json";
+constexpr std::size_t min_column_buffer = std::size_t{64} << 10;
+constexpr std::size_t max_io_bytes = std::size_t{1} << 30;  // below MPI-IO's int count
+
+std::string mpi_message(int code) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+        return "MPI error " + std::to_string(code);
+    return std::string(text, static_cast<std::size_t>(length));
+}
+
+std::string hex32(std::uint32_t value) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08x", value);
+    return text;
+}
+
+std::uint32_t crc_update(std::uint32_t crc, const std::byte* data, std::size_t bytes) {
+    while (bytes > 0) {
+        const std::size_t piece = std::min(bytes, max_io_bytes);
+        crc = static_cast<std::uint32_t>(
+            ::crc32(crc, reinterpret_cast<const Bytef*>(data), static_cast<uInt>(piece)));
+        data += piece;
+        bytes -= piece;
+    }
+    return crc;
+}
+
+std::string fault_setting() {
+    const char* value = std::getenv("MPIDICT_CHECKPOINT_FAULT");
+    return value != nullptr ? std::string(value) : std::string();
+}
+
+std::uint64_t padded(std::uint64_t bytes) { return (bytes + 7) / 8 * 8; }
+
+// Bytes of a column, or false if count x width does not fit in 63 bits.
+bool column_bytes(std::uint64_t count, std::uint64_t width, std::uint64_t& bytes) {
+    if (width != 0 && count > (std::numeric_limits<std::uint64_t>::max() >> 2) / width)
+        return false;
+    bytes = count * width;
+    return true;
+}
+
+// Data file names: data-<generation>.bin (shared) or data-<generation>-r<rank>.bin.
+bool data_file_generation(const std::string& name, std::uint64_t& generation) {
+    if (name.size() < 9 || name.rfind("data-", 0) != 0 || !name.ends_with(".bin"))
+        return false;
+    const char* first = name.data() + 5;
+    const char* last = name.data() + name.size() - 4;
+    const auto [end, code] = std::from_chars(first, last, generation);
+    if (code != std::errc() || end == first)
+        return false;
+    if (end == last)
+        return true;
+    if (*end != '-' || end + 1 == last || end[1] != 'r')
+        return false;
+    std::uint64_t rank = 0;
+    const auto [rank_end, rank_code] = std::from_chars(end + 2, last, rank);
+    return rank_code == std::errc() && rank_end == last && rank_end != end + 2;
+}
+
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    std::tm parts{};
+    gmtime_r(&now, &parts);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return text;
+}
+
+// Rank 0's message when some rank has a problem; every rank gets the same text.
+std::string agreed_problem(MPI_Comm communicator, const std::string& problem) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(communicator, &rank);
+    MPI_Comm_size(communicator, &size);
+    const int mine = problem.empty() ? size : rank;
+    int first = size;
+    if (const int code = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, communicator); code != MPI_SUCCESS)
+        throw mpi_error("mpidict: checkpoint: MPI_Allreduce failed: " + mpi_message(code));
+    if (first == size)
+        return {};
+    std::uint64_t length = rank == first ? problem.size() : 0;
+    MPI_Bcast(&length, 1, MPI_UINT64_T, first, communicator);
+    std::string text(static_cast<std::size_t>(length), '\0');
+    if (rank == first)
+        text = problem;
+    if (length > 0)
+        MPI_Bcast(text.data(), static_cast<int>(std::min<std::uint64_t>(length, max_io_bytes)), MPI_CHAR, first,
+                  communicator);
+    if (rank != first)
+        text += " (found on rank " + std::to_string(first) + ")";
+    return text;
+}
+
+void write_text_file_synced(const fs::path& path, const std::string& text) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        throw checkpoint_error("cannot create " + path.string() + ": " + std::strerror(errno));
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
+        if (wrote < 0) {
+            if (errno == EINTR)
+                continue;
+            const std::string why = std::strerror(errno);
+            ::close(fd);
+            throw checkpoint_error("cannot write " + path.string() + ": " + why);
+        }
+        done += static_cast<std::size_t>(wrote);
+    }
+    if (::fsync(fd) != 0) {
+        const std::string why = std::strerror(errno);
+        ::close(fd);
+        throw checkpoint_error("cannot sync " + path.string() + ": " + why);
+    }
+    if (::close(fd) != 0)
+        throw checkpoint_error("cannot close " + path.string() + ": " + std::strerror(errno));
+}
+
+void sync_directory(const fs::path& directory) {
+    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        ::fsync(fd);  // best effort: some file systems refuse fsync on directories
+        ::close(fd);
+    }
+}
+
+json describe_json(const description& what) {
+    json tunables = json::object();
+    for (const auto& [name, value] : what.tunables)
+        tunables[name] = value;
+    json out = {{"container", what.container},
+                {"key", {{"type", what.key_type}, {"bytes", what.key_bytes}}},
+                {"multi_valued", what.multi_valued},
+                {"tunables", tunables}};
+    if (!what.value_type.empty())
+        out["value"] = {{"type", what.value_type}, {"bytes", what.value_bytes}};
+    return out;
+}
+
+std::string type_phrase(const std::string& type, std::uint64_t bytes) {
+    return type + (bytes == 0 ? " (variable length)" : " (" + std::to_string(bytes) + " bytes)");
+}
+
+}  // namespace
+
+void agree(MPI_Comm communicator, const std::string& problem) {
+    std::string text = agreed_problem(communicator, problem);
+    if (!text.empty())
+        throw checkpoint_error(text);
+}
+
+communicator_copy::communicator_copy(MPI_Comm communicator, std::string_view container) {
+    if (communicator == MPI_COMM_NULL)
+        throw invalid_argument_error("mpidict: " + std::string(container) +
+                                     " checkpoints need an MPI communicator (this one runs over a simulated transport)");
+    if (const int code = MPI_Comm_dup(communicator, &m_comm); code != MPI_SUCCESS)
+        throw mpi_error("mpidict: checkpoint: MPI_Comm_dup failed: " + mpi_message(code));
+    MPI_Comm_set_errhandler(m_comm, MPI_ERRORS_RETURN);
+}
+
+communicator_copy::~communicator_copy() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && m_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&m_comm);
+}
+
+// =============================================================================
+// writer
+// =============================================================================
+
+struct writer::state {
+    struct column {
+        column_spec spec;
+        std::uint64_t bytes = 0;         // count x width
+        std::uint64_t file_offset = 0;   // absolute, in the data file
+        std::uint64_t written = 0;       // appended so far
+        std::uint64_t flushed = 0;       // on disk so far
+        std::uint32_t crc = 0;
+        std::vector<std::byte> buffer;
+        std::size_t capacity = 0;
+    };
+
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = 0;
+    int size = 1;
+    fs::path directory;
+    description what;
+    checkpoint_options options;
+    std::uint64_t generation = 0;
+    std::uint64_t entries = 0;
+    std::uint64_t shard_offset = 0;
+    std::uint64_t shard_bytes = 0;
+    std::string file_name;
+    MPI_File file = MPI_FILE_NULL;
+    bool shared = true;
+    bool committed = false;
+    bool exit_fault = false;
+    std::vector<column> columns;
+    std::string problem;  // first local failure; reported at commit()
+
+    void write_out(column& c) {
+        if (c.buffer.empty())
+            return;
+        c.crc = crc_update(c.crc, c.buffer.data(), c.buffer.size());
+        if (problem.empty()) {
+            MPI_Status status;
+            const int code = MPI_File_write_at(file, static_cast<MPI_Offset>(c.file_offset + c.flushed),
+                                               c.buffer.data(), static_cast<int>(c.buffer.size()), MPI_BYTE, &status);
+            if (code != MPI_SUCCESS)
+                problem = "mpidict: checkpoint " + directory.string() + ": writing " + file_name + " failed: " +
+                          mpi_message(code);
+            if (exit_fault)
+                std::_Exit(86);
+        }
+        c.flushed += c.buffer.size();
+        c.buffer.clear();
+    }
+};
+
+writer::writer(MPI_Comm communicator, const std::string& directory, description what,
+               std::vector<column_spec> columns, std::uint64_t entries, const checkpoint_options& options)
+    : m(std::make_unique<state>()) {
+    m->comm = communicator;
+    MPI_Comm_rank(communicator, &m->rank);
+    MPI_Comm_size(communicator, &m->size);
+    m->directory = directory;
+    m->what = std::move(what);
+    m->options = options;
+    m->entries = entries;
+    m->shared = options.layout == checkpoint_layout::shared_file;
+    m->exit_fault = fault_setting() == "exit-during-write";
+    const std::string where = "mpidict: checkpoint " + directory;
+
+    // Rank 0 makes the directory and picks a generation above every one in it.
+    std::string problem;
+    std::uint64_t generation = 1;
+    if (directory.empty()) {
+        problem = "mpidict: checkpoint: the directory name is empty";
+    } else if (m->rank == 0) {
+        std::error_code failure;
+        fs::create_directories(m->directory, failure);
+        if (failure) {
+            problem = where + ": cannot create the directory: " + failure.message();
+        } else if (!fs::is_directory(m->directory, failure)) {
+            problem = where + ": exists and is not a directory";
+        } else {
+            for (const auto& item : fs::directory_iterator(m->directory, failure)) {
+                std::uint64_t found = 0;
+                if (data_file_generation(item.path().filename().string(), found) && found >= generation)
+                    generation = found + 1;
+            }
+            std::ifstream manifest(m->directory / manifest_name);
+            if (manifest) {
+                try {
+                    const json old = json::parse(manifest);
+                    generation = std::max<std::uint64_t>(generation, old.value("generation", std::uint64_t{0}) + 1);
+                } catch (const std::exception&) {
+                    // An unreadable old manifest does not stop a new save.
+                }
+            }
+            if (failure)
+                problem = where + ": cannot list the directory: " + failure.message();
+        }
+    }
+    agree(communicator, problem);
+    MPI_Bcast(&generation, 1, MPI_UINT64_T, 0, communicator);
+    m->generation = generation;
+
+    // This rank's columns, each padded to 8 bytes, one after another.
+    std::uint64_t offset = 0;
+    for (column_spec& spec : columns) {
+        state::column c;
+        if (!column_bytes(spec.count, spec.width, c.bytes) || offset > (std::uint64_t{1} << 62) - padded(c.bytes))
+            problem = where + ": column " + spec.name + " of " + std::to_string(spec.count) + " elements is too large";
+        c.file_offset = offset;
+        offset += padded(c.bytes);
+        c.spec = std::move(spec);
+        m->columns.push_back(std::move(c));
+    }
+    m->shard_bytes = offset;
+    agree(communicator, problem);
+    const std::size_t per_column =
+        std::clamp(options.buffer_bytes / std::max<std::size_t>(1, m->columns.size()), min_column_buffer, max_io_bytes);
+    for (auto& c : m->columns) {
+        c.capacity = static_cast<std::size_t>(std::min<std::uint64_t>(per_column, std::max<std::uint64_t>(c.bytes, 1)));
+        c.buffer.reserve(c.capacity);
+    }
+
+    // The data file: shared (offsets by exclusive scan) or this rank's own.
+    if (m->shared) {
+        MPI_Exscan(&m->shard_bytes, &m->shard_offset, 1, MPI_UINT64_T, MPI_SUM, communicator);
+        if (m->rank == 0)
+            m->shard_offset = 0;
+        m->file_name = "data-" + std::to_string(generation) + ".bin";
+    } else {
+        m->file_name = "data-" + std::to_string(generation) + "-r" + std::to_string(m->rank) + ".bin";
+    }
+    for (auto& c : m->columns)
+        c.file_offset += m->shard_offset;
+    const std::string path = (m->directory / m->file_name).string();
+    const int code = MPI_File_open(m->shared ? communicator : MPI_COMM_SELF, path.c_str(),
+                                   MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &m->file);
+    if (code != MPI_SUCCESS) {
+        m->file = MPI_FILE_NULL;
+        problem = where + ": cannot create " + m->file_name + ": " + mpi_message(code);
+    }
+    int opened = m->file != MPI_FILE_NULL ? 1 : 0, all_opened = 0;
+    MPI_Allreduce(&opened, &all_opened, 1, MPI_INT, MPI_MIN, communicator);
+    const std::string agreed = agreed_problem(communicator, problem);
+    if (!agreed.empty()) {
+        if (m->file != MPI_FILE_NULL && (!m->shared || all_opened))
+            MPI_File_close(&m->file);  // collective for the shared file: every rank has it open
+        m->file = MPI_FILE_NULL;
+        throw checkpoint_error(agreed);
+    }
+    if (m->shared)
+        MPI_File_set_size(m->file, 0);  // collective; drops an abandoned file's old bytes
+}
+
+writer::~writer() {
+    // Uncommitted: a file of our own can be closed locally; the shared file's
+    // close is collective, so it is left to MPI_Finalize.
+    if (m && m->file != MPI_FILE_NULL && !m->shared) {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized)
+            MPI_File_close(&m->file);
+    }
+}
+
+void writer::append(std::size_t index, const void* data, std::size_t bytes) {
+    MPIDICT_ASSERT(index < m->columns.size(), "checkpoint column out of range");
+    state::column& c = m->columns[index];
+    if (bytes > c.bytes - c.written) {
+        if (m->problem.empty())
+            m->problem = "mpidict: checkpoint " + m->directory.string() + ": column " + c.spec.name +
+                         " got more than its " + std::to_string(c.bytes) + " bytes (the container changed while it was saved?)";
+        return;
+    }
+    c.written += bytes;
+    const auto* in = static_cast<const std::byte*>(data);
+    while (bytes > 0) {
+        const std::size_t piece = std::min(bytes, c.capacity - c.buffer.size());
+        c.buffer.insert(c.buffer.end(), in, in + piece);
+        in += piece;
+        bytes -= piece;
+        if (c.buffer.size() == c.capacity)
+            m->write_out(c);
+    }
+}
+
+void writer::commit() {
+    MPIDICT_ASSERT(!m->committed, "checkpoint writer committed twice");
+    m->committed = true;
+    const std::string where = "mpidict: checkpoint " + m->directory.string();
+    for (auto& c : m->columns) {
+        m->write_out(c);
+        if (c.written != c.bytes && m->problem.empty())
+            m->problem = where + ": column " + c.spec.name + " got " + std::to_string(c.written) + " of its " +
+                         std::to_string(c.bytes) + " bytes (the container changed while it was saved?)";
+    }
+    // Data to disk, then closed (both collective for the shared file).
+    if (const int code = MPI_File_sync(m->file); code != MPI_SUCCESS && m->problem.empty())
+        m->problem = where + ": syncing " + m->file_name + " failed: " + mpi_message(code);
+    if (const int code = MPI_File_close(&m->file); code != MPI_SUCCESS && m->problem.empty())
+        m->problem = where + ": closing " + m->file_name + " failed: " + mpi_message(code);
+    m->file = MPI_FILE_NULL;
+    agree(m->comm, m->problem);
+
+    // Every shard's description, to rank 0.
+    json shard = {{"rank", m->rank}, {"file", m->file_name}, {"entries", m->entries}};
+    json columns = json::array();
+    for (const auto& c : m->columns)
+        columns.push_back({{"name", c.spec.name},
+                           {"type", c.spec.type},
+                           {"width", c.spec.width},
+                           {"count", c.spec.count},
+                           {"offset", c.file_offset},
+                           {"bytes", c.bytes},
+                           {"crc32", c.crc}});
+    shard["columns"] = std::move(columns);
+    const std::string text = shard.dump();
+    const int length = static_cast<int>(text.size());
+    std::vector<int> lengths(m->rank == 0 ? static_cast<std::size_t>(m->size) : 0);
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, m->comm);
+    std::vector<int> displacements(lengths.size());
+    std::string all;
+    if (m->rank == 0) {
+        std::size_t total = 0;
+        for (std::size_t r = 0; r < lengths.size(); ++r) {
+            displacements[r] = static_cast<int>(total);
+            total += static_cast<std::size_t>(lengths[r]);
+        }
+        all.resize(total);
+    }
+    MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), displacements.data(), MPI_CHAR, 0, m->comm);
+
+    std::string problem;
+    if (m->rank == 0) {
+        try {
+            json manifest = {{"format", format_name}, {"version", format_version}};
+            manifest.update(describe_json(m->what));
+            manifest["byte_order"] = std::endian::native == std::endian::little ? "little" : "big";
+            manifest["ranks"] = m->size;
+            manifest["layout"] = m->shared ? "shared_file" : "file_per_rank";
+            manifest["generation"] = m->generation;
+            manifest["created"] = utc_now();
+            std::uint64_t entries = 0;
+            json shards = json::array();
+            for (std::size_t r = 0; r < lengths.size(); ++r) {
+                json one = json::parse(all.substr(static_cast<std::size_t>(displacements[r]),
+                                                  static_cast<std::size_t>(lengths[r])));
+                entries += one["entries"].get<std::uint64_t>();
+                shards.push_back(std::move(one));
+            }
+            manifest["entries"] = entries;
+            manifest["shards"] = std::move(shards);
+            if (fault_setting() == "fail-before-manifest")
+                throw checkpoint_error("test fault: failing before the manifest is written");
+            const fs::path temporary = m->directory / (std::string(manifest_name) + ".tmp");
+            write_text_file_synced(temporary, manifest.dump(1) + "\n");
+            std::error_code failure;
+            fs::rename(temporary, m->directory / manifest_name, failure);
+            if (failure)
+                throw checkpoint_error("cannot rename " + temporary.string() + ": " + failure.message());
+            sync_directory(m->directory);
+            // The new manifest is in force: data files of other generations
+            // (the previous checkpoint, abandoned saves) go.
+            for (const auto& item : fs::directory_iterator(m->directory, failure)) {
+                std::uint64_t found = 0;
+                if (data_file_generation(item.path().filename().string(), found) && found != m->generation)
+                    fs::remove(item.path(), failure);
+            }
+        } catch (const std::exception& failure) {
+            problem = where + ": " + failure.what();
+        }
+    }
+    agree(m->comm, problem);
+}
+
+// =============================================================================
+// reader
+// =============================================================================
+
+namespace {
+
+struct shard_column {
+    column_spec spec;
+    std::uint64_t offset = 0;
+    std::uint64_t bytes = 0;
+    std::uint32_t crc = 0;
+};
+struct shard_info {
+    int rank = 0;
+    std::string file;
+    std::uint64_t entries = 0;
+    std::vector<shard_column> columns;
+};
+
+struct open_file {
+    MPI_File handle = MPI_FILE_NULL;
+    std::uint64_t size = 0;
+};
+
+}  // namespace
+
+struct reader::state {
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = 0;
+    int size = 1;
+    fs::path directory;
+    checkpoint_options options;
+    std::string manifest_text;
+    int saved_ranks = 0;
+    std::uint64_t total_entries = 0;
+    std::vector<shard_info> dealt;
+    std::map<std::string, std::shared_ptr<open_file>> files;
+
+    std::string where() const { return "mpidict: checkpoint " + directory.string(); }
+};
+
+struct reader::stream::state {
+    std::shared_ptr<open_file> file;
+    std::string name;
+    std::uint64_t position = 0;  // next file offset to read
+    std::uint64_t left = 0;      // column bytes not yet read from the file
+    std::vector<std::byte> buffer;
+    std::size_t start = 0, end = 0;
+    std::size_t capacity = 0;
+};
+
+reader::stream::stream() = default;
+reader::stream::stream(stream&&) noexcept = default;
+reader::stream& reader::stream::operator=(stream&&) noexcept = default;
+reader::stream::~stream() = default;
+
+const std::byte* reader::stream::next(std::size_t bytes) {
+    static constexpr std::byte nothing{};
+    if (bytes == 0)
+        return &nothing;
+    state& s = *m;
+    if (s.end - s.start < bytes) {
+        const std::size_t have = s.end - s.start;
+        if (bytes - have > s.left)
+            throw decode_error("mpidict: checkpoint column " + s.name + " ends early");
+        if (s.start > 0 && have > 0)
+            std::memmove(s.buffer.data(), s.buffer.data() + s.start, have);
+        s.start = 0;
+        s.end = have;
+        const std::size_t wanted = std::max(bytes, std::min<std::size_t>(s.capacity, have + s.left));
+        if (s.buffer.size() < wanted)
+            s.buffer.resize(wanted);
+        while (s.end < bytes || (s.end < s.buffer.size() && s.left > 0)) {
+            const std::size_t piece = static_cast<std::size_t>(
+                std::min<std::uint64_t>({s.left, s.buffer.size() - s.end, max_io_bytes}));
+            if (piece == 0)
+                break;
+            MPI_Status status;
+            const int code = MPI_File_read_at(s.file->handle, static_cast<MPI_Offset>(s.position),
+                                              s.buffer.data() + s.end, static_cast<int>(piece), MPI_BYTE, &status);
+            int got = 0;
+            if (code == MPI_SUCCESS)
+                MPI_Get_count(&status, MPI_BYTE, &got);
+            if (code != MPI_SUCCESS || got != static_cast<int>(piece))
+                throw checkpoint_error("mpidict: checkpoint column " + s.name + ": read failed" +
+                                       (code != MPI_SUCCESS ? ": " + mpi_message(code) : std::string(" (short read)")));
+            s.position += piece;
+            s.left -= piece;
+            s.end += piece;
+        }
+        if (s.end < bytes)
+            throw decode_error("mpidict: checkpoint column " + s.name + " ends early");
+    }
+    const std::byte* out = s.buffer.data() + s.start;
+    s.start += bytes;
+    return out;
+}
+
+reader::reader(MPI_Comm communicator, const std::string& directory, const description& expected,
+               const std::vector<column_spec>& expected_columns, const checkpoint_options& options,
+               const std::vector<int>& readers)
+    : m(std::make_unique<state>()) {
+    m->comm = communicator;
+    MPI_Comm_rank(communicator, &m->rank);
+    MPI_Comm_size(communicator, &m->size);
+    m->directory = directory;
+    m->options = options;
+    const std::string where = m->where();
+    const std::string manifest_path = (m->directory / manifest_name).string();
+
+    // Rank 0 reads the manifest; everyone gets its text.
+    std::string problem;
+    std::string text;
+    if (m->rank == 0) {
+        std::ifstream in(manifest_path, std::ios::binary);
+        if (!in) {
+            problem = where + ": no checkpoint here (" + manifest_path + " cannot be opened: " + std::strerror(errno) + ")";
+        } else {
+            std::ostringstream all;
+            all << in.rdbuf();
+            text = all.str();
+            if (text.size() > max_io_bytes)
+                problem = where + ": " + manifest_path + " is implausibly large";
+        }
+    }
+    agree(communicator, problem);
+    std::uint64_t length = text.size();
+    MPI_Bcast(&length, 1, MPI_UINT64_T, 0, communicator);
+    text.resize(static_cast<std::size_t>(length));
+    MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, communicator);
+    m->manifest_text = text;
+
+    // Every rank checks the manifest (they all get the same verdict).
+    std::vector<shard_info> shards;
+    try {
+        json manifest;
+        try {
+            manifest = json::parse(text);
+        } catch (const json::parse_error& failure) {
+            throw checkpoint_error(manifest_path + " is not valid JSON (" + failure.what() + ")");
+        }
+        if (!manifest.is_object() || manifest.value("format", std::string()) != format_name)
+            throw checkpoint_error(manifest_path + " is not an mpidict checkpoint manifest (no \"format\": \"" +
+                                   std::string(format_name) + "\")");
+        const auto version = manifest.at("version").get<std::uint64_t>();
+        if (version > format_version)
+            throw checkpoint_error(manifest_path + " has format version " + std::to_string(version) +
+                                   ", newer than this mpidict reads (" + std::to_string(format_version) +
+                                   "); load it with a newer mpidict");
+        const std::string native = std::endian::native == std::endian::little ? "little" : "big";
+        if (manifest.at("byte_order").get<std::string>() != native)
+            throw checkpoint_error(manifest_path + " was written on a " + manifest.at("byte_order").get<std::string>() +
+                                   "-endian machine; this one is " + native + "-endian");
+        const auto container = manifest.at("container").get<std::string>();
+        if (container != expected.container)
+            throw checkpoint_error(manifest_path + " holds a " + container + ", not a " + expected.container);
+        const auto key_type = manifest.at("key").at("type").get<std::string>();
+        const auto key_bytes = manifest.at("key").at("bytes").get<std::uint64_t>();
+        if (key_type != expected.key_type || key_bytes != expected.key_bytes)
+            throw checkpoint_error(manifest_path + ": the saved keys are " + type_phrase(key_type, key_bytes) +
+                                   ", this " + expected.container + "'s keys are " +
+                                   type_phrase(expected.key_type, expected.key_bytes));
+        if (!expected.value_type.empty()) {
+            const auto value_type = manifest.at("value").at("type").get<std::string>();
+            const auto value_bytes = manifest.at("value").at("bytes").get<std::uint64_t>();
+            if (value_type != expected.value_type || value_bytes != expected.value_bytes)
+                throw checkpoint_error(manifest_path + ": the saved values are " + type_phrase(value_type, value_bytes) +
+                                       ", this " + expected.container + "'s values are " +
+                                       type_phrase(expected.value_type, expected.value_bytes));
+        }
+        if (manifest.at("multi_valued").get<bool>() != expected.multi_valued)
+            throw checkpoint_error(manifest_path + ": multi_valued disagrees with the container");
+        m->saved_ranks = manifest.at("ranks").get<int>();
+        const json& listed = manifest.at("shards");
+        if (m->saved_ranks < 1 || !listed.is_array() || listed.size() != static_cast<std::size_t>(m->saved_ranks))
+            throw checkpoint_error(manifest_path + " lists " + std::to_string(listed.size()) + " shards for " +
+                                   std::to_string(m->saved_ranks) + " ranks");
+        std::uint64_t total = 0;
+        for (const json& item : listed) {
+            shard_info shard;
+            shard.rank = item.at("rank").get<int>();
+            shard.file = item.at("file").get<std::string>();
+            shard.entries = item.at("entries").get<std::uint64_t>();
+            std::uint64_t ignored = 0;
+            if (shard.file.find('/') != std::string::npos || !data_file_generation(shard.file, ignored))
+                throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " names the file '" +
+                                       shard.file + "', which is not a data file of a checkpoint");
+            const json& columns = item.at("columns");
+            if (columns.size() != expected_columns.size())
+                throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " has " +
+                                       std::to_string(columns.size()) + " columns, expected " +
+                                       std::to_string(expected_columns.size()));
+            for (std::size_t index = 0; index < expected_columns.size(); ++index) {
+                const json& c = columns[index];
+                shard_column column;
+                column.spec.name = c.at("name").get<std::string>();
+                column.spec.type = c.at("type").get<std::string>();
+                column.spec.width = c.at("width").get<std::uint32_t>();
+                column.spec.count = c.at("count").get<std::uint64_t>();
+                column.offset = c.at("offset").get<std::uint64_t>();
+                column.bytes = c.at("bytes").get<std::uint64_t>();
+                column.crc = c.at("crc32").get<std::uint32_t>();
+                const column_spec& want = expected_columns[index];
+                std::uint64_t bytes = 0;
+                if (column.spec.name != want.name || column.spec.type != want.type || column.spec.width != want.width)
+                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
+                                           std::to_string(index) + " is '" + column.spec.name + "' of " +
+                                           column.spec.type + ", expected '" + want.name + "' of " + want.type);
+                if (!column_bytes(column.spec.count, column.spec.width, bytes) || bytes != column.bytes ||
+                    column.offset > (std::uint64_t{1} << 62))
+                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
+                                           column.spec.name + " has inconsistent sizes");
+                // Element counts follow from the entries (values are checked against value_counts later).
+                const std::uint64_t entries = shard.entries;
+                const bool per_entry = column.spec.name == "keys" || column.spec.name == "value_counts" ||
+                                       column.spec.name == "expiry" ||
+                                       (column.spec.name == "values" && !expected.multi_valued);
+                const bool offsets_per_entry =
+                    column.spec.name == "keys.offsets" || (column.spec.name == "values.offsets" && !expected.multi_valued);
+                if ((per_entry && column.spec.count != entries) ||
+                    (offsets_per_entry && column.spec.count != entries + 1))
+                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
+                                           column.spec.name + " has " + std::to_string(column.spec.count) +
+                                           " elements for " + std::to_string(entries) + " entries");
+                shard.columns.push_back(std::move(column));
+            }
+            total += shard.entries;
+            shards.push_back(std::move(shard));
+        }
+        m->total_entries = total;
+    } catch (const checkpoint_error& failure) {
+        problem = where + ": " + failure.what();
+    } catch (const json::exception& failure) {
+        problem = where + ": " + manifest_path + " is malformed (" + failure.what() + ")";
+    }
+    agree(communicator, problem);
+
+    // Deal the shards and verify the dealt ones: files, sizes, checksums, structure.
+    std::vector<int> dealers = readers;
+    if (dealers.empty())
+        for (int r = 0; r < m->size; ++r)
+            dealers.push_back(r);
+    for (std::size_t s = 0; s < shards.size(); ++s)
+        if (dealers[s % dealers.size()] == m->rank)
+            m->dealt.push_back(shards[s]);
+    try {
+        for (const shard_info& shard : m->dealt) {
+            const std::string shard_name = "shard " + std::to_string(shard.rank) + " (file " + shard.file + ")";
+            auto& file = m->files[shard.file];
+            if (!file) {
+                file = std::make_shared<open_file>();
+                const std::string path = (m->directory / shard.file).string();
+                if (std::error_code failure; !fs::exists(path, failure))
+                    throw checkpoint_error(shard_name + " is missing: " + path + " does not exist");
+                if (const int code = MPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL,
+                                                   &file->handle);
+                    code != MPI_SUCCESS) {
+                    file->handle = MPI_FILE_NULL;
+                    throw checkpoint_error(shard_name + " is missing or unreadable: " + mpi_message(code));
+                }
+                MPI_Offset bytes = 0;
+                MPI_File_get_size(file->handle, &bytes);
+                file->size = static_cast<std::uint64_t>(bytes);
+            }
+            std::uint64_t counted_values = 0;
+            bool have_counts = false;
+            std::map<std::string, std::uint64_t> offsets_end;
+            for (const shard_column& column : shard.columns) {
+                if (column.offset + column.bytes > file->size)
+                    throw checkpoint_error(shard_name + " is truncated: column " + column.spec.name + " needs bytes " +
+                                           std::to_string(column.offset) + " to " +
+                                           std::to_string(column.offset + column.bytes) + ", the file has " +
+                                           std::to_string(file->size));
+                stream in = open(static_cast<std::size_t>(&shard - m->dealt.data()), column.spec.name);
+                std::uint32_t crc = 0;
+                const bool offsets = column.spec.name.ends_with(".offsets");
+                const bool counts = column.spec.name == "value_counts";
+                std::uint64_t previous = 0;
+                std::uint64_t seen = 0;  // elements of an offsets column checked so far
+                std::uint64_t left = column.bytes;
+                const std::size_t chunk = std::max<std::size_t>(min_column_buffer, 8);
+                while (left > 0) {
+                    const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk));
+                    const std::byte* data = in.next(piece);
+                    crc = crc_update(crc, data, piece);
+                    if (offsets || counts) {
+                        for (std::size_t at = 0; at + 8 <= piece; at += 8) {
+                            std::uint64_t value = 0;
+                            std::memcpy(&value, data + at, 8);
+                            if (offsets) {
+                                if (value < previous || (seen++ == 0 && value != 0))
+                                    throw checkpoint_error(shard_name + ": column " + column.spec.name +
+                                                           " is not a list of increasing offsets from 0");
+                                previous = value;
+                            } else {
+                                if (value > std::numeric_limits<std::uint64_t>::max() - counted_values)
+                                    throw checkpoint_error(shard_name + ": value_counts overflow");
+                                counted_values += value;
+                            }
+                        }
+                    }
+                    left -= piece;
+                }
+                if (crc != column.crc)
+                    throw checkpoint_error(shard_name + " is corrupt: column " + column.spec.name + " has CRC-32 " +
+                                           hex32(crc) + ", the manifest says " + hex32(column.crc));
+                if (offsets)
+                    offsets_end[column.spec.name.substr(0, column.spec.name.size() - 8)] = previous;
+                if (counts)
+                    have_counts = true;
+            }
+            for (const shard_column& column : shard.columns) {
+                if (column.spec.name.ends_with(".data")) {
+                    const std::string base = column.spec.name.substr(0, column.spec.name.size() - 5);
+                    if (offsets_end[base] != column.spec.count)
+                        throw checkpoint_error(shard_name + ": column " + base + ".offsets ends at " +
+                                               std::to_string(offsets_end[base]) + ", but " + column.spec.name +
+                                               " holds " + std::to_string(column.spec.count) + " bytes");
+                }
+                if (have_counts && (column.spec.name == "values" || column.spec.name == "values.offsets")) {
+                    const std::uint64_t values = column.spec.name == "values" ? column.spec.count : column.spec.count - 1;
+                    if (values != counted_values)
+                        throw checkpoint_error(shard_name + ": value_counts add up to " + std::to_string(counted_values) +
+                                               ", but the values column holds " + std::to_string(values));
+                }
+            }
+        }
+    } catch (const error& failure) {
+        problem = where + ": " + failure.what();
+    }
+    agree(communicator, problem);
+}
+
+reader::~reader() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized)
+        return;
+    for (auto& [name, file] : m->files)
+        if (file && file->handle != MPI_FILE_NULL)
+            MPI_File_close(&file->handle);
+}
+
+std::size_t reader::shards() const { return m->dealt.size(); }
+std::uint64_t reader::entries(std::size_t shard) const { return m->dealt.at(shard).entries; }
+std::uint64_t reader::total_entries() const { return m->total_entries; }
+int reader::saved_ranks() const { return m->saved_ranks; }
+const std::string& reader::manifest_text() const { return m->manifest_text; }
+
+reader::stream reader::open(std::size_t shard, std::string_view column) {
+    const shard_info& info = m->dealt.at(shard);
+    for (const shard_column& c : info.columns) {
+        if (c.spec.name != column)
+            continue;
+        stream out;
+        out.m = std::make_unique<stream::state>();
+        out.m->file = m->files.at(info.file);
+        out.m->name = std::string(column) + " of shard " + std::to_string(info.rank);
+        out.m->position = c.offset;
+        out.m->left = c.bytes;
+        out.m->capacity = std::clamp<std::size_t>(m->options.buffer_bytes / std::max<std::size_t>(1, info.columns.size()),
+                                                  min_column_buffer, max_io_bytes);
+        return out;
+    }
+    throw checkpoint_error(m->where() + ": shard " + std::to_string(info.rank) + " has no column " + std::string(column));
+}
+
+}  // namespace mpidict::detail::checkpoint
