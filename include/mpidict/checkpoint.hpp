@@ -95,6 +95,27 @@ struct checkpoint_type {
     }();
 };
 
+// What a checkpoint directory holds, read without a container (and without
+// collectives: any one process can call it, e.g. `mpidict inspect`).
+struct checkpoint_summary {
+    std::string manifest;      // the manifest's text
+    std::string container;     // "hash_map", ...
+    std::string key_type;
+    std::uint64_t key_bytes = 0;    // 0: variable length
+    std::string value_type;         // empty: a set
+    std::uint64_t value_bytes = 0;
+    bool multi_valued = false;
+    int ranks = 0;                  // saved at
+    std::uint64_t entries = 0;
+    std::uint64_t data_bytes = 0;   // of every column
+    std::size_t columns = 0;        // over all shards
+    std::string problem;            // empty: every check passed
+};
+// Reads the manifest of `directory` and, with `verify`, checks every shard's
+// file, size, checksums and structure as load() would.  Never throws for a
+// damaged checkpoint: the first problem found is in `problem`.
+checkpoint_summary inspect_checkpoint(const std::string& directory, bool verify = true);
+
 namespace detail::checkpoint {
 
 inline constexpr std::uint32_t format_version = 1;

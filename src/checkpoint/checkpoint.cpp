@@ -501,6 +501,230 @@ struct open_file {
     std::uint64_t size = 0;
 };
 
+// The manifest's text (rank 0 reads it).
+std::string read_manifest(const fs::path& directory) {
+    const std::string manifest_path = (directory / manifest_name).string();
+    std::ifstream in(manifest_path, std::ios::binary);
+    if (!in)
+        throw checkpoint_error("no checkpoint here (" + manifest_path + " cannot be opened: " + std::strerror(errno) + ")");
+    std::ostringstream all;
+    all << in.rdbuf();
+    std::string text = all.str();
+    if (text.size() > max_io_bytes)
+        throw checkpoint_error(manifest_path + " is implausibly large");
+    return text;
+}
+
+struct parsed_manifest {
+    std::string container;
+    bool multi_valued = false;
+    int ranks = 0;
+    std::uint64_t entries = 0;
+    std::vector<shard_info> shards;
+};
+
+// Checks a manifest, against what a container expects when it says so; throws
+// checkpoint_error naming the problem.
+parsed_manifest parse_manifest(const std::string& text, const std::string& manifest_path, const description* expected,
+                               const std::vector<column_spec>* expected_columns) {
+    parsed_manifest out;
+    try {
+        json manifest;
+        try {
+            manifest = json::parse(text);
+        } catch (const json::parse_error& failure) {
+            throw checkpoint_error(manifest_path + " is not valid JSON (" + failure.what() + ")");
+        }
+        if (!manifest.is_object() || manifest.value("format", std::string()) != format_name)
+            throw checkpoint_error(manifest_path + " is not an mpidict checkpoint manifest (no \"format\": \"" +
+                                   std::string(format_name) + "\")");
+        const auto version = manifest.at("version").get<std::uint64_t>();
+        if (version > format_version)
+            throw checkpoint_error(manifest_path + " has format version " + std::to_string(version) +
+                                   ", newer than this mpidict reads (" + std::to_string(format_version) +
+                                   "); load it with a newer mpidict");
+        const std::string native = std::endian::native == std::endian::little ? "little" : "big";
+        if (manifest.at("byte_order").get<std::string>() != native)
+            throw checkpoint_error(manifest_path + " was written on a " + manifest.at("byte_order").get<std::string>() +
+                                   "-endian machine; this one is " + native + "-endian");
+        const auto container = manifest.at("container").get<std::string>();
+        if (expected && container != expected->container)
+            throw checkpoint_error(manifest_path + " holds a " + container + ", not a " + expected->container);
+        const auto key_type = manifest.at("key").at("type").get<std::string>();
+        const auto key_bytes = manifest.at("key").at("bytes").get<std::uint64_t>();
+        if (expected && (key_type != expected->key_type || key_bytes != expected->key_bytes))
+            throw checkpoint_error(manifest_path + ": the saved keys are " + type_phrase(key_type, key_bytes) +
+                                   ", this " + expected->container + "'s keys are " +
+                                   type_phrase(expected->key_type, expected->key_bytes));
+        if (expected && !expected->value_type.empty()) {
+            const auto value_type = manifest.at("value").at("type").get<std::string>();
+            const auto value_bytes = manifest.at("value").at("bytes").get<std::uint64_t>();
+            if (value_type != expected->value_type || value_bytes != expected->value_bytes)
+                throw checkpoint_error(manifest_path + ": the saved values are " + type_phrase(value_type, value_bytes) +
+                                       ", this " + expected->container + "'s values are " +
+                                       type_phrase(expected->value_type, expected->value_bytes));
+        }
+        out.multi_valued = manifest.at("multi_valued").get<bool>();
+        if (expected && out.multi_valued != expected->multi_valued)
+            throw checkpoint_error(manifest_path + ": multi_valued disagrees with the container");
+        out.container = container;
+        out.ranks = manifest.at("ranks").get<int>();
+        const json& listed = manifest.at("shards");
+        if (out.ranks < 1 || !listed.is_array() || listed.size() != static_cast<std::size_t>(out.ranks))
+            throw checkpoint_error(manifest_path + " lists " + std::to_string(listed.size()) + " shards for " +
+                                   std::to_string(out.ranks) + " ranks");
+        std::uint64_t total = 0;
+        for (const json& item : listed) {
+            shard_info shard;
+            shard.rank = item.at("rank").get<int>();
+            shard.file = item.at("file").get<std::string>();
+            shard.entries = item.at("entries").get<std::uint64_t>();
+            std::uint64_t ignored = 0;
+            if (shard.file.find('/') != std::string::npos || !data_file_generation(shard.file, ignored))
+                throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " names the file '" +
+                                       shard.file + "', which is not a data file of a checkpoint");
+            const json& columns = item.at("columns");
+            if (expected_columns && columns.size() != expected_columns->size())
+                throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " has " +
+                                       std::to_string(columns.size()) + " columns, expected " +
+                                       std::to_string(expected_columns->size()));
+            for (std::size_t index = 0; index < columns.size(); ++index) {
+                const json& c = columns[index];
+                shard_column column;
+                column.spec.name = c.at("name").get<std::string>();
+                column.spec.type = c.at("type").get<std::string>();
+                column.spec.width = c.at("width").get<std::uint32_t>();
+                column.spec.count = c.at("count").get<std::uint64_t>();
+                column.offset = c.at("offset").get<std::uint64_t>();
+                column.bytes = c.at("bytes").get<std::uint64_t>();
+                column.crc = c.at("crc32").get<std::uint32_t>();
+                std::uint64_t bytes = 0;
+                if (expected_columns && (column.spec.name != (*expected_columns)[index].name ||
+                                         column.spec.type != (*expected_columns)[index].type ||
+                                         column.spec.width != (*expected_columns)[index].width))
+                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
+                                           std::to_string(index) + " is '" + column.spec.name + "' of " +
+                                           column.spec.type + ", expected '" + (*expected_columns)[index].name + "' of " +
+                                           (*expected_columns)[index].type);
+                if (!column_bytes(column.spec.count, column.spec.width, bytes) || bytes != column.bytes ||
+                    column.offset > (std::uint64_t{1} << 62))
+                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
+                                           column.spec.name + " has inconsistent sizes");
+                // Element counts follow from the entries (values are checked against value_counts later).
+                const std::uint64_t entries = shard.entries;
+                const bool per_entry = column.spec.name == "keys" || column.spec.name == "value_counts" ||
+                                       column.spec.name == "expiry" ||
+                                       (column.spec.name == "values" && !out.multi_valued);
+                const bool offsets_per_entry =
+                    column.spec.name == "keys.offsets" || (column.spec.name == "values.offsets" && !out.multi_valued);
+                if ((per_entry && column.spec.count != entries) ||
+                    (offsets_per_entry && column.spec.count != entries + 1))
+                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
+                                           column.spec.name + " has " + std::to_string(column.spec.count) +
+                                           " elements for " + std::to_string(entries) + " entries");
+                shard.columns.push_back(std::move(column));
+            }
+            total += shard.entries;
+            out.shards.push_back(std::move(shard));
+        }
+        out.entries = total;
+
+    } catch (const json::exception& failure) {
+        throw checkpoint_error(manifest_path + " is malformed (" + failure.what() + ")");
+    }
+    return out;
+}
+
+// Checks one shard's files, sizes, checksums and column structure; throws
+// checkpoint_error naming the problem.  Opens (and keeps in `files`) its data file.
+void verify_shard(const fs::path& directory, const shard_info& shard,
+                  std::map<std::string, std::shared_ptr<open_file>>& files) {
+    const std::string shard_name = "shard " + std::to_string(shard.rank) + " (file " + shard.file + ")";
+    auto& file = files[shard.file];
+    if (!file) {
+        file = std::make_shared<open_file>();
+        const std::string path = (directory / shard.file).string();
+        if (std::error_code failure; !fs::exists(path, failure))
+            throw checkpoint_error(shard_name + " is missing: " + path + " does not exist");
+        if (const int code = MPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &file->handle);
+            code != MPI_SUCCESS) {
+            file->handle = MPI_FILE_NULL;
+            throw checkpoint_error(shard_name + " is unreadable: " + mpi_message(code));
+        }
+        MPI_Offset bytes = 0;
+        MPI_File_get_size(file->handle, &bytes);
+        file->size = static_cast<std::uint64_t>(bytes);
+    }
+    std::uint64_t counted_values = 0;
+    bool have_counts = false;
+    std::map<std::string, std::uint64_t> offsets_end;
+    std::vector<std::byte> chunk(min_column_buffer * 4);
+    for (const shard_column& column : shard.columns) {
+        if (column.offset + column.bytes > file->size)
+            throw checkpoint_error(shard_name + " is truncated: column " + column.spec.name + " needs bytes " +
+                                   std::to_string(column.offset) + " to " + std::to_string(column.offset + column.bytes) +
+                                   ", the file has " + std::to_string(file->size));
+        std::uint32_t crc = 0;
+        const bool offsets = column.spec.name.ends_with(".offsets");
+        const bool counts = column.spec.name == "value_counts";
+        std::uint64_t previous = 0;
+        std::uint64_t seen = 0;  // elements of an offsets column checked so far
+        std::uint64_t done = 0;
+        while (done < column.bytes) {
+            const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(column.bytes - done, chunk.size()));
+            MPI_Status status;
+            int got = 0;
+            const int code = MPI_File_read_at(file->handle, static_cast<MPI_Offset>(column.offset + done), chunk.data(),
+                                              static_cast<int>(piece), MPI_BYTE, &status);
+            if (code == MPI_SUCCESS)
+                MPI_Get_count(&status, MPI_BYTE, &got);
+            if (code != MPI_SUCCESS || got != static_cast<int>(piece))
+                throw checkpoint_error(shard_name + ": reading column " + column.spec.name + " failed" +
+                                       (code != MPI_SUCCESS ? ": " + mpi_message(code) : std::string(" (short read)")));
+            crc = crc_update(crc, chunk.data(), piece);
+            if (offsets || counts) {
+                for (std::size_t at = 0; at + 8 <= piece; at += 8) {
+                    std::uint64_t value = 0;
+                    std::memcpy(&value, chunk.data() + at, 8);
+                    if (offsets) {
+                        if (value < previous || (seen++ == 0 && value != 0))
+                            throw checkpoint_error(shard_name + ": column " + column.spec.name +
+                                                   " is not a list of increasing offsets from 0");
+                        previous = value;
+                    } else {
+                        if (value > std::numeric_limits<std::uint64_t>::max() - counted_values)
+                            throw checkpoint_error(shard_name + ": value_counts overflow");
+                        counted_values += value;
+                    }
+                }
+            }
+            done += piece;
+        }
+        if (crc != column.crc)
+            throw checkpoint_error(shard_name + " is corrupt: column " + column.spec.name + " has CRC-32 " + hex32(crc) +
+                                   ", the manifest says " + hex32(column.crc));
+        if (offsets)
+            offsets_end[column.spec.name.substr(0, column.spec.name.size() - 8)] = previous;
+        if (counts)
+            have_counts = true;
+    }
+    for (const shard_column& column : shard.columns) {
+        if (column.spec.name.ends_with(".data")) {
+            const std::string base = column.spec.name.substr(0, column.spec.name.size() - 5);
+            if (offsets_end[base] != column.spec.count)
+                throw checkpoint_error(shard_name + ": column " + base + ".offsets ends at " +
+                                       std::to_string(offsets_end[base]) + ", but " + column.spec.name + " holds " +
+                                       std::to_string(column.spec.count) + " bytes");
+        }
+        if (have_counts && (column.spec.name == "values" || column.spec.name == "values.offsets")) {
+            const std::uint64_t values = column.spec.name == "values" ? column.spec.count : column.spec.count - 1;
+            if (values != counted_values)
+                throw checkpoint_error(shard_name + ": value_counts add up to " + std::to_string(counted_values) +
+                                       ", but the values column holds " + std::to_string(values));
+        }
+    }
+}
+
 }  // namespace
 
 struct reader::state {
@@ -585,21 +809,15 @@ reader::reader(MPI_Comm communicator, const std::string& directory, const descri
     m->directory = directory;
     m->options = options;
     const std::string where = m->where();
-    const std::string manifest_path = (m->directory / manifest_name).string();
 
     // Rank 0 reads the manifest; everyone gets its text.
     std::string problem;
     std::string text;
     if (m->rank == 0) {
-        std::ifstream in(manifest_path, std::ios::binary);
-        if (!in) {
-            problem = where + ": no checkpoint here (" + manifest_path + " cannot be opened: " + std::strerror(errno) + ")";
-        } else {
-            std::ostringstream all;
-            all << in.rdbuf();
-            text = all.str();
-            if (text.size() > max_io_bytes)
-                problem = where + ": " + manifest_path + " is implausibly large";
+        try {
+            text = read_manifest(m->directory);
+        } catch (const checkpoint_error& failure) {
+            problem = where + ": " + failure.what();
         }
     }
     agree(communicator, problem);
@@ -610,200 +828,27 @@ reader::reader(MPI_Comm communicator, const std::string& directory, const descri
     m->manifest_text = text;
 
     // Every rank checks the manifest (they all get the same verdict).
-    std::vector<shard_info> shards;
+    parsed_manifest manifest;
     try {
-        json manifest;
-        try {
-            manifest = json::parse(text);
-        } catch (const json::parse_error& failure) {
-            throw checkpoint_error(manifest_path + " is not valid JSON (" + failure.what() + ")");
-        }
-        if (!manifest.is_object() || manifest.value("format", std::string()) != format_name)
-            throw checkpoint_error(manifest_path + " is not an mpidict checkpoint manifest (no \"format\": \"" +
-                                   std::string(format_name) + "\")");
-        const auto version = manifest.at("version").get<std::uint64_t>();
-        if (version > format_version)
-            throw checkpoint_error(manifest_path + " has format version " + std::to_string(version) +
-                                   ", newer than this mpidict reads (" + std::to_string(format_version) +
-                                   "); load it with a newer mpidict");
-        const std::string native = std::endian::native == std::endian::little ? "little" : "big";
-        if (manifest.at("byte_order").get<std::string>() != native)
-            throw checkpoint_error(manifest_path + " was written on a " + manifest.at("byte_order").get<std::string>() +
-                                   "-endian machine; this one is " + native + "-endian");
-        const auto container = manifest.at("container").get<std::string>();
-        if (container != expected.container)
-            throw checkpoint_error(manifest_path + " holds a " + container + ", not a " + expected.container);
-        const auto key_type = manifest.at("key").at("type").get<std::string>();
-        const auto key_bytes = manifest.at("key").at("bytes").get<std::uint64_t>();
-        if (key_type != expected.key_type || key_bytes != expected.key_bytes)
-            throw checkpoint_error(manifest_path + ": the saved keys are " + type_phrase(key_type, key_bytes) +
-                                   ", this " + expected.container + "'s keys are " +
-                                   type_phrase(expected.key_type, expected.key_bytes));
-        if (!expected.value_type.empty()) {
-            const auto value_type = manifest.at("value").at("type").get<std::string>();
-            const auto value_bytes = manifest.at("value").at("bytes").get<std::uint64_t>();
-            if (value_type != expected.value_type || value_bytes != expected.value_bytes)
-                throw checkpoint_error(manifest_path + ": the saved values are " + type_phrase(value_type, value_bytes) +
-                                       ", this " + expected.container + "'s values are " +
-                                       type_phrase(expected.value_type, expected.value_bytes));
-        }
-        if (manifest.at("multi_valued").get<bool>() != expected.multi_valued)
-            throw checkpoint_error(manifest_path + ": multi_valued disagrees with the container");
-        m->saved_ranks = manifest.at("ranks").get<int>();
-        const json& listed = manifest.at("shards");
-        if (m->saved_ranks < 1 || !listed.is_array() || listed.size() != static_cast<std::size_t>(m->saved_ranks))
-            throw checkpoint_error(manifest_path + " lists " + std::to_string(listed.size()) + " shards for " +
-                                   std::to_string(m->saved_ranks) + " ranks");
-        std::uint64_t total = 0;
-        for (const json& item : listed) {
-            shard_info shard;
-            shard.rank = item.at("rank").get<int>();
-            shard.file = item.at("file").get<std::string>();
-            shard.entries = item.at("entries").get<std::uint64_t>();
-            std::uint64_t ignored = 0;
-            if (shard.file.find('/') != std::string::npos || !data_file_generation(shard.file, ignored))
-                throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " names the file '" +
-                                       shard.file + "', which is not a data file of a checkpoint");
-            const json& columns = item.at("columns");
-            if (columns.size() != expected_columns.size())
-                throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " has " +
-                                       std::to_string(columns.size()) + " columns, expected " +
-                                       std::to_string(expected_columns.size()));
-            for (std::size_t index = 0; index < expected_columns.size(); ++index) {
-                const json& c = columns[index];
-                shard_column column;
-                column.spec.name = c.at("name").get<std::string>();
-                column.spec.type = c.at("type").get<std::string>();
-                column.spec.width = c.at("width").get<std::uint32_t>();
-                column.spec.count = c.at("count").get<std::uint64_t>();
-                column.offset = c.at("offset").get<std::uint64_t>();
-                column.bytes = c.at("bytes").get<std::uint64_t>();
-                column.crc = c.at("crc32").get<std::uint32_t>();
-                const column_spec& want = expected_columns[index];
-                std::uint64_t bytes = 0;
-                if (column.spec.name != want.name || column.spec.type != want.type || column.spec.width != want.width)
-                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
-                                           std::to_string(index) + " is '" + column.spec.name + "' of " +
-                                           column.spec.type + ", expected '" + want.name + "' of " + want.type);
-                if (!column_bytes(column.spec.count, column.spec.width, bytes) || bytes != column.bytes ||
-                    column.offset > (std::uint64_t{1} << 62))
-                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
-                                           column.spec.name + " has inconsistent sizes");
-                // Element counts follow from the entries (values are checked against value_counts later).
-                const std::uint64_t entries = shard.entries;
-                const bool per_entry = column.spec.name == "keys" || column.spec.name == "value_counts" ||
-                                       column.spec.name == "expiry" ||
-                                       (column.spec.name == "values" && !expected.multi_valued);
-                const bool offsets_per_entry =
-                    column.spec.name == "keys.offsets" || (column.spec.name == "values.offsets" && !expected.multi_valued);
-                if ((per_entry && column.spec.count != entries) ||
-                    (offsets_per_entry && column.spec.count != entries + 1))
-                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
-                                           column.spec.name + " has " + std::to_string(column.spec.count) +
-                                           " elements for " + std::to_string(entries) + " entries");
-                shard.columns.push_back(std::move(column));
-            }
-            total += shard.entries;
-            shards.push_back(std::move(shard));
-        }
-        m->total_entries = total;
+        manifest = parse_manifest(text, (m->directory / manifest_name).string(), &expected, &expected_columns);
     } catch (const checkpoint_error& failure) {
         problem = where + ": " + failure.what();
-    } catch (const json::exception& failure) {
-        problem = where + ": " + manifest_path + " is malformed (" + failure.what() + ")";
     }
     agree(communicator, problem);
+    m->saved_ranks = manifest.ranks;
+    m->total_entries = manifest.entries;
 
     // Deal the shards and verify the dealt ones: files, sizes, checksums, structure.
     std::vector<int> dealers = readers;
     if (dealers.empty())
         for (int r = 0; r < m->size; ++r)
             dealers.push_back(r);
-    for (std::size_t s = 0; s < shards.size(); ++s)
+    for (std::size_t s = 0; s < manifest.shards.size(); ++s)
         if (dealers[s % dealers.size()] == m->rank)
-            m->dealt.push_back(shards[s]);
+            m->dealt.push_back(manifest.shards[s]);
     try {
-        for (const shard_info& shard : m->dealt) {
-            const std::string shard_name = "shard " + std::to_string(shard.rank) + " (file " + shard.file + ")";
-            auto& file = m->files[shard.file];
-            if (!file) {
-                file = std::make_shared<open_file>();
-                const std::string path = (m->directory / shard.file).string();
-                if (std::error_code failure; !fs::exists(path, failure))
-                    throw checkpoint_error(shard_name + " is missing: " + path + " does not exist");
-                if (const int code = MPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL,
-                                                   &file->handle);
-                    code != MPI_SUCCESS) {
-                    file->handle = MPI_FILE_NULL;
-                    throw checkpoint_error(shard_name + " is missing or unreadable: " + mpi_message(code));
-                }
-                MPI_Offset bytes = 0;
-                MPI_File_get_size(file->handle, &bytes);
-                file->size = static_cast<std::uint64_t>(bytes);
-            }
-            std::uint64_t counted_values = 0;
-            bool have_counts = false;
-            std::map<std::string, std::uint64_t> offsets_end;
-            for (const shard_column& column : shard.columns) {
-                if (column.offset + column.bytes > file->size)
-                    throw checkpoint_error(shard_name + " is truncated: column " + column.spec.name + " needs bytes " +
-                                           std::to_string(column.offset) + " to " +
-                                           std::to_string(column.offset + column.bytes) + ", the file has " +
-                                           std::to_string(file->size));
-                stream in = open(static_cast<std::size_t>(&shard - m->dealt.data()), column.spec.name);
-                std::uint32_t crc = 0;
-                const bool offsets = column.spec.name.ends_with(".offsets");
-                const bool counts = column.spec.name == "value_counts";
-                std::uint64_t previous = 0;
-                std::uint64_t seen = 0;  // elements of an offsets column checked so far
-                std::uint64_t left = column.bytes;
-                const std::size_t chunk = std::max<std::size_t>(min_column_buffer, 8);
-                while (left > 0) {
-                    const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk));
-                    const std::byte* data = in.next(piece);
-                    crc = crc_update(crc, data, piece);
-                    if (offsets || counts) {
-                        for (std::size_t at = 0; at + 8 <= piece; at += 8) {
-                            std::uint64_t value = 0;
-                            std::memcpy(&value, data + at, 8);
-                            if (offsets) {
-                                if (value < previous || (seen++ == 0 && value != 0))
-                                    throw checkpoint_error(shard_name + ": column " + column.spec.name +
-                                                           " is not a list of increasing offsets from 0");
-                                previous = value;
-                            } else {
-                                if (value > std::numeric_limits<std::uint64_t>::max() - counted_values)
-                                    throw checkpoint_error(shard_name + ": value_counts overflow");
-                                counted_values += value;
-                            }
-                        }
-                    }
-                    left -= piece;
-                }
-                if (crc != column.crc)
-                    throw checkpoint_error(shard_name + " is corrupt: column " + column.spec.name + " has CRC-32 " +
-                                           hex32(crc) + ", the manifest says " + hex32(column.crc));
-                if (offsets)
-                    offsets_end[column.spec.name.substr(0, column.spec.name.size() - 8)] = previous;
-                if (counts)
-                    have_counts = true;
-            }
-            for (const shard_column& column : shard.columns) {
-                if (column.spec.name.ends_with(".data")) {
-                    const std::string base = column.spec.name.substr(0, column.spec.name.size() - 5);
-                    if (offsets_end[base] != column.spec.count)
-                        throw checkpoint_error(shard_name + ": column " + base + ".offsets ends at " +
-                                               std::to_string(offsets_end[base]) + ", but " + column.spec.name +
-                                               " holds " + std::to_string(column.spec.count) + " bytes");
-                }
-                if (have_counts && (column.spec.name == "values" || column.spec.name == "values.offsets")) {
-                    const std::uint64_t values = column.spec.name == "values" ? column.spec.count : column.spec.count - 1;
-                    if (values != counted_values)
-                        throw checkpoint_error(shard_name + ": value_counts add up to " + std::to_string(counted_values) +
-                                               ", but the values column holds " + std::to_string(values));
-                }
-            }
-        }
+        for (const shard_info& shard : m->dealt)
+            verify_shard(m->directory, shard, m->files);
     } catch (const error& failure) {
         problem = where + ": " + failure.what();
     }
@@ -845,3 +890,45 @@ reader::stream reader::open(std::size_t shard, std::string_view column) {
 }
 
 }  // namespace mpidict::detail::checkpoint
+
+namespace mpidict {
+
+checkpoint_summary inspect_checkpoint(const std::string& directory, bool verify) {
+    namespace ck = detail::checkpoint;
+    checkpoint_summary out;
+    std::map<std::string, std::shared_ptr<ck::open_file>> files;
+    try {
+        out.manifest = ck::read_manifest(directory);
+        const ck::parsed_manifest manifest =
+            ck::parse_manifest(out.manifest, (ck::fs::path(directory) / ck::manifest_name).string(), nullptr, nullptr);
+        const auto fields = ck::json::parse(out.manifest);
+        out.container = manifest.container;
+        out.key_type = fields.at("key").at("type").get<std::string>();
+        out.key_bytes = fields.at("key").at("bytes").get<std::uint64_t>();
+        if (fields.contains("value")) {
+            out.value_type = fields.at("value").at("type").get<std::string>();
+            out.value_bytes = fields.at("value").at("bytes").get<std::uint64_t>();
+        }
+        out.multi_valued = manifest.multi_valued;
+        out.ranks = manifest.ranks;
+        out.entries = manifest.entries;
+        for (const ck::shard_info& shard : manifest.shards)
+            for (const ck::shard_column& column : shard.columns) {
+                out.data_bytes += column.bytes;
+                ++out.columns;
+            }
+        if (verify)
+            for (const ck::shard_info& shard : manifest.shards)
+                ck::verify_shard(directory, shard, files);
+    } catch (const std::exception& failure) {
+        out.problem = "mpidict: checkpoint " + directory + ": " + failure.what();
+    }
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    for (auto& [name, file] : files)
+        if (!finalized && file && file->handle != MPI_FILE_NULL)
+            MPI_File_close(&file->handle);
+    return out;
+}
+
+}  // namespace mpidict

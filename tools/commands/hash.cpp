@@ -27,6 +27,7 @@
 
 #include <mpi.h>
 
+#include "mpidict/checkpoint.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/runtime/statistics.hpp"
 #include "mpidict/support/program.hpp"
@@ -54,6 +55,8 @@ struct hash_options {
     std::uint64_t capacity_values = 0;
     bool json = false;
     bool progress = false;
+    std::string save;  // checkpoint directory written after insert
+    std::string load;  // checkpoint directory read instead of inserting
 
     pattern_kind kind() const {
         if (pattern == "1n")
@@ -167,8 +170,25 @@ public:
         }
         map_type& map = *made;
 
-        const phase_result insert = run_phase(map, "insert", [&] { return insert_phase(map); });
+        // --load replaces the insert phase: the map comes from a checkpoint
+        // (saved by --save at any number of ranks) and is then verified as if
+        // this run had inserted it.
+        phase_result insert;
+        try {
+            insert = m_options.load.empty() ? run_phase(map, "insert", [&] { return insert_phase(map); })
+                                            : run_phase(map, "load", [&] {
+                                                  map.load(m_options.load);
+                                                  return 0.0;
+                                              });
+        } catch (const checkpoint_error& problem) {
+            // Thrown on every rank together, with the finding rank named.
+            if (m_rank == 0)
+                std::fprintf(stderr, "mpidict hash: error: %s\n", problem.what());
+            return 1;
+        }
         check_after_insert(map);
+        if (!m_options.save.empty() && !save_checkpoint(map))
+            return 1;
         const phase_result find = run_phase(map, "find", [&] { return find_phase(map); });
         const std::vector<double> latencies = latency_phase(map);
         const phase_result take = run_phase(map, "take", [&] { return take_phase(map); });
@@ -332,6 +352,35 @@ private:
         result.window_stalls = counts_sum[2];
         result.queue_stalls = counts_sum[3];
         return result;
+    }
+
+    // Collective.  Saves the map to --save, timed from a barrier; rank 0 reports
+    // the bandwidth.  False (on every rank) if the save failed.
+    bool save_checkpoint(map_type& map) {
+        MPI_Barrier(m_context.world());
+        const double start = MPI_Wtime();
+        try {
+            map.save(m_options.save);
+        } catch (const checkpoint_error& problem) {
+            if (m_rank == 0)
+                std::fprintf(stderr, "mpidict hash: error: %s\n", problem.what());
+            return false;
+        }
+        const double seconds = MPI_Wtime() - start;
+        if (m_rank == 0) {
+            const checkpoint_summary saved = inspect_checkpoint(m_options.save, false);
+            const double bytes = static_cast<double>(saved.data_bytes);
+            if (!m_options.json)
+                std::printf("checkpoint: saved %s keys (%s of columns) to %s in %s s: %s/s\n",
+                            format_count(saved.entries).c_str(), format_bytes(bytes).c_str(), m_options.save.c_str(),
+                            format_seconds(seconds).c_str(), format_bytes(seconds > 0 ? bytes / seconds : 0).c_str());
+            json_lines json("mpidict_hash", m_size, m_options.seed);
+            json.emit(stdout, "save_bandwidth", seconds > 0 ? bytes / seconds / 1e6 : 0, "MB/s",
+                      {json_lines::field{"seconds", json_lines::number(seconds)},
+                       json_lines::field{"bytes", std::to_string(saved.data_bytes)}});
+            std::fflush(stdout);
+        }
+        return true;
     }
 
     // Returns the seconds spent waiting for requests.
@@ -652,9 +701,21 @@ int run_hash(command_context& context) {
                    "per-rank limit on stored values (0: none); values beyond it are rejected, which "
                    "the run reports as a verification failure",
                    0, UINT64_MAX, "N")
+        .add_text("save", &options.save,
+                  "after insert, save the map to this checkpoint directory (replaced only once the new "
+                  "checkpoint is complete)",
+                  "DIR")
+        .add_text("load", &options.load,
+                  "instead of inserting, load the map from this checkpoint directory (saved by --save with "
+                  "the same --keys, --seed, --values-per-key and --value-bytes, at any number of ranks), then "
+                  "verify, find and take as usual",
+                  "DIR")
         .add_flag("json", &options.json, "print only the JSON lines (one object per figure) on stdout")
         .add_flag("progress", &options.progress, "show a progress bar on stderr even when it is not a terminal")
         .add_check([&] {
+            if ((!options.save.empty() || !options.load.empty()) && options.kind() == pattern_kind::n_to_one)
+                throw usage_error("--save and --load need pattern nn or 1n: under n1 every key sits on rank 0 "
+                                  "regardless of its owner, which a load cannot restore");
             const std::uint64_t s = options.value_bytes;
             if (s != 8 && s != 16 && s != 32 && s != 64)
                 throw usage_error("--value-bytes: " + std::to_string(s) + " is not one of 8, 16, 32, 64");

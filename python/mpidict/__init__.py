@@ -1,0 +1,2 @@
+"""mpidict from Python.  Today: mpidict.checkpoint, a numpy reader of the
+checkpoints every mpidict container saves (docs/checkpoint.md)."""
