@@ -305,10 +305,12 @@ void add_totals(const T& value, std::uint64_t& bytes) {
 }
 
 // Streams entries into a writer's columns, in the order columns_for gives them.
+// Each column is staged here in pieces of stage_bytes, so the writer is called
+// once a piece rather than once an element.
 template <class K, class V>
 class entry_writer {
 public:
-    entry_writer(writer& out, layout_flags flags) : m_out(out), m_flags(flags) {
+    entry_writer(writer& out, layout_flags flags) : m_out(out) {
         std::size_t next = 0;
         m_key = next;
         next += column_codec<K>::variable ? 2 : 1;
@@ -320,35 +322,69 @@ public:
         }
         if (flags.has_expiry)
             m_expiry = next++;
+        m_stages.resize(next);
+        for (auto& stage : m_stages)
+            stage.reserve(stage_bytes);
         if constexpr (column_codec<K>::variable)
-            m_out.append_value(m_key, std::uint64_t{0});
+            put_raw(m_key, std::uint64_t{0});
         if constexpr (column_codec<V>::variable)
             if (flags.has_values)
-                m_out.append_value(m_value, std::uint64_t{0});
+                put_raw(m_value, std::uint64_t{0});
     }
+    entry_writer(const entry_writer&) = delete;
+    entry_writer& operator=(const entry_writer&) = delete;
+    // Hands what is staged to the writer (call before writer::commit()).
+    void finish() {
+        for (std::size_t column = 0; column < m_stages.size(); ++column)
+            drain(column);
+    }
+
     void key(const K& key) { put(m_key, key, m_key_end); }
-    void count(std::uint64_t values) { m_out.append_value(m_count, values); }
+    void count(std::uint64_t values) { put_raw(m_count, values); }
     void value(const V& value) { put(m_value, value, m_value_end); }
-    void expiry(double at) { m_out.append_value(m_expiry, at); }
+    void expiry(double at) { put_raw(m_expiry, at); }
 
 private:
+    static constexpr std::size_t stage_bytes = std::size_t{64} << 10;
+
+    void drain(std::size_t column) {
+        auto& stage = m_stages[column];
+        if (!stage.empty())
+            m_out.append(column, stage.data(), stage.size());
+        stage.clear();
+    }
+    void put_bytes(std::size_t column, const std::byte* data, std::size_t bytes) {
+        auto& stage = m_stages[column];
+        if (stage.size() + bytes > stage_bytes) {
+            drain(column);
+            if (bytes > stage_bytes) {
+                m_out.append(column, data, bytes);
+                return;
+            }
+        }
+        stage.insert(stage.end(), data, data + bytes);
+    }
+    template <class T>
+    void put_raw(std::size_t column, const T& item) {
+        put_bytes(column, reinterpret_cast<const std::byte*>(&item), sizeof(T));
+    }
     template <class T>
     void put(std::size_t column, const T& item, std::uint64_t& end) {
         if constexpr (column_codec<T>::variable) {
             const auto bytes = column_codec<T>::bytes(item);
             end += bytes.size();
-            m_out.append_value(column, end);
-            m_out.append(column + 1, bytes.data(), bytes.size());
+            put_raw(column, end);
+            put_bytes(column + 1, bytes.data(), bytes.size());
         } else {
             std::array<std::byte, column_codec<T>::width> buffer;
             column_codec<T>::write(buffer.data(), item);
-            m_out.append(column, buffer.data(), buffer.size());
+            put_bytes(column, buffer.data(), buffer.size());
         }
     }
     writer& m_out;
-    layout_flags m_flags;
     std::size_t m_key = 0, m_count = 0, m_value = 0, m_expiry = 0;
     std::uint64_t m_key_end = 0, m_value_end = 0;
+    std::vector<std::vector<std::byte>> m_stages;
 };
 
 // Streams the entries of one dealt shard back out of a reader.

@@ -460,14 +460,14 @@ public:
         flush();
         ck::communicator_copy comm(m_engine->mpi_communicator(), "hash_map");
         runtime::engine_lock lock(*m_engine);
-        ck::entry_totals totals;
-        m_table.for_each([&](const K& key, const values_view& values) {
-            ++totals.keys;
-            totals.values += values.size();
-            ck::add_totals(key, totals.key_bytes);
-            for (const V& value : values)
-                ck::add_totals(value, totals.value_bytes);
-        });
+        ck::entry_totals totals{m_table.size(), m_table.value_count(), 0, 0};
+        if constexpr (ck::column_codec<K>::variable || ck::column_codec<V>::variable) {
+            m_table.for_each([&](const K& key, const values_view& values) {
+                ck::add_totals(key, totals.key_bytes);
+                for (const V& value : values)
+                    ck::add_totals(value, totals.value_bytes);
+            });
+        }
         ck::description what = ck::describe<K, V>("hash_map", checkpoint_flags);
         what.tunables = {{"placement", m_config.place == placement::cyclic ? "cyclic" : "hash"},
                          {"expected_keys_per_rank", std::to_string(m_config.expected_keys_per_rank)},
@@ -484,6 +484,7 @@ public:
             for (const V& value : values)
                 entries.value(value);
         });
+        entries.finish();
         out.commit();
     }
 

@@ -268,6 +268,7 @@ public:
             entries.key(detail::from_payload<K>(e.key()));
             entries.value(detail::from_payload<V>(e.value()));
         });
+        entries.finish();
         out.commit();
     }
 

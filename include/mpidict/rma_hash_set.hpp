@@ -336,6 +336,7 @@ public:
                        totals.keys, options);
         ck::entry_writer<T, T> entries(out, checkpoint_flags);
         local_for_each([&](const T& object) { entries.key(object); });
+        entries.finish();
         out.commit();
         barrier();
     }

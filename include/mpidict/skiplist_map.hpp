@@ -488,6 +488,7 @@ public:
             entries.value(detail::from_payload<V>(value));
             entries.expiry(expires);
         });
+        entries.finish();
         out.commit();
     }
 

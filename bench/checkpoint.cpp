@@ -1,0 +1,208 @@
+// Checkpoint bandwidth (issue 20): hash_map<uint64, uint64>::save and load
+// beside a plain sequential write and read of the same bytes, in the same run.
+//
+// Every rank holds --keys-per-rank keys of one value.  One repetition:
+//   write     each rank writes as many bytes as its shard (keys, value counts,
+//             values: 24 bytes a key) to a file of its own with write(2) in
+//             8 MiB pieces, then fsync(2): the dd-like baseline;
+//   save      map.save(DIR) with the shared-file layout (MPI-IO, one file) and
+//             again with one file per rank; both fsync before they publish;
+//   read      each rank reads its baseline file back with read(2);
+//   load      a new map.load(DIR) at the same rank count (every check, the
+//             checksums, and every entry into the table), then the old map
+//             goes and the loaded one is verified.
+// Bandwidth is the bytes of all ranks over the slowest rank's time (from a
+// barrier to a barrier).  Medians of --reps; ratios against the baseline write
+// (the target: save and load >= 0.5x) and, for load, against the read.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "common/mpi_main.hpp"
+#include "common/report.hpp"
+#include "mpidict/checkpoint.hpp"
+#include "mpidict/hash_map.hpp"
+
+namespace {
+
+constexpr char bench_name[] = "checkpoint";
+constexpr char description[] =
+    "hash_map save and load bandwidth beside a plain sequential write and read of the same\n"
+    "bytes (write(2) + fsync, read(2)) in the same run.  JSON lines on stdout (rank 0), a table\n"
+    "on stderr; exit 1 if a loaded map differs from the saved one.";
+
+struct settings {
+    std::uint64_t keys_per_rank = 4'000'000;
+    std::uint64_t reps = 3;
+    std::uint64_t seed = 1;
+    std::string directory = "mpidict_checkpoint_bench";
+    bool keep = false;
+};
+
+void declare(mpidict::support::option_parser& parser, settings& s) {
+    parser.add_count("keys-per-rank", &s.keys_per_rank, "keys (8 bytes, one 8-byte value each) per rank", 1,
+                     std::uint64_t{1} << 32)
+        .add_count("reps", &s.reps, "repetitions; medians are reported", 1, 1000, "R")
+        .add_count("seed", &s.seed, "seed of the keys", 0, UINT64_MAX, "S")
+        .add_text("dir", &s.directory, "scratch directory for the checkpoints and baseline files (removed after)",
+                  "DIR")
+        .add_flag("keep", &s.keep, "keep the scratch directory");
+}
+
+using map_type = mpidict::hash_map<std::uint64_t, std::uint64_t>;
+constexpr std::size_t piece_bytes = std::size_t{8} << 20;
+
+double max_over_ranks(double seconds, MPI_Comm comm) {
+    double slowest = 0;
+    MPI_Allreduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return slowest;
+}
+
+// Times `body` from a barrier to a barrier; the slowest rank's seconds.
+template <class Body>
+double timed(MPI_Comm comm, Body&& body) {
+    MPI_Barrier(comm);
+    const double start = MPI_Wtime();
+    body();
+    MPI_Barrier(comm);
+    return max_over_ranks(MPI_Wtime() - start, comm);
+}
+
+void posix_write(const std::string& path, std::uint64_t bytes, const std::vector<std::byte>& piece) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+    while (bytes > 0) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes, piece.size()));
+        const ssize_t wrote = ::write(fd, piece.data(), n);
+        if (wrote <= 0)
+            throw std::runtime_error("write to " + path + " failed: " + std::strerror(errno));
+        bytes -= static_cast<std::uint64_t>(wrote);
+    }
+    if (::fsync(fd) != 0 || ::close(fd) != 0)
+        throw std::runtime_error("fsync/close of " + path + " failed: " + std::strerror(errno));
+}
+
+std::uint64_t posix_read(const std::string& path, std::vector<std::byte>& piece) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0)
+        throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+    std::uint64_t total = 0;
+    std::uint64_t sum = 0;
+    for (;;) {
+        const ssize_t got = ::read(fd, piece.data(), piece.size());
+        if (got < 0)
+            throw std::runtime_error("read of " + path + " failed: " + std::strerror(errno));
+        if (got == 0)
+            break;
+        total += static_cast<std::uint64_t>(got);
+        sum += static_cast<std::uint64_t>(piece[static_cast<std::size_t>(got) - 1]);  // touch what was read
+    }
+    ::close(fd);
+    static volatile std::uint64_t sink = 0;
+    sink = sink + sum;  // keeps the reads
+    return total;
+}
+
+std::unique_ptr<map_type> filled_map(const settings& s, const mpidict::bench::world& w) {
+    mpidict::hash_map_config config;
+    config.expected_keys_per_rank = s.keys_per_rank + s.keys_per_rank / 8;
+    auto map = std::make_unique<map_type>(w.comm, config);
+    const std::uint64_t first = s.keys_per_rank * static_cast<std::uint64_t>(w.rank);
+    for (std::uint64_t i = 0; i < s.keys_per_rank; ++i) {
+        const std::uint64_t key = mpidict::mix64((first + i) ^ s.seed);
+        map->async_insert(key, key ^ 0x5bd1e995);
+    }
+    map->flush();
+    return map;
+}
+
+// Every entry this rank holds is a generated one (value matches key) and the
+// total is right.  Collective.
+bool verified(map_type& map, const settings& s, const mpidict::bench::world& w) {
+    std::uint64_t wrong = 0;
+    map.local_for_each([&](std::uint64_t key, const map_type::values_view& values) {
+        wrong += values.size() != 1 || values[0] != (key ^ 0x5bd1e995);
+    });
+    std::uint64_t all_wrong = 0;
+    MPI_Allreduce(&wrong, &all_wrong, 1, MPI_UINT64_T, MPI_SUM, w.comm);
+    return all_wrong == 0 && map.global_size() == s.keys_per_rank * static_cast<std::uint64_t>(w.size);
+}
+
+int run(const settings& s, const mpidict::bench::world& w) {
+    namespace fs = std::filesystem;
+    const fs::path root = s.directory;
+    if (w.rank == 0)
+        fs::create_directories(root);
+    MPI_Barrier(w.comm);
+    const std::string shared_dir = (root / "shared").string();
+    const std::string per_rank_dir = (root / "per_rank").string();
+    const std::string baseline = (root / ("baseline-r" + std::to_string(w.rank))).string();
+    const std::uint64_t shard_bytes = 24 * s.keys_per_rank;  // keys, value counts, values
+    const double total_bytes = static_cast<double>(shard_bytes) * w.size;
+
+    mpidict::bench::report out(bench_name, w.size, s.seed, w.rank == 0);
+    out.context().add("keys_per_rank", s.keys_per_rank).add("bytes_per_rank", shard_bytes).add("reps", s.reps);
+
+    std::vector<std::byte> piece(piece_bytes, std::byte{0x5a});
+    std::vector<double> write_bw, read_bw, shared_bw, per_rank_bw, load_bw;
+    std::unique_ptr<map_type> map = filled_map(s, w);
+    bool ok = verified(*map, s, w);
+    mpidict::checkpoint_options per_rank;
+    per_rank.layout = mpidict::checkpoint_layout::file_per_rank;
+    for (std::uint64_t rep = 0; rep < s.reps && ok; ++rep) {
+        write_bw.push_back(total_bytes / timed(w.comm, [&] { posix_write(baseline, shard_bytes, piece); }) / 1e6);
+        shared_bw.push_back(total_bytes / timed(w.comm, [&] { map->save(shared_dir); }) / 1e6);
+        per_rank_bw.push_back(total_bytes / timed(w.comm, [&] { map->save(per_rank_dir, per_rank); }) / 1e6);
+        read_bw.push_back(total_bytes / timed(w.comm, [&] { posix_read(baseline, piece); }) / 1e6);
+        mpidict::hash_map_config config;
+        config.expected_keys_per_rank = s.keys_per_rank + s.keys_per_rank / 8;
+        auto loaded = std::make_unique<map_type>(w.comm, config);
+        load_bw.push_back(total_bytes / timed(w.comm, [&] { loaded->load(rep % 2 == 0 ? shared_dir : per_rank_dir); }) /
+                          1e6);
+        map.reset();  // collective destroy of the old map
+        map = std::move(loaded);
+        ok = verified(*map, s, w);
+    }
+    if (!ok) {
+        if (w.rank == 0)
+            std::fprintf(stderr, "%s: error: the loaded map differs from the saved one\n", bench_name);
+        return 1;
+    }
+    const auto median = [](const std::vector<double>& v) { return mpidict::bench::summary::of(v).median; };
+    out.figure("baseline_write_bandwidth", write_bw, "MB/s");
+    out.figure("save_shared_file_bandwidth", shared_bw, "MB/s");
+    out.figure("save_file_per_rank_bandwidth", per_rank_bw, "MB/s");
+    out.figure("baseline_read_bandwidth", read_bw, "MB/s");
+    out.figure("load_bandwidth", load_bw, "MB/s");
+    out.ratio("save_shared_file_vs_write", median(shared_bw) / median(write_bw), ">= 0.5",
+              median(shared_bw) >= 0.5 * median(write_bw));
+    out.ratio("save_file_per_rank_vs_write", median(per_rank_bw) / median(write_bw), ">= 0.5",
+              median(per_rank_bw) >= 0.5 * median(write_bw));
+    out.ratio("load_vs_write", median(load_bw) / median(write_bw), ">= 0.5", median(load_bw) >= 0.5 * median(write_bw));
+    out.ratio("load_vs_read", median(load_bw) / median(read_bw), "(reported)", true);
+    out.print_table();
+    map.reset();
+    MPI_Barrier(w.comm);
+    if (w.rank == 0 && !s.keep)
+        fs::remove_all(root);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return mpidict::bench::mpi_main<settings>(argc, argv, bench_name, description, declare, run);
+}
