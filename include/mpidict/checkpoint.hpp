@@ -113,7 +113,8 @@ struct checkpoint_summary {
 };
 // Reads the manifest of `directory` and, with `verify`, checks every shard's
 // file, size, checksums and structure as load() would.  Never throws for a
-// damaged checkpoint: the first problem found is in `problem`.
+// damaged checkpoint: the first problem found is in `problem`.  Needs MPI
+// initialised (it reads through MPI-IO on MPI_COMM_SELF).
 checkpoint_summary inspect_checkpoint(const std::string& directory, bool verify = true);
 
 namespace detail::checkpoint {
