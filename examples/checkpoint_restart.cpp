@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
         {
             counts seen(MPI_COMM_WORLD);
             for (int i = 0; i < 1000; ++i)
-                seen.async_insert("w" + std::to_string((i * 7 + rank) % 300), 1);  // one value per sighting
+                seen.async_insert(std::to_string((i * 7 + rank) % 300), 1);  // one value per sighting
             seen.save(directory);  // collective: flush, write every shard, then publish the manifest
         }
         // ... later, perhaps in another job on another number of ranks:

@@ -288,16 +288,21 @@ void on_rank0(int rank, const std::function<void()>& edit) {
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// The data file the manifest names first (not a file a failed save left behind).
 std::string first_data_file(const std::string& directory) {
-    for (const auto& item : fs::directory_iterator(directory))
-        if (item.path().filename().string().starts_with("data-"))
-            return item.path().string();
-    return {};
+    std::ifstream in(directory + "/manifest.json");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto at = text.find("\"file\": \"");
+    if (at == std::string::npos)
+        return {};
+    const auto start = at + 9;
+    return directory + "/" + text.substr(start, text.find('"', start) - start);
 }
 
 void faults(const std::string& root, int rank, int size) {
     const std::string base = root + "/faults-p" + std::to_string(size);
     const std::string good = base + "/good";
+    on_rank0(rank, [&] { fs::remove_all(base); });  // what an earlier run left
     {
         number_map numbers(MPI_COMM_WORLD, cyclic_config());
         for (std::uint64_t k = static_cast<std::uint64_t>(rank); k < keys; k += static_cast<std::uint64_t>(size))
