@@ -1,0 +1,908 @@
+// mpidict._core: the nanobind module under the Python package (python/mpidict).
+//
+// The typed Python classes (python/mpidict/__init__.py) convert user dtypes to
+// one of two storage kinds and call the classes here:
+//   u64    any numeric dtype of at most 8 bytes, carried as its bits in a
+//          uint64 (numpy arrays in and out, no copy for 8-byte dtypes);
+//   bytes  byte strings and wider fixed dtypes, carried as a batch of
+//          (offsets: uint64[n + 1], data: uint8[...]) in and out, so a batch
+//          crosses the boundary as two arrays, never as n Python objects.
+// skiplist_map orders its keys, so its numeric keys keep their C++ types
+// (int64, uint64, float64).
+//
+// The GIL is released while the library runs a batch, waits for a request or
+// flushes.  No Python code runs inside the library (no Python visitors), so a
+// progress thread never needs the GIL.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <mpi.h>
+
+#include "mpidict/checkpoint.hpp"
+#include "mpidict/error.hpp"
+#include "mpidict/hash_map.hpp"
+#include "mpidict/linear_hash_map.hpp"
+#include "mpidict/rma_hash_set.hpp"
+#include "mpidict/skiplist_map.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// ---- communicators --------------------------------------------------------------
+
+// An MPI communicator from mpi4py, taken as its Fortran handle (comm.py2f()),
+// so that no Python int is ever mistaken for an MPI_Comm.
+struct communicator {
+    MPI_Comm comm = MPI_COMM_NULL;
+};
+
+std::string mpi_library_version() {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING];
+    int length = 0;
+    MPI_Get_library_version(text, &length);
+    return std::string(text, static_cast<std::size_t>(length));
+}
+
+// ---- batches -----------------------------------------------------------------------
+
+template <class T>
+using array_in = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+template <class T>
+using array_out = nb::ndarray<nb::numpy, T, nb::ndim<1>>;
+
+template <class T>
+array_out<T> to_numpy(std::vector<T>&& items) {
+    auto* owned = new std::vector<T>(std::move(items));
+    nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+    return array_out<T>(owned->data(), {owned->size()}, owner);
+}
+
+// A batch of byte strings: offsets (n + 1) and data.
+struct string_batch {
+    string_batch(array_in<std::uint64_t> o, array_in<std::uint8_t> d) : offsets(std::move(o)), data(std::move(d)) {}
+    array_in<std::uint64_t> offsets;
+    array_in<std::uint8_t> data;
+    std::size_t size() const { return offsets.shape(0) == 0 ? 0 : offsets.shape(0) - 1; }
+    std::string at(std::size_t i) const {
+        const std::uint64_t begin = offsets.data()[i], end = offsets.data()[i + 1];
+        return std::string(reinterpret_cast<const char*>(data.data()) + begin, end - begin);
+    }
+    void check() const {
+        const std::size_t n = offsets.shape(0);
+        if (n == 0)
+            throw mpidict::invalid_argument_error("mpidict: a byte-string batch needs n + 1 offsets");
+        const std::uint64_t* o = offsets.data();
+        if (o[0] != 0)
+            throw mpidict::invalid_argument_error("mpidict: byte-string offsets must start at 0");
+        for (std::size_t i = 1; i < n; ++i)
+            if (o[i] < o[i - 1])
+                throw mpidict::invalid_argument_error("mpidict: byte-string offsets must not decrease");
+        if (o[n - 1] != data.shape(0))
+            throw mpidict::invalid_argument_error("mpidict: byte-string offsets end at " + std::to_string(o[n - 1]) +
+                                                  " but the data holds " + std::to_string(data.shape(0)) + " bytes");
+    }
+};
+
+// Collects byte strings into (offsets, data) for Python.
+struct string_out {
+    std::vector<std::uint64_t> offsets{0};
+    std::vector<std::uint8_t> data;
+    void add(std::string_view s) {
+        data.insert(data.end(), s.begin(), s.end());
+        offsets.push_back(data.size());
+    }
+    nb::tuple release() { return nb::make_tuple(to_numpy(std::move(offsets)), to_numpy(std::move(data))); }
+};
+
+// How a storage type crosses: in as a batch, out as a batch or a scalar.
+template <class T>
+struct kind;
+
+template <>
+struct kind<std::uint64_t> {
+    using batch = array_in<std::uint64_t>;
+    struct view {
+        const std::uint64_t* p;
+        std::size_t n;
+        std::size_t size() const { return n; }
+        std::uint64_t at(std::size_t i) const { return p[i]; }
+    };
+    static view open(const batch& b) { return {b.data(), b.shape(0)}; }
+    struct out {
+        std::vector<std::uint64_t> items;
+        void add(std::uint64_t v) { items.push_back(v); }
+        nb::object release() { return nb::cast(to_numpy(std::move(items))); }
+    };
+    static nb::object scalar(std::uint64_t v) { return nb::int_(v); }
+    static std::uint64_t from(nb::handle h) { return nb::cast<std::uint64_t>(h); }
+};
+
+template <class Number>
+struct number_kind {
+    using batch = array_in<Number>;
+    struct view {
+        const Number* p;
+        std::size_t n;
+        std::size_t size() const { return n; }
+        Number at(std::size_t i) const { return p[i]; }
+    };
+    static view open(const batch& b) { return {b.data(), b.shape(0)}; }
+    struct out {
+        std::vector<Number> items;
+        void add(Number v) { items.push_back(v); }
+        nb::object release() { return nb::cast(to_numpy(std::move(items))); }
+    };
+    static nb::object scalar(Number v) { return nb::cast(v); }
+    static Number from(nb::handle h) { return nb::cast<Number>(h); }
+};
+template <>
+struct kind<std::int64_t> : number_kind<std::int64_t> {};
+template <>
+struct kind<double> : number_kind<double> {};
+
+template <>
+struct kind<std::string> {
+    using batch = string_batch;
+    using view = const string_batch&;
+    static const string_batch& open(const batch& b) {
+        b.check();
+        return b;
+    }
+    struct out {
+        string_out items;
+        void add(std::string_view v) { items.add(v); }
+        nb::object release() { return items.release(); }
+    };
+    static nb::object scalar(const std::string& v) { return nb::bytes(v.data(), v.size()); }
+    static std::string from(nb::handle h) {
+        nb::bytes b = nb::cast<nb::bytes>(h);
+        return std::string(b.c_str(), b.size());
+    }
+};
+
+template <class A, class B>
+void same_length(const A& a, const B& b) {
+    if (a.size() != b.size())
+        throw mpidict::invalid_argument_error("mpidict: " + std::to_string(a.size()) + " keys but " +
+                                              std::to_string(b.size()) + " values");
+}
+
+// ---- requests ------------------------------------------------------------------------
+
+// A request whose result Python reads once: get() waits (GIL released) and converts.
+template <class T, class Convert>
+struct py_request {
+    mpidict::request<T> pending;
+    Convert convert;
+    std::optional<nb::object> result;
+    nb::object get() {
+        if (!result) {
+            T value;
+            {
+                nb::gil_scoped_release released;
+                value = pending.get();
+            }
+            result = convert(value);
+        }
+        return *result;
+    }
+    void wait() {
+        nb::gil_scoped_release released;
+        pending.wait();
+    }
+    bool test() {
+        nb::gil_scoped_release released;
+        return result.has_value() || pending.test();
+    }
+};
+
+struct request_base {
+    virtual ~request_base() = default;
+    virtual nb::object get() = 0;
+    virtual void wait() = 0;
+    virtual bool test() = 0;
+};
+template <class T, class Convert>
+struct request_impl final : request_base {
+    py_request<T, Convert> r;
+    request_impl(mpidict::request<T>&& p, Convert c) : r{std::move(p), std::move(c), {}} {}
+    nb::object get() override { return r.get(); }
+    void wait() override { r.wait(); }
+    bool test() override { return r.test(); }
+};
+struct request_handle {
+    std::shared_ptr<request_base> impl;
+    nb::object get() { return impl->get(); }
+    void wait() { impl->wait(); }
+    bool test() { return impl->test(); }
+};
+template <class T, class Convert>
+request_handle wrap(mpidict::request<T>&& pending, Convert convert) {
+    return {std::make_shared<request_impl<T, Convert>>(std::move(pending), std::move(convert))};
+}
+
+// ---- hash_map ----------------------------------------------------------------------
+
+template <class K, class V>
+class py_hash_map {
+public:
+    using map_type = mpidict::hash_map<K, V>;
+    py_hash_map(communicator c, mpidict::hash_map_config config) : m(std::make_unique<map_type>(c.comm, config)) {}
+
+    void insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+        auto k = kind<K>::open(keys);
+        auto v = kind<V>::open(values);
+        same_length(k, v);
+        nb::gil_scoped_release released;
+        for (std::size_t i = 0; i < k.size(); ++i)
+            m->async_insert(k.at(i), v.at(i));
+    }
+    // (counts, values): counts[i] values of keys[i], concatenated in key order.
+    nb::tuple find_many(const typename kind<K>::batch& keys, std::size_t limit, bool take) {
+        auto k = kind<K>::open(keys);
+        std::vector<K> list;
+        list.reserve(k.size());
+        for (std::size_t i = 0; i < k.size(); ++i)
+            list.push_back(k.at(i));
+        std::vector<std::uint32_t> counts(list.size(), 0);
+        std::vector<std::uint64_t> starts(list.size(), 0);
+        std::vector<V> arrived;
+        {
+            nb::gil_scoped_release released;
+            auto collect = [&](std::size_t position, std::span<const V> found) {
+                counts[position] = static_cast<std::uint32_t>(found.size());
+                starts[position] = arrived.size();
+                arrived.insert(arrived.end(), found.begin(), found.end());
+            };
+            if (take)
+                m->take_many(std::span<const K>(list), limit, collect);
+            else
+                m->find_many(std::span<const K>(list), limit, collect);
+        }
+        typename kind<V>::out out;
+        for (std::size_t i = 0; i < list.size(); ++i)
+            for (std::uint32_t j = 0; j < counts[i]; ++j)
+                out.add(arrived[starts[i] + j]);
+        return nb::make_tuple(to_numpy(std::move(counts)), out.release());
+    }
+    nb::object insert_if_absent_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+        auto k = kind<K>::open(keys);
+        auto v = kind<V>::open(values);
+        same_length(k, v);
+        std::vector<std::uint8_t> inserted(k.size(), 0);
+        {
+            nb::gil_scoped_release released;
+            constexpr std::size_t window = 4096;
+            std::vector<mpidict::request<bool>> pending;
+            for (std::size_t begin = 0; begin < k.size(); begin += window) {
+                const std::size_t end = std::min(k.size(), begin + window);
+                pending.clear();
+                for (std::size_t i = begin; i < end; ++i)
+                    pending.push_back(m->insert_if_absent(k.at(i), v.at(i)));
+                for (std::size_t i = begin; i < end; ++i)
+                    inserted[i] = pending[i - begin].get() ? 1 : 0;
+            }
+        }
+        return nb::cast(to_numpy(std::move(inserted)));
+    }
+    request_handle insert(const K& key, const V& value) {
+        return wrap(m->insert(key, std::span<const V>(&value, 1)),
+                    [](const mpidict::insert_result& r) { return nb::bool_(r.stored == 1); });
+    }
+    request_handle find(const K& key, std::size_t limit, bool take) {
+        auto convert = [](const std::vector<V>& values) {
+            typename kind<V>::out out;
+            for (const V& v : values)
+                out.add(v);
+            return out.release();
+        };
+        return wrap(take ? m->take(key, limit) : m->find(key, limit), convert);
+    }
+    request_handle erase(const K& key) {
+        return wrap(m->erase(key), [](std::size_t n) { return nb::int_(n); });
+    }
+    void async_insert(const K& key, const V& value) { m->async_insert(key, value); }
+    void async_erase(const K& key) { m->async_erase(key); }
+    void flush() {
+        nb::gil_scoped_release released;
+        m->flush();
+    }
+    std::size_t global_size() {
+        nb::gil_scoped_release released;
+        return m->global_size();
+    }
+    std::size_t global_value_count() {
+        nb::gil_scoped_release released;
+        return m->global_value_count();
+    }
+    std::size_t local_size() const { return m->local_size(); }
+    std::uint64_t async_rejected() const { return m->async_rejected(); }
+    int rank() const { return m->rank(); }
+    int num_ranks() const { return m->num_ranks(); }
+    int owner(const K& key) const { return m->owner(key); }
+    // (keys, counts, values) of this rank's entries.
+    nb::tuple local_items() {
+        typename kind<K>::out keys;
+        typename kind<V>::out values;
+        std::vector<std::uint32_t> counts;
+        m->local_for_each([&](const K& key, const typename map_type::values_view& vs) {
+            keys.add(key);
+            counts.push_back(static_cast<std::uint32_t>(vs.size()));
+            for (const V& v : vs)
+                values.add(v);
+        });
+        return nb::make_tuple(keys.release(), to_numpy(std::move(counts)), values.release());
+    }
+    void save(const std::string& directory) {
+        nb::gil_scoped_release released;
+        m->save(directory);
+    }
+    void load(const std::string& directory) {
+        nb::gil_scoped_release released;
+        m->load(directory);
+    }
+    void destroy() {
+        nb::gil_scoped_release released;
+        m->destroy();
+    }
+    bool destroyed() const { return m->engine().destroyed(); }
+
+    // The same batch operations written in C++, for the Python-overhead benchmark
+    // (bench/python_hash_map.py): keys 0..n-1 scrambled, values = key, then
+    // find_many; returns (insert seconds, find seconds), the slowest rank's.
+    std::pair<double, double> cpp_reference(std::size_t n, std::uint64_t salt) requires std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint64_t> {
+        nb::gil_scoped_release released;
+        std::vector<std::uint64_t> keys(n);
+        for (std::size_t i = 0; i < n; ++i)
+            keys[i] = mpidict::mix64(i ^ salt);
+        MPI_Comm comm = MPI_COMM_WORLD;
+        MPI_Barrier(comm);
+        double start = MPI_Wtime();
+        for (std::size_t i = 0; i < n; ++i)
+            m->async_insert(keys[i], keys[i]);
+        m->flush();
+        const double insert = MPI_Wtime() - start;
+        std::uint64_t sum = 0;
+        MPI_Barrier(comm);
+        start = MPI_Wtime();
+        m->find_many(std::span<const std::uint64_t>(keys), 1,
+                     [&](std::size_t, std::span<const std::uint64_t> vs) { sum += vs.empty() ? 0 : vs[0]; });
+        const double find = MPI_Wtime() - start;
+        double local[2] = {insert, find}, slowest[2] = {0, 0};
+        MPI_Allreduce(local, slowest, 2, MPI_DOUBLE, MPI_MAX, comm);
+        if (sum == 0 && n > 0)
+            throw mpidict::error("cpp_reference found nothing");
+        return {slowest[0], slowest[1]};
+    }
+
+private:
+    std::unique_ptr<map_type> m;
+};
+
+template <class K, class V>
+void bind_hash_map(nb::module_& mod, const char* name) {
+    using M = py_hash_map<K, V>;
+    auto c = nb::class_<M>(mod, name)
+                 .def(nb::init<communicator, mpidict::hash_map_config>())
+                 .def("insert_many", &M::insert_many)
+                 .def("find_many", &M::find_many, "keys"_a, "limit"_a, "take"_a)
+                 .def("insert_if_absent_many", &M::insert_if_absent_many)
+                 .def("insert", &M::insert)
+                 .def("find", &M::find, "key"_a, "limit"_a, "take"_a)
+                 .def("erase", &M::erase)
+                 .def("async_insert", &M::async_insert)
+                 .def("async_erase", &M::async_erase)
+                 .def("flush", &M::flush)
+                 .def("global_size", &M::global_size)
+                 .def("global_value_count", &M::global_value_count)
+                 .def("local_size", &M::local_size)
+                 .def("async_rejected", &M::async_rejected)
+                 .def("rank", &M::rank)
+                 .def("num_ranks", &M::num_ranks)
+                 .def("owner", &M::owner)
+                 .def("local_items", &M::local_items)
+                 .def("save", &M::save)
+                 .def("load", &M::load)
+                 .def("destroy", &M::destroy)
+                 .def("destroyed", &M::destroyed);
+    if constexpr (std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint64_t>)
+        c.def("cpp_reference", &M::cpp_reference);
+}
+
+// ---- linear_hash_map ---------------------------------------------------------------
+
+template <class K, class V>
+class py_linear_hash_map {
+public:
+    using map_type = mpidict::linear_hash_map<K, V>;
+    py_linear_hash_map(communicator c, mpidict::linear_hash_map_config config)
+        : m(std::make_unique<map_type>(c.comm, config)) {}
+
+    void insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+        auto k = kind<K>::open(keys);
+        auto v = kind<V>::open(values);
+        same_length(k, v);
+        nb::gil_scoped_release released;
+        for (std::size_t i = 0; i < k.size(); ++i)
+            m->async_insert(k.at(i), v.at(i));
+    }
+    // (found: bool[n], values of the found keys in key order)
+    nb::tuple find_many(const typename kind<K>::batch& keys) {
+        auto k = kind<K>::open(keys);
+        std::vector<std::uint8_t> found(k.size(), 0);
+        std::vector<std::optional<V>> results(k.size());
+        {
+            nb::gil_scoped_release released;
+            constexpr std::size_t window = 4096;
+            std::vector<mpidict::request<std::optional<V>>> pending;
+            for (std::size_t begin = 0; begin < k.size(); begin += window) {
+                const std::size_t end = std::min(k.size(), begin + window);
+                pending.clear();
+                for (std::size_t i = begin; i < end; ++i)
+                    pending.push_back(m->find(k.at(i)));
+                for (std::size_t i = begin; i < end; ++i)
+                    results[i] = pending[i - begin].get();
+            }
+        }
+        typename kind<V>::out out;
+        for (std::size_t i = 0; i < results.size(); ++i)
+            if (results[i]) {
+                found[i] = 1;
+                out.add(*results[i]);
+            }
+        return nb::make_tuple(to_numpy(std::move(found)), out.release());
+    }
+    request_handle insert(const K& key, const V& value) {
+        return wrap(m->insert(key, value), [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
+    }
+    request_handle find(const K& key) {
+        return wrap(m->find(key), [](const std::optional<V>& v) { return v ? kind<V>::scalar(*v) : nb::none(); });
+    }
+    request_handle erase(const K& key) {
+        return wrap(m->erase(key), [](bool hit) { return nb::bool_(hit); });
+    }
+    void async_insert(const K& key, const V& value) { m->async_insert(key, value); }
+    void async_erase(const K& key) { m->async_erase(key); }
+    void flush() {
+        nb::gil_scoped_release released;
+        m->flush();
+    }
+    std::size_t global_size() {
+        nb::gil_scoped_release released;
+        return m->global_size();
+    }
+    std::size_t local_size() const { return m->local_size(); }
+    std::uint64_t async_rejected() const { return m->async_rejected(); }
+    int rank() const { return m->rank(); }
+    int num_ranks() const { return m->num_ranks(); }
+    nb::tuple local_items() {
+        typename kind<K>::out keys;
+        typename kind<V>::out values;
+        m->local_for_each([&](const K& key, const V& value) {
+            keys.add(key);
+            values.add(value);
+        });
+        return nb::make_tuple(keys.release(), values.release());
+    }
+    void save(const std::string& directory) {
+        nb::gil_scoped_release released;
+        m->save(directory);
+    }
+    void load(const std::string& directory) {
+        nb::gil_scoped_release released;
+        m->load(directory);
+    }
+    void destroy() {
+        nb::gil_scoped_release released;
+        m->destroy();
+    }
+
+private:
+    std::unique_ptr<map_type> m;
+};
+
+template <class K, class V>
+void bind_linear_hash_map(nb::module_& mod, const char* name) {
+    using M = py_linear_hash_map<K, V>;
+    nb::class_<M>(mod, name)
+        .def(nb::init<communicator, mpidict::linear_hash_map_config>())
+        .def("insert_many", &M::insert_many)
+        .def("find_many", &M::find_many)
+        .def("insert", &M::insert)
+        .def("find", &M::find)
+        .def("erase", &M::erase)
+        .def("async_insert", &M::async_insert)
+        .def("async_erase", &M::async_erase)
+        .def("flush", &M::flush)
+        .def("global_size", &M::global_size)
+        .def("local_size", &M::local_size)
+        .def("async_rejected", &M::async_rejected)
+        .def("rank", &M::rank)
+        .def("num_ranks", &M::num_ranks)
+        .def("local_items", &M::local_items)
+        .def("save", &M::save)
+        .def("load", &M::load)
+        .def("destroy", &M::destroy);
+}
+
+// ---- skiplist_map --------------------------------------------------------------------
+
+template <class K, class V>
+class py_skiplist_map {
+public:
+    using map_type = mpidict::skiplist_map<K, V>;
+    py_skiplist_map(communicator c, mpidict::skiplist_map_config config)
+        : m(std::make_unique<map_type>(c.comm, config)) {}
+
+    std::size_t insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+        auto k = kind<K>::open(keys);
+        auto v = kind<V>::open(values);
+        same_length(k, v);
+        std::vector<K> ks;
+        std::vector<V> vs;
+        ks.reserve(k.size());
+        vs.reserve(k.size());
+        for (std::size_t i = 0; i < k.size(); ++i) {
+            ks.push_back(k.at(i));
+            vs.push_back(v.at(i));
+        }
+        nb::gil_scoped_release released;
+        return m->insert_many(std::span<const K>(ks), std::span<const V>(vs));
+    }
+    nb::tuple find_many(const typename kind<K>::batch& keys) {
+        auto k = kind<K>::open(keys);
+        std::vector<K> ks;
+        ks.reserve(k.size());
+        for (std::size_t i = 0; i < k.size(); ++i)
+            ks.push_back(k.at(i));
+        std::vector<std::optional<V>> results(ks.size());
+        {
+            nb::gil_scoped_release released;
+            m->find_many(std::span<const K>(ks), [&](std::size_t i, const std::optional<V>& v) { results[i] = v; });
+        }
+        std::vector<std::uint8_t> found(ks.size(), 0);
+        typename kind<V>::out out;
+        for (std::size_t i = 0; i < results.size(); ++i)
+            if (results[i]) {
+                found[i] = 1;
+                out.add(*results[i]);
+            }
+        return nb::make_tuple(to_numpy(std::move(found)), out.release());
+    }
+    // (keys, values) of [lo, hi] (limit 0: all), ascending or descending.
+    nb::tuple range(const K& lo, const K& hi, std::uint64_t limit, bool descending) {
+        mpidict::range_options options;
+        options.limit = limit;
+        options.descending = descending;
+        typename map_type::entry_list entries;
+        {
+            nb::gil_scoped_release released;
+            entries = m->range(lo, hi, options).get();
+        }
+        return entries_out(entries);
+    }
+    nb::tuple match(const std::string& pattern, std::uint64_t limit) {
+        mpidict::range_options options;
+        options.limit = limit;
+        typename map_type::entry_list entries;
+        if constexpr (std::is_arithmetic_v<K>) {
+            nb::gil_scoped_release released;
+            entries = m->match(std::string_view(pattern), options).get();
+        } else {
+            throw mpidict::invalid_argument_error(
+                "mpidict: skiplist_map match: pattern queries need numeric keys (use range for byte-string keys)");
+        }
+        return entries_out(entries);
+    }
+    request_handle insert(const K& key, const V& value) {
+        return wrap(m->insert(key, value), [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
+    }
+    request_handle find(const K& key) {
+        return wrap(m->find(key), [](const std::optional<V>& v) { return v ? kind<V>::scalar(*v) : nb::none(); });
+    }
+    request_handle erase(const K& key) {
+        return wrap(m->erase(key), [](bool hit) { return nb::bool_(hit); });
+    }
+    void async_insert(const K& key, const V& value) { m->async_insert(key, value); }
+    void async_erase(const K& key) { m->async_erase(key); }
+    void flush() {
+        nb::gil_scoped_release released;
+        m->flush();
+    }
+    std::size_t global_size() {
+        nb::gil_scoped_release released;
+        return m->global_size();
+    }
+    std::size_t local_size() const { return m->local_size(); }
+    int rank() const { return m->rank(); }
+    int num_ranks() const { return m->num_ranks(); }
+    void save(const std::string& directory) {
+        nb::gil_scoped_release released;
+        m->save(directory);
+    }
+    void load(const std::string& directory) {
+        nb::gil_scoped_release released;
+        m->load(directory);
+    }
+    void destroy() {
+        nb::gil_scoped_release released;
+        m->destroy();
+    }
+
+private:
+    static nb::tuple entries_out(const typename map_type::entry_list& entries) {
+        typename kind<K>::out keys;
+        typename kind<V>::out values;
+        for (const auto& [k, v] : entries) {
+            keys.add(k);
+            values.add(v);
+        }
+        return nb::make_tuple(keys.release(), values.release());
+    }
+    std::unique_ptr<map_type> m;
+};
+
+template <class K, class V>
+void bind_skiplist_map(nb::module_& mod, const char* name) {
+    using M = py_skiplist_map<K, V>;
+    nb::class_<M>(mod, name)
+        .def(nb::init<communicator, mpidict::skiplist_map_config>())
+        .def("insert_many", &M::insert_many)
+        .def("find_many", &M::find_many)
+        .def("range", &M::range)
+        .def("match", &M::match)
+        .def("insert", &M::insert)
+        .def("find", &M::find)
+        .def("erase", &M::erase)
+        .def("async_insert", &M::async_insert)
+        .def("async_erase", &M::async_erase)
+        .def("flush", &M::flush)
+        .def("global_size", &M::global_size)
+        .def("local_size", &M::local_size)
+        .def("rank", &M::rank)
+        .def("num_ranks", &M::num_ranks)
+        .def("save", &M::save)
+        .def("load", &M::load)
+        .def("destroy", &M::destroy);
+}
+
+// ---- rma_hash_set --------------------------------------------------------------------
+
+// Objects of W 64-bit words (8, 16 or 32 bytes), passed as uint64[n * W].
+template <std::size_t W>
+class py_rma_hash_set {
+public:
+    using object = std::conditional_t<W == 1, std::uint64_t, std::array<std::uint64_t, W>>;
+    using set_type = mpidict::rma_hash_set<object>;
+    py_rma_hash_set(communicator c, mpidict::rma_hash_set_config config)
+        : m(std::make_unique<set_type>(c.comm, config)) {}
+
+    static std::span<const object> objects(const array_in<std::uint64_t>& words) {
+        if (words.shape(0) % W != 0)
+            throw mpidict::invalid_argument_error("mpidict: rma_hash_set batch of " + std::to_string(words.shape(0)) +
+                                                  " words is not a whole number of " + std::to_string(W * 8) +
+                                                  "-byte objects");
+        return {reinterpret_cast<const object*>(words.data()), words.shape(0) / W};
+    }
+    // int8 per object: 1 inserted, 0 present, -1 not inserted (owner's table full)
+    nb::object insert_if_absent_many(const array_in<std::uint64_t>& words) {
+        auto batch = objects(words);
+        mpidict::insert_if_absent_many_result result;
+        {
+            nb::gil_scoped_release released;
+            result = m->insert_if_absent_many(batch);
+        }
+        std::vector<std::int8_t> status(batch.size());
+        for (std::size_t i = 0; i < batch.size(); ++i)
+            status[i] = result.status[i] == mpidict::insert_status::inserted  ? 1
+                        : result.status[i] == mpidict::insert_status::present ? 0
+                                                                              : -1;
+        return nb::cast(to_numpy(std::move(status)));
+    }
+    nb::object contains_many(const array_in<std::uint64_t>& words) {
+        auto batch = objects(words);
+        std::vector<std::uint8_t> found(batch.size());
+        {
+            nb::gil_scoped_release released;
+            for (std::size_t i = 0; i < batch.size(); ++i)
+                found[i] = m->contains(batch[i]) ? 1 : 0;
+        }
+        return nb::cast(to_numpy(std::move(found)));
+    }
+    void flush() {
+        nb::gil_scoped_release released;
+        m->flush();
+    }
+    std::size_t global_size() {
+        nb::gil_scoped_release released;
+        return m->global_size();
+    }
+    std::size_t local_size() { return m->local_size(); }
+    int rank() const { return m->rank(); }
+    int num_ranks() const { return m->num_ranks(); }
+    nb::object local_items() {
+        std::vector<std::uint64_t> words;
+        m->local_for_each([&](const object& o) {
+            if constexpr (W == 1)
+                words.push_back(o);
+            else
+                words.insert(words.end(), o.begin(), o.end());
+        });
+        return nb::cast(to_numpy(std::move(words)));
+    }
+    void save(const std::string& directory) {
+        nb::gil_scoped_release released;
+        m->save(directory);
+    }
+    void load(const std::string& directory) {
+        nb::gil_scoped_release released;
+        m->load(directory);
+    }
+    void destroy() {
+        nb::gil_scoped_release released;
+        m->destroy();
+    }
+
+private:
+    std::unique_ptr<set_type> m;
+};
+
+template <std::size_t W>
+void bind_rma_hash_set(nb::module_& mod, const char* name) {
+    using S = py_rma_hash_set<W>;
+    nb::class_<S>(mod, name)
+        .def(nb::init<communicator, mpidict::rma_hash_set_config>())
+        .def("insert_if_absent_many", &S::insert_if_absent_many)
+        .def("contains_many", &S::contains_many)
+        .def("flush", &S::flush)
+        .def("global_size", &S::global_size)
+        .def("local_size", &S::local_size)
+        .def("rank", &S::rank)
+        .def("num_ranks", &S::num_ranks)
+        .def("local_items", &S::local_items)
+        .def("save", &S::save)
+        .def("load", &S::load)
+        .def("destroy", &S::destroy);
+}
+
+}  // namespace
+
+NB_MODULE(_core, mod) {
+    mod.doc() = "mpidict's C++ containers (use the typed classes of the mpidict package)";
+
+    // Errors: one Python class per C++ class, all under mpidict._core.Error.
+    static nb::exception<mpidict::error> error(mod, "Error");
+    static nb::exception<mpidict::invalid_argument_error> invalid(mod, "InvalidArgumentError", error);
+    static nb::exception<mpidict::use_after_destroy_error> destroyed(mod, "UseAfterDestroyError", error);
+    static nb::exception<mpidict::collective_mismatch_error> mismatch(mod, "CollectiveMismatchError", error);
+    static nb::exception<mpidict::mpi_error> mpi(mod, "MPIError", error);
+    static nb::exception<mpidict::decode_error> decode(mod, "DecodeError", error);
+    static nb::exception<mpidict::checkpoint_error> checkpoint(mod, "CheckpointError", error);
+    static nb::exception<mpidict::table_full_error> full(mod, "TableFullError", error);
+    nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+        try {
+            std::rethrow_exception(p);
+        } catch (const mpidict::invalid_argument_error& e) {
+            PyErr_SetString(invalid.ptr(), e.what());
+        } catch (const mpidict::use_after_destroy_error& e) {
+            PyErr_SetString(destroyed.ptr(), e.what());
+        } catch (const mpidict::collective_mismatch_error& e) {
+            PyErr_SetString(mismatch.ptr(), e.what());
+        } catch (const mpidict::mpi_error& e) {
+            PyErr_SetString(mpi.ptr(), e.what());
+        } catch (const mpidict::decode_error& e) {
+            PyErr_SetString(decode.ptr(), e.what());
+        } catch (const mpidict::checkpoint_error& e) {
+            PyErr_SetString(checkpoint.ptr(), e.what());
+        } catch (const mpidict::table_full_error& e) {
+            PyErr_SetString(full.ptr(), e.what());
+        } catch (const mpidict::error& e) {
+            PyErr_SetString(error.ptr(), e.what());
+        }
+    });
+
+    nb::class_<communicator>(mod, "Communicator")
+        .def_static("from_fortran", [](std::int64_t handle) {
+            int initialised = 0;
+            MPI_Initialized(&initialised);
+            if (!initialised)
+                throw mpidict::mpi_error("mpidict: MPI is not initialised (import mpi4py.MPI first)");
+            return communicator{MPI_Comm_f2c(static_cast<MPI_Fint>(handle))};
+        });
+    mod.def("mpi_library_version", &mpi_library_version);
+
+    nb::class_<request_handle>(mod, "Request")
+        .def("get", &request_handle::get, "waits (if needed) and returns the result")
+        .def("wait", &request_handle::wait)
+        .def("test", &request_handle::test, "true once the result is there (makes progress)");
+
+    nb::class_<mpidict::runtime::config>(mod, "RuntimeConfig")
+        .def(nb::init<>())
+        .def_rw("buffer_bytes", &mpidict::runtime::config::buffer_bytes)
+        .def_rw("blocking_factor", &mpidict::runtime::config::blocking_factor)
+        .def_rw("release_queue", &mpidict::runtime::config::release_queue)
+        .def_rw("progress_thread", &mpidict::runtime::config::progress_thread);
+    nb::class_<mpidict::hash_map_config>(mod, "HashMapConfig")
+        .def(nb::init<>())
+        .def_rw("runtime", &mpidict::hash_map_config::runtime)
+        .def_prop_rw(
+            "cyclic", [](const mpidict::hash_map_config& c) { return c.place == mpidict::placement::cyclic; },
+            [](mpidict::hash_map_config& c, bool cyclic) {
+                c.place = cyclic ? mpidict::placement::cyclic : mpidict::placement::hash;
+            })
+        .def_rw("expected_keys_per_rank", &mpidict::hash_map_config::expected_keys_per_rank)
+        .def_rw("max_load", &mpidict::hash_map_config::max_load)
+        .def_rw("capacity_values", &mpidict::hash_map_config::capacity_values)
+        .def_rw("capacity_bytes", &mpidict::hash_map_config::capacity_bytes);
+    nb::class_<mpidict::linear_hash_map_config>(mod, "LinearHashMapConfig")
+        .def(nb::init<>())
+        .def_rw("runtime", &mpidict::linear_hash_map_config::runtime)
+        .def_rw("initial_servers", &mpidict::linear_hash_map_config::initial_servers)
+        .def_rw("server_capacity_bytes", &mpidict::linear_hash_map_config::server_capacity_bytes)
+        .def_rw("split_load", &mpidict::linear_hash_map_config::split_load)
+        .def_rw("max_key_bytes", &mpidict::linear_hash_map_config::max_key_bytes)
+        .def_rw("max_value_bytes", &mpidict::linear_hash_map_config::max_value_bytes);
+    nb::class_<mpidict::skiplist_map_config>(mod, "SkiplistMapConfig")
+        .def(nb::init<>())
+        .def_rw("runtime", &mpidict::skiplist_map_config::runtime)
+        .def_rw("granularity", &mpidict::skiplist_map_config::granularity)
+        .def_rw("node_slots_per_rank", &mpidict::skiplist_map_config::node_slots_per_rank)
+        .def_rw("max_key_bytes", &mpidict::skiplist_map_config::max_key_bytes)
+        .def_rw("max_value_bytes", &mpidict::skiplist_map_config::max_value_bytes)
+        .def_prop_rw(
+            "consistency", [](const mpidict::skiplist_map_config& c) { return std::string(mpidict::to_string(c.consistency)); },
+            [](mpidict::skiplist_map_config& c, const std::string& name) {
+                const auto mode = mpidict::skiplist_consistency_named(name);
+                if (!mode)
+                    throw mpidict::invalid_argument_error("mpidict: consistency '" + name +
+                                                          "' is not one of total_order, sequential, none");
+                c.consistency = *mode;
+            });
+    nb::class_<mpidict::rma_hash_set_config>(mod, "RmaHashSetConfig")
+        .def(nb::init<>())
+        .def_rw("slots_per_rank", &mpidict::rma_hash_set_config::slots_per_rank)
+        .def_rw("expected_per_rank", &mpidict::rma_hash_set_config::expected_per_rank)
+        .def_rw("max_load", &mpidict::rma_hash_set_config::max_load);
+
+    nb::class_<string_batch>(mod, "StringBatch")
+        .def(nb::init<array_in<std::uint64_t>, array_in<std::uint8_t>>(), "offsets"_a, "data"_a);
+
+    bind_hash_map<std::uint64_t, std::uint64_t>(mod, "hash_map_u64_u64");
+    bind_hash_map<std::uint64_t, std::string>(mod, "hash_map_u64_bytes");
+    bind_hash_map<std::string, std::uint64_t>(mod, "hash_map_bytes_u64");
+    bind_hash_map<std::string, std::string>(mod, "hash_map_bytes_bytes");
+    bind_linear_hash_map<std::uint64_t, std::uint64_t>(mod, "linear_hash_map_u64_u64");
+    bind_linear_hash_map<std::uint64_t, std::string>(mod, "linear_hash_map_u64_bytes");
+    bind_linear_hash_map<std::string, std::uint64_t>(mod, "linear_hash_map_bytes_u64");
+    bind_linear_hash_map<std::string, std::string>(mod, "linear_hash_map_bytes_bytes");
+    bind_skiplist_map<std::int64_t, std::uint64_t>(mod, "skiplist_map_i64_u64");
+    bind_skiplist_map<std::int64_t, std::string>(mod, "skiplist_map_i64_bytes");
+    bind_skiplist_map<std::uint64_t, std::uint64_t>(mod, "skiplist_map_u64_u64");
+    bind_skiplist_map<std::uint64_t, std::string>(mod, "skiplist_map_u64_bytes");
+    bind_skiplist_map<double, std::uint64_t>(mod, "skiplist_map_f64_u64");
+    bind_skiplist_map<double, std::string>(mod, "skiplist_map_f64_bytes");
+    bind_skiplist_map<std::string, std::uint64_t>(mod, "skiplist_map_bytes_u64");
+    bind_skiplist_map<std::string, std::string>(mod, "skiplist_map_bytes_bytes");
+    bind_rma_hash_set<1>(mod, "rma_hash_set_8");
+    bind_rma_hash_set<2>(mod, "rma_hash_set_16");
+    bind_rma_hash_set<4>(mod, "rma_hash_set_32");
+}
