@@ -59,6 +59,11 @@ struct checkpoint_options {
     // Per-rank buffer for streaming columns to and from the files (split between
     // the columns; at least 64 KiB each).
     std::size_t buffer_bytes = std::size_t{8} << 20;
+    // The key and value type names written to (save) and expected in (load) the
+    // manifest instead of checkpoint_type's; for bindings that keep several user
+    // types in one C++ type (Python's int64 and float64 both as uint64 bits).
+    std::string key_type_name{};
+    std::string value_type_name{};
 };
 
 // The portable name of a key or value type in a checkpoint's manifest: "int64",
@@ -286,7 +291,7 @@ std::vector<column_spec> columns_for(layout_flags flags, const entry_totals& tot
 }
 
 template <class K, class V>
-description describe(std::string container, layout_flags flags) {
+description describe(std::string container, layout_flags flags, const checkpoint_options& options = {}) {
     description d;
     d.container = std::move(container);
     d.key_type = std::string(checkpoint_type<K>::name);
@@ -296,6 +301,10 @@ description describe(std::string container, layout_flags flags) {
         d.value_bytes = column_codec<V>::width;
     }
     d.multi_valued = flags.multi_valued;
+    if (!options.key_type_name.empty())
+        d.key_type = options.key_type_name;
+    if (!options.value_type_name.empty() && flags.has_values)
+        d.value_type = options.value_type_name;
     return d;
 }
 

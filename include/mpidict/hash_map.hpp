@@ -468,7 +468,7 @@ public:
                     ck::add_totals(value, totals.value_bytes);
             });
         }
-        ck::description what = ck::describe<K, V>("hash_map", checkpoint_flags);
+        ck::description what = ck::describe<K, V>("hash_map", checkpoint_flags, options);
         what.tunables = {{"placement", m_config.place == placement::cyclic ? "cyclic" : "hash"},
                          {"expected_keys_per_rank", std::to_string(m_config.expected_keys_per_rank)},
                          {"max_load", std::to_string(m_config.max_load)},
@@ -500,7 +500,7 @@ public:
             throw invalid_argument_error("mpidict: hash_map load needs an empty map; this one holds " +
                                          std::to_string(held) + " keys");
         ck::communicator_copy comm(m_engine->mpi_communicator(), "hash_map");
-        ck::reader in(comm.get(), directory, ck::describe<K, V>("hash_map", checkpoint_flags),
+        ck::reader in(comm.get(), directory, ck::describe<K, V>("hash_map", checkpoint_flags, options),
                       ck::columns_for<K, V>(checkpoint_flags, {}), options);
         const std::uint64_t refused_before = m_local_rejected;
         std::string problem;  // e.g. a saved value too large for this map's messages

@@ -254,7 +254,7 @@ public:
                 totals.value_bytes += e.value().size();
         });
         const auto& config = m_core->settings();
-        ck::description what = ck::describe<K, V>("linear_hash_map", checkpoint_flags);
+        ck::description what = ck::describe<K, V>("linear_hash_map", checkpoint_flags, options);
         what.tunables = {{"initial_servers", std::to_string(config.initial_servers)},
                          {"server_capacity_bytes", std::to_string(config.server_capacity_bytes)},
                          {"split_load", std::to_string(config.split_load)},
@@ -291,7 +291,7 @@ public:
                 std::find(m_core->settings().client_ranks->begin(), m_core->settings().client_ranks->end(), r) !=
                     m_core->settings().client_ranks->end())
                 clients.push_back(r);
-        ck::reader in(comm.get(), directory, ck::describe<K, V>("linear_hash_map", checkpoint_flags),
+        ck::reader in(comm.get(), directory, ck::describe<K, V>("linear_hash_map", checkpoint_flags, options),
                       ck::columns_for<K, V>(checkpoint_flags, {}), options, clients);
         const std::uint64_t refused_before = async_rejected();
         std::string problem;

@@ -191,6 +191,7 @@ public:
         if (m_window && !m_window->freed())
             m_window->free();
     }
+    bool destroyed() const { return !m_window || m_window->freed(); }
 
     int rank() const { return m_window->rank(); }
     int num_ranks() const { return m_window->size(); }
@@ -328,7 +329,7 @@ public:
         ck::communicator_copy comm(m_window->comm(), "rma_hash_set");
         ck::entry_totals totals;
         totals.keys = local_size();
-        ck::description what = ck::describe<T, T>("rma_hash_set", checkpoint_flags);
+        ck::description what = ck::describe<T, T>("rma_hash_set", checkpoint_flags, options);
         what.tunables = {{"slots_per_rank", std::to_string(m_slots)},
                          {"max_load", std::to_string(m_config.max_load)},
                          {"sync", m_config.sync == rma_sync::lock_free ? "lock_free" : "locked"}};
@@ -351,7 +352,7 @@ public:
             throw invalid_argument_error("mpidict: rma_hash_set load needs an empty set; this one holds " +
                                          std::to_string(held) + " objects");
         ck::communicator_copy comm(m_window->comm(), "rma_hash_set");
-        ck::reader in(comm.get(), directory, ck::describe<T, T>("rma_hash_set", checkpoint_flags),
+        ck::reader in(comm.get(), directory, ck::describe<T, T>("rma_hash_set", checkpoint_flags, options),
                       ck::columns_for<T, T>(checkpoint_flags, {}), options);
         std::string problem;
         try {

@@ -473,7 +473,7 @@ public:
                 totals.value_bytes += value.size();
         });
         const skiplist_map_config& config = m_core->config();
-        ck::description what = ck::describe<K, V>("skiplist_map", checkpoint_flags);
+        ck::description what = ck::describe<K, V>("skiplist_map", checkpoint_flags, options);
         what.tunables = {{"granularity", std::to_string(config.granularity)},
                          {"node_slots_per_rank", std::to_string(config.node_slots_per_rank)},
                          {"max_height", std::to_string(config.max_height)},
@@ -504,7 +504,7 @@ public:
             throw invalid_argument_error("mpidict: skiplist_map load needs an empty map; this one holds " +
                                          std::to_string(held) + " entries");
         ck::communicator_copy comm(m_core->engine().mpi_communicator(), "skiplist_map");
-        ck::reader in(comm.get(), directory, ck::describe<K, V>("skiplist_map", checkpoint_flags),
+        ck::reader in(comm.get(), directory, ck::describe<K, V>("skiplist_map", checkpoint_flags, options),
                       ck::columns_for<K, V>(checkpoint_flags, {}), options);
         const std::uint64_t refused_before = async_rejected();
         std::string problem;

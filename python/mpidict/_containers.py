@@ -73,6 +73,17 @@ class _Codec:
                 f"mpidict: skiplist_map keys must be int64, uint64, float64, bytes or str (ordered), not {spec!r}")
         else:
             self.storage = "u64"
+        # The name in a checkpoint's manifest (C++'s names where they agree).
+        if self.text:
+            self.checkpoint_name = "string"
+        elif self.variable:
+            self.checkpoint_name = "bytes"
+        elif self.storage == "bytes":
+            self.checkpoint_name = "numpy:" + self.dtype.str
+        elif self.dtype.itemsize == 8 and self.dtype.kind in "iuf":
+            self.checkpoint_name = self.dtype.name
+        else:
+            self.checkpoint_name = self.dtype.name + "@u64"
 
     # -- batches ---------------------------------------------------------------------------
     def batch(self, items, what: str):
@@ -84,10 +95,12 @@ class _Codec:
                 return _core.StringBatch(offsets, data)
             if isinstance(items, (str, bytes)) or not hasattr(items, "__len__"):
                 raise InvalidArgumentError(f"mpidict: {what} must be a sequence of {self.name}")
-            try:
-                encoded = [x.encode() for x in items] if self.text else [bytes(x) for x in items]
-            except (AttributeError, TypeError) as problem:
-                raise InvalidArgumentError(f"mpidict: {what} must all be {self.name} ({problem})") from None
+            wanted = str if self.text else (bytes, bytearray, memoryview)
+            for x in items:
+                if not isinstance(x, wanted):
+                    raise InvalidArgumentError(f"mpidict: {what} must all be {self.name}, "
+                                               f"not {type(x).__name__} ({x!r:.40})")
+            encoded = [x.encode() for x in items] if self.text else [bytes(x) for x in items]
             lengths = np.fromiter((len(x) for x in encoded), dtype=np.uint64, count=len(encoded))
             offsets = np.zeros(len(encoded) + 1, dtype=np.uint64)
             np.cumsum(lengths, out=offsets[1:])
@@ -258,13 +271,18 @@ class _Container:
     def num_ranks(self) -> int:
         return self._live().num_ranks()
 
+    def _type_names(self):
+        return self._key.checkpoint_name, self._value.checkpoint_name if self._value else ""
+
     def save(self, directory) -> None:
-        """Collective: writes a checkpoint (docs/checkpoint.md)."""
-        self._live().save(str(directory))
+        """Collective: writes a checkpoint (docs/checkpoint.md); the manifest names the
+        Python types (int32 keys kept as uint64 bits say "int32@u64")."""
+        self._live().save(str(directory), *self._type_names())
 
     def load(self, directory) -> None:
-        """Collective: fills this empty container from a checkpoint saved at any rank count."""
-        self._live().load(str(directory))
+        """Collective: fills this empty container from a checkpoint saved at any rank
+        count, by C++ or Python, with the same types."""
+        self._live().load(str(directory), *self._type_names())
 
 
 def _pick(prefix: str, key: _Codec, value: _Codec | None):
@@ -443,6 +461,12 @@ class skiplist_map(_Container):
         self._live().async_erase(self._key.one(key, "key"))
 
 
+class _SetName:
+    def __init__(self, dtype):
+        exact = dtype.itemsize == 8 and dtype.kind in "iuf"
+        self.checkpoint_name = dtype.name if exact else "numpy:" + dtype.str
+
+
 class rma_hash_set(_Container):
     """One-sided distributed set (C++ mpidict::rma_hash_set): fixed-width objects of
     at most 32 bytes (any numpy dtype; padded to 8, 16 or 32 bytes).  Options:
@@ -454,6 +478,7 @@ class rma_hash_set(_Container):
             raise InvalidArgumentError(f"mpidict: rma_hash_set objects are fixed-width dtypes of 1 to 32 bytes, "
                                        f"not {dtype!r}")
         self._words = 1 if self._dtype.itemsize <= 8 else 2 if self._dtype.itemsize <= 16 else 4
+        self._key, self._value = _SetName(self._dtype), None
         config = _config(_core.RmaHashSetConfig(), options, "rma_hash_set")
         self._impl = getattr(_core, f"rma_hash_set_{8 * self._words}")(_communicator(comm), config)
 

@@ -194,7 +194,9 @@ class Checkpoint:
             raise KeyError(f"this {self.container} checkpoint has no column {name!r} "
                            f"(it has {sorted(shards[0].columns)})")
         arrays = [self._fixed(s, name) for s in shards]
-        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+        array = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+        declared = {"keys": self.key_type, "values": self.value_type}.get(name)
+        return _as_declared(array, declared)
 
     # ---- entries ----------------------------------------------------------------------
 
@@ -240,6 +242,27 @@ class Checkpoint:
         if self.shards and "expiry" in self.shards[0].columns:
             frame["expiry"] = self.column("expiry")
         return pd.DataFrame(frame)
+
+
+def _as_declared(array, declared):
+    """Columns written by the Python bindings keep several numpy types in one C++
+    type: "float64" in a uint64 column (same bits), "int32@u64" (zero-extended bits),
+    "numpy:<dtype>" in a raw column.  Returns the array in the declared type."""
+    if declared is None:
+        return array
+    try:
+        if declared.startswith("numpy:"):
+            dtype = np.dtype(declared[6:])
+            return array.view(dtype) if array.dtype.itemsize == dtype.itemsize else array
+        if declared.endswith("@u64"):
+            dtype = np.dtype(declared[:-4])
+            return array.astype(f"u{dtype.itemsize}").view(dtype)
+        dtype = np.dtype(_DTYPES.get(declared, ""))
+    except TypeError:
+        return array
+    if dtype.itemsize == array.dtype.itemsize and dtype != array.dtype and array.dtype.kind in "iufV":
+        return array.view(dtype)
+    return array
 
 
 def main(argv: list[str] | None = None) -> int:

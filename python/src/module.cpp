@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -133,7 +134,8 @@ struct kind<std::uint64_t> {
         nb::object release() { return nb::cast(to_numpy(std::move(items))); }
     };
     static nb::object scalar(std::uint64_t v) { return nb::int_(v); }
-    static std::uint64_t from(nb::handle h) { return nb::cast<std::uint64_t>(h); }
+    using arg = std::uint64_t;
+    static std::uint64_t value(arg a) { return a; }
 };
 
 template <class Number>
@@ -152,7 +154,8 @@ struct number_kind {
         nb::object release() { return nb::cast(to_numpy(std::move(items))); }
     };
     static nb::object scalar(Number v) { return nb::cast(v); }
-    static Number from(nb::handle h) { return nb::cast<Number>(h); }
+    using arg = Number;
+    static Number value(arg a) { return a; }
 };
 template <>
 struct kind<std::int64_t> : number_kind<std::int64_t> {};
@@ -173,11 +176,17 @@ struct kind<std::string> {
         nb::object release() { return items.release(); }
     };
     static nb::object scalar(const std::string& v) { return nb::bytes(v.data(), v.size()); }
-    static std::string from(nb::handle h) {
-        nb::bytes b = nb::cast<nb::bytes>(h);
-        return std::string(b.c_str(), b.size());
-    }
+    using arg = nb::bytes;  // single keys and values arrive as Python bytes
+    static std::string value(const arg& a) { return std::string(a.c_str(), a.size()); }
 };
+
+// The user's type names, for the checkpoint manifest (checkpoint_options).
+mpidict::checkpoint_options names(const std::string& key_name, const std::string& value_name) {
+    mpidict::checkpoint_options options;
+    options.key_type_name = key_name;
+    options.value_type_name = value_name;
+    return options;
+}
 
 template <class A, class B>
 void same_length(const A& a, const B& b) {
@@ -246,6 +255,14 @@ template <class K, class V>
 class py_hash_map {
 public:
     using map_type = mpidict::hash_map<K, V>;
+    // Collected without destroy() (no `with`, or an exception on its way out):
+    // never collective here, other ranks may be elsewhere.
+    ~py_hash_map() {
+        if (m && !m->engine().destroyed())
+            m->engine().abandon("a hash_map was garbage-collected without destroy() (use `with` or call destroy() on every rank)");
+    }
+    py_hash_map(const py_hash_map&) = delete;
+    py_hash_map& operator=(const py_hash_map&) = delete;
     py_hash_map(communicator c, mpidict::hash_map_config config) : m(std::make_unique<map_type>(c.comm, config)) {}
 
     void insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
@@ -304,11 +321,14 @@ public:
         }
         return nb::cast(to_numpy(std::move(inserted)));
     }
-    request_handle insert(const K& key, const V& value) {
+    request_handle insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
+        const K key = kind<K>::value(key_in);
+        const V value = kind<V>::value(value_in);
         return wrap(m->insert(key, std::span<const V>(&value, 1)),
                     [](const mpidict::insert_result& r) { return nb::bool_(r.stored == 1); });
     }
-    request_handle find(const K& key, std::size_t limit, bool take) {
+    request_handle find(const typename kind<K>::arg& key_in, std::size_t limit, bool take) {
+        const K key = kind<K>::value(key_in);
         auto convert = [](const std::vector<V>& values) {
             typename kind<V>::out out;
             for (const V& v : values)
@@ -317,11 +337,14 @@ public:
         };
         return wrap(take ? m->take(key, limit) : m->find(key, limit), convert);
     }
-    request_handle erase(const K& key) {
+    request_handle erase(const typename kind<K>::arg& key_in) {
+        const K key = kind<K>::value(key_in);
         return wrap(m->erase(key), [](std::size_t n) { return nb::int_(n); });
     }
-    void async_insert(const K& key, const V& value) { m->async_insert(key, value); }
-    void async_erase(const K& key) { m->async_erase(key); }
+    void async_insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
+        m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in));
+    }
+    void async_erase(const typename kind<K>::arg& key_in) { m->async_erase(kind<K>::value(key_in)); }
     void flush() {
         nb::gil_scoped_release released;
         m->flush();
@@ -338,7 +361,7 @@ public:
     std::uint64_t async_rejected() const { return m->async_rejected(); }
     int rank() const { return m->rank(); }
     int num_ranks() const { return m->num_ranks(); }
-    int owner(const K& key) const { return m->owner(key); }
+    int owner(const typename kind<K>::arg& key_in) const { return m->owner(kind<K>::value(key_in)); }
     // (keys, counts, values) of this rank's entries.
     nb::tuple local_items() {
         typename kind<K>::out keys;
@@ -352,13 +375,13 @@ public:
         });
         return nb::make_tuple(keys.release(), to_numpy(std::move(counts)), values.release());
     }
-    void save(const std::string& directory) {
+    void save(const std::string& directory, const std::string& key_name, const std::string& value_name) {
         nb::gil_scoped_release released;
-        m->save(directory);
+        m->save(directory, names(key_name, value_name));
     }
-    void load(const std::string& directory) {
+    void load(const std::string& directory, const std::string& key_name, const std::string& value_name) {
         nb::gil_scoped_release released;
-        m->load(directory);
+        m->load(directory, names(key_name, value_name));
     }
     void destroy() {
         nb::gil_scoped_release released;
@@ -434,6 +457,14 @@ template <class K, class V>
 class py_linear_hash_map {
 public:
     using map_type = mpidict::linear_hash_map<K, V>;
+    // Collected without destroy() (no `with`, or an exception on its way out):
+    // never collective here, other ranks may be elsewhere.
+    ~py_linear_hash_map() {
+        if (m && !m->engine().destroyed())
+            m->engine().abandon("a linear_hash_map was garbage-collected without destroy() (use `with` or call destroy() on every rank)");
+    }
+    py_linear_hash_map(const py_linear_hash_map&) = delete;
+    py_linear_hash_map& operator=(const py_linear_hash_map&) = delete;
     py_linear_hash_map(communicator c, mpidict::linear_hash_map_config config)
         : m(std::make_unique<map_type>(c.comm, config)) {}
 
@@ -471,17 +502,23 @@ public:
             }
         return nb::make_tuple(to_numpy(std::move(found)), out.release());
     }
-    request_handle insert(const K& key, const V& value) {
+    request_handle insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
+        const K key = kind<K>::value(key_in);
+        const V value = kind<V>::value(value_in);
         return wrap(m->insert(key, value), [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
     }
-    request_handle find(const K& key) {
+    request_handle find(const typename kind<K>::arg& key_in) {
+        const K key = kind<K>::value(key_in);
         return wrap(m->find(key), [](const std::optional<V>& v) { return v ? kind<V>::scalar(*v) : nb::none(); });
     }
-    request_handle erase(const K& key) {
+    request_handle erase(const typename kind<K>::arg& key_in) {
+        const K key = kind<K>::value(key_in);
         return wrap(m->erase(key), [](bool hit) { return nb::bool_(hit); });
     }
-    void async_insert(const K& key, const V& value) { m->async_insert(key, value); }
-    void async_erase(const K& key) { m->async_erase(key); }
+    void async_insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
+        m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in));
+    }
+    void async_erase(const typename kind<K>::arg& key_in) { m->async_erase(kind<K>::value(key_in)); }
     void flush() {
         nb::gil_scoped_release released;
         m->flush();
@@ -503,13 +540,13 @@ public:
         });
         return nb::make_tuple(keys.release(), values.release());
     }
-    void save(const std::string& directory) {
+    void save(const std::string& directory, const std::string& key_name, const std::string& value_name) {
         nb::gil_scoped_release released;
-        m->save(directory);
+        m->save(directory, names(key_name, value_name));
     }
-    void load(const std::string& directory) {
+    void load(const std::string& directory, const std::string& key_name, const std::string& value_name) {
         nb::gil_scoped_release released;
-        m->load(directory);
+        m->load(directory, names(key_name, value_name));
     }
     void destroy() {
         nb::gil_scoped_release released;
@@ -550,6 +587,14 @@ template <class K, class V>
 class py_skiplist_map {
 public:
     using map_type = mpidict::skiplist_map<K, V>;
+    // Collected without destroy() (no `with`, or an exception on its way out):
+    // never collective here, other ranks may be elsewhere.
+    ~py_skiplist_map() {
+        if (m && !m->engine().destroyed())
+            m->engine().abandon("a skiplist_map was garbage-collected without destroy() (use `with` or call destroy() on every rank)");
+    }
+    py_skiplist_map(const py_skiplist_map&) = delete;
+    py_skiplist_map& operator=(const py_skiplist_map&) = delete;
     py_skiplist_map(communicator c, mpidict::skiplist_map_config config)
         : m(std::make_unique<map_type>(c.comm, config)) {}
 
@@ -589,7 +634,8 @@ public:
         return nb::make_tuple(to_numpy(std::move(found)), out.release());
     }
     // (keys, values) of [lo, hi] (limit 0: all), ascending or descending.
-    nb::tuple range(const K& lo, const K& hi, std::uint64_t limit, bool descending) {
+    nb::tuple range(const typename kind<K>::arg& lo_in, const typename kind<K>::arg& hi_in, std::uint64_t limit, bool descending) {
+        const K lo = kind<K>::value(lo_in), hi = kind<K>::value(hi_in);
         mpidict::range_options options;
         options.limit = limit;
         options.descending = descending;
@@ -613,17 +659,23 @@ public:
         }
         return entries_out(entries);
     }
-    request_handle insert(const K& key, const V& value) {
+    request_handle insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
+        const K key = kind<K>::value(key_in);
+        const V value = kind<V>::value(value_in);
         return wrap(m->insert(key, value), [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
     }
-    request_handle find(const K& key) {
+    request_handle find(const typename kind<K>::arg& key_in) {
+        const K key = kind<K>::value(key_in);
         return wrap(m->find(key), [](const std::optional<V>& v) { return v ? kind<V>::scalar(*v) : nb::none(); });
     }
-    request_handle erase(const K& key) {
+    request_handle erase(const typename kind<K>::arg& key_in) {
+        const K key = kind<K>::value(key_in);
         return wrap(m->erase(key), [](bool hit) { return nb::bool_(hit); });
     }
-    void async_insert(const K& key, const V& value) { m->async_insert(key, value); }
-    void async_erase(const K& key) { m->async_erase(key); }
+    void async_insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
+        m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in));
+    }
+    void async_erase(const typename kind<K>::arg& key_in) { m->async_erase(kind<K>::value(key_in)); }
     void flush() {
         nb::gil_scoped_release released;
         m->flush();
@@ -635,13 +687,13 @@ public:
     std::size_t local_size() const { return m->local_size(); }
     int rank() const { return m->rank(); }
     int num_ranks() const { return m->num_ranks(); }
-    void save(const std::string& directory) {
+    void save(const std::string& directory, const std::string& key_name, const std::string& value_name) {
         nb::gil_scoped_release released;
-        m->save(directory);
+        m->save(directory, names(key_name, value_name));
     }
-    void load(const std::string& directory) {
+    void load(const std::string& directory, const std::string& key_name, const std::string& value_name) {
         nb::gil_scoped_release released;
-        m->load(directory);
+        m->load(directory, names(key_name, value_name));
     }
     void destroy() {
         nb::gil_scoped_release released;
@@ -693,6 +745,17 @@ class py_rma_hash_set {
 public:
     using object = std::conditional_t<W == 1, std::uint64_t, std::array<std::uint64_t, W>>;
     using set_type = mpidict::rma_hash_set<object>;
+    // Collected without destroy(): freeing the window is collective, so it is
+    // left to MPI_Finalize.
+    ~py_rma_hash_set() {
+        if (m && !m->destroyed()) {
+            std::fprintf(stderr, "mpidict: rank %d: an rma_hash_set was garbage-collected without destroy() (use "
+                         "`with` or call destroy() on every rank); its window is left to MPI_Finalize\n", m->rank());
+            (void)m.release();
+        }
+    }
+    py_rma_hash_set(const py_rma_hash_set&) = delete;
+    py_rma_hash_set& operator=(const py_rma_hash_set&) = delete;
     py_rma_hash_set(communicator c, mpidict::rma_hash_set_config config)
         : m(std::make_unique<set_type>(c.comm, config)) {}
 
@@ -749,13 +812,13 @@ public:
         });
         return nb::cast(to_numpy(std::move(words)));
     }
-    void save(const std::string& directory) {
+    void save(const std::string& directory, const std::string& key_name, const std::string& value_name) {
         nb::gil_scoped_release released;
-        m->save(directory);
+        m->save(directory, names(key_name, value_name));
     }
-    void load(const std::string& directory) {
+    void load(const std::string& directory, const std::string& key_name, const std::string& value_name) {
         nb::gil_scoped_release released;
-        m->load(directory);
+        m->load(directory, names(key_name, value_name));
     }
     void destroy() {
         nb::gil_scoped_release released;

@@ -105,6 +105,19 @@ void engine::abandon_at_finalize() {
                  "go out of scope first (do the MPI work in a function or a block that ends before MPI_Finalize) "
                  "or call destroy() on every rank.\n",
                  m_rank, m_size, m_size == 1 ? "" : "s");
+    drop_everything();
+}
+
+void engine::abandon(std::string_view why) {
+    if (m_destroyed)
+        return;
+    stop_progress_thread();
+    std::fprintf(stderr, "mpidict: rank %d: %.*s; its pending operations are dropped without waiting for the other "
+                 "ranks\n", m_rank, static_cast<int>(why.size()), why.data());
+    drop_everything();
+}
+
+void engine::drop_everything() {
     try {
         m_transport->abandon();
     } catch (...) {

@@ -206,6 +206,12 @@ public:
     // destroyed, so that its container's destructor, which runs after
     // MPI_Finalize, makes no MPI call.
     void abandon_at_finalize();
+    // Local.  Drops what is pending with local MPI calls only, without waiting
+    // for other ranks, and marks the engine destroyed, so its container's
+    // destructor makes no collective call; says `why` on stderr.  For owners that
+    // cannot be collective at their end (a Python object collected without
+    // destroy()).  Other ranks must not wait for this one in this container.
+    void abandon(std::string_view why);
 
     // Collective.  Element-wise min/max across ranks (for consistency checks).
     void min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
@@ -277,6 +283,7 @@ private:
     friend class engine_lock;
 
     void initialise();
+    void drop_everything();  // the local teardown of abandon() and abandon_at_finalize()
     void ship(int destination, bool full = false);
     void wait_for_queue_space();
     bool release_finished_sends();
