@@ -357,3 +357,15 @@ def test_checkpoint_reader_sees_a_python_save(tmp_path_factory, rank):
         ck = Checkpoint(directory)
         assert ck.container == "skiplist_map" and len(ck) == MPI.COMM_WORLD.size
     MPI.COMM_WORLD.Barrier()
+
+
+def test_progress_thread(rank, size):
+    # The optional progress thread serves other ranks while this one runs Python;
+    # it never needs the GIL (no Python code runs inside the library).
+    with mpidict.hash_map("int64", "int64", progress_thread=True) as m:
+        keys = np.arange(rank * 500, rank * 500 + 500, dtype=np.int64)
+        m.insert_many(keys, keys + 1)
+        m.flush()
+        counts, values = m.find_many(np.arange(500 * size, dtype=np.int64))
+        assert counts.tolist() == [1] * (500 * size) and values.tolist() == list(range(1, 500 * size + 1))
+        m.flush()
