@@ -343,7 +343,9 @@ def test_rma_hash_set(dtype, rank, size):
 # ---- the interplay with mpi4py ------------------------------------------------------------------
 
 def test_same_mpi():
-    assert mpidict._containers._core.mpi_library_version().splitlines()[0] == MPI.Get_library_version().splitlines()[0]
+    from mpidict import _containers
+
+    assert _containers._core.mpi_library_version().splitlines()[0] == MPI.Get_library_version().splitlines()[0]
 
 
 def test_checkpoint_reader_sees_a_python_save(tmp_path_factory, rank):
@@ -369,3 +371,13 @@ def test_progress_thread(rank, size):
         counts, values = m.find_many(np.arange(500 * size, dtype=np.int64))
         assert counts.tolist() == [1] * (500 * size) and values.tolist() == list(range(1, 500 * size + 1))
         m.flush()
+
+
+def test_mpi_mismatch_is_refused(monkeypatch):
+    # Another MPI under mpi4py (as the PyPI wheel or Debian's Open MPI build would
+    # bring): the check run at import refuses it, naming both libraries.
+    from mpidict import _containers
+
+    monkeypatch.setattr(_containers._MPI, "Get_library_version", lambda: "Open MPI v4.1.4, package: ...")
+    with pytest.raises(mpidict.MPIMismatchError, match="but mpi4py runs Open MPI v4.1.4"):
+        _containers._check_same_mpi()
