@@ -448,6 +448,54 @@ private:
     std::uint64_t m_key_end = 0, m_value_end = 0;
 };
 
+// The load of a container that stores entries by its own inserts and takes
+// them back by erasing them (linear_hash_map, skiplist_map).  Collective:
+// inserts every entry of the dealt shards (insert(key, value, expiry); expiry 0
+// without an expiry column), flushes, and if any rank failed or refused_total()
+// (collective) counts refusals, every reader erases its shards' keys again and
+// every rank throws checkpoint_error.
+template <class K, class V, class Insert, class Erase, class Flush, class RefusedTotal>
+void load_by_inserts(MPI_Comm comm, reader& in, layout_flags flags, const std::string& directory, Insert&& insert,
+                     Erase&& erase, Flush&& flush, RefusedTotal&& refused_total, std::string_view refusal) {
+    std::string problem;
+    try {
+        for (std::size_t shard = 0; shard < in.shards(); ++shard) {
+            entry_reader<K, V> entries(in, shard, flags);
+            for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
+                const K key = entries.key();
+                const V value = entries.value();
+                insert(key, value, flags.has_expiry ? entries.expiry() : 0.0);
+            }
+        }
+    } catch (const std::exception& failure) {
+        problem = "mpidict: checkpoint " + directory + ": loading failed: " + failure.what();
+    }
+    flush();
+    if (const std::uint64_t refused = refused_total(); problem.empty() && refused != 0)
+        problem = "mpidict: checkpoint " + directory + ": " + std::to_string(refused) +
+                  " of the saved entries were refused: " + std::string(refusal);
+    try {
+        agree(comm, problem);
+    } catch (const checkpoint_error& failure) {
+        for (std::size_t shard = 0; shard < in.shards(); ++shard) {
+            entry_reader<K, V> entries(in, shard, flags);
+            for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
+                const K key = entries.key();
+                entries.value();
+                if (flags.has_expiry)
+                    entries.expiry();
+                try {
+                    erase(key);
+                } catch (const error&) {
+                    // A key this container refuses (too long here) was never stored.
+                }
+            }
+        }
+        flush();
+        throw checkpoint_error(std::string(failure.what()) + "; the map is left empty");
+    }
+}
+
 // The communicator a container's checkpoint runs on: a duplicate, so file I/O
 // collectives never meet the container's own traffic.  Throws for a container
 // over a simulated transport.

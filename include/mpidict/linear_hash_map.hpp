@@ -294,45 +294,16 @@ public:
         ck::reader in(comm.get(), directory, ck::describe<K, V>("linear_hash_map", checkpoint_flags, options),
                       ck::columns_for<K, V>(checkpoint_flags, {}), options, clients);
         const std::uint64_t refused_before = async_rejected();
-        std::string problem;
-        try {
-            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
-                ck::entry_reader<K, V> entries(in, shard, checkpoint_flags);
-                for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
-                    const K key = entries.key();
-                    async_insert(key, entries.value());
-                }
-            }
-        } catch (const std::exception& failure) {
-            problem = "mpidict: checkpoint " + directory + ": loading failed: " + failure.what();
-        }
-        flush();
-        const auto refused_here = static_cast<std::int64_t>(async_rejected() - refused_before);
-        std::int64_t refused = 0;
-        m_core->engine().sum(std::span<const std::int64_t>(&refused_here, 1), std::span<std::int64_t>(&refused, 1),
-                             "load");
-        if (problem.empty() && refused != 0)
-            problem = "mpidict: checkpoint " + directory + ": the servers refused " + std::to_string(refused) +
-                      " of the saved entries for capacity (server_capacity_bytes)";
-        try {
-            ck::agree(comm.get(), problem);
-        } catch (const checkpoint_error& failure) {
-            // Take back what was stored: every reader erases the keys of its shards.
-            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
-                ck::entry_reader<K, V> entries(in, shard, checkpoint_flags);
-                for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
-                    const K key = entries.key();
-                    entries.value();
-                    try {
-                        async_erase(key);
-                    } catch (const error&) {
-                        // A key this map refuses (too long here) was never stored.
-                    }
-                }
-            }
-            flush();
-            throw checkpoint_error(std::string(failure.what()) + "; the map is left empty");
-        }
+        ck::load_by_inserts<K, V>(
+            comm.get(), in, checkpoint_flags, directory, [&](const K& key, const V& value, double) { async_insert(key, value); },
+            [&](const K& key) { async_erase(key); }, [&] { flush(); },
+            [&] {
+                const auto here = static_cast<std::int64_t>(async_rejected() - refused_before);
+                std::int64_t total = 0;
+                m_core->engine().sum(std::span<const std::int64_t>(&here, 1), std::span<std::int64_t>(&total, 1), "load");
+                return static_cast<std::uint64_t>(total);
+            },
+            "the servers are full (server_capacity_bytes)");
     }
 
 private:

@@ -370,7 +370,28 @@ def _limit(limit):
     return min(int(limit), 0xFFFFFFFF)
 
 
-class linear_hash_map(_Container):
+class _SingleValued(_Container):
+    """Point operations of the maps with one value per key: insert (replaces; the
+    request's get() is True if stored), find (the value or None), erase (True if
+    the key was there), and their async forms."""
+
+    def insert(self, key, value) -> Request:
+        return self._live().insert(self._key.one(key, "key"), self._value.one(value, "value"))
+
+    def async_insert(self, key, value) -> None:
+        self._live().async_insert(self._key.one(key, "key"), self._value.one(value, "value"))
+
+    def find(self, key):
+        return _Converted(self._live().find(self._key.one(key, "key")), self._value.from_one)
+
+    def erase(self, key) -> Request:
+        return self._live().erase(self._key.one(key, "key"))
+
+    def async_erase(self, key) -> None:
+        self._live().async_erase(self._key.one(key, "key"))
+
+
+class linear_hash_map(_SingleValued):
     """LH*LH map (C++ mpidict::linear_hash_map): one value per key, grows onto dormant
     ranks by splits.  Options: initial_servers, server_capacity_bytes, split_load,
     max_key_bytes, max_value_bytes, buffer_bytes, ..."""
@@ -390,20 +411,6 @@ class linear_hash_map(_Container):
         found, values = self._live().find_many(self._key.batch(keys, "keys"))
         return found.astype(bool), self._value.from_batch(values)
 
-    def insert(self, key, value) -> Request:
-        return self._live().insert(self._key.one(key, "key"), self._value.one(value, "value"))
-
-    def async_insert(self, key, value) -> None:
-        self._live().async_insert(self._key.one(key, "key"), self._value.one(value, "value"))
-
-    def find(self, key):
-        return _Converted(self._live().find(self._key.one(key, "key")), self._value.from_one)
-
-    def erase(self, key) -> Request:
-        return self._live().erase(self._key.one(key, "key"))
-
-    def async_erase(self, key) -> None:
-        self._live().async_erase(self._key.one(key, "key"))
 
     def async_rejected(self) -> int:
         return self._live().async_rejected()
@@ -413,7 +420,7 @@ class linear_hash_map(_Container):
         return self._key.from_batch(keys), self._value.from_batch(values)
 
 
-class skiplist_map(_Container):
+class skiplist_map(_SingleValued):
     """Ordered map (C++ mpidict::skiplist_map): point operations, ranges and
     multi-dimensional pattern queries.  Keys: int64, uint64, float64, bytes or str.
     Options: granularity, node_slots_per_rank, max_key_bytes, max_value_bytes,
@@ -445,20 +452,6 @@ class skiplist_map(_Container):
         keys, values = self._live().match(str(pattern), int(limit))
         return self._key.from_batch(keys), self._value.from_batch(values)
 
-    def insert(self, key, value) -> Request:
-        return self._live().insert(self._key.one(key, "key"), self._value.one(value, "value"))
-
-    def async_insert(self, key, value) -> None:
-        self._live().async_insert(self._key.one(key, "key"), self._value.one(value, "value"))
-
-    def find(self, key):
-        return _Converted(self._live().find(self._key.one(key, "key")), self._value.from_one)
-
-    def erase(self, key) -> Request:
-        return self._live().erase(self._key.one(key, "key"))
-
-    def async_erase(self, key) -> None:
-        self._live().async_erase(self._key.one(key, "key"))
 
 
 class _SetName:

@@ -249,12 +249,97 @@ request_handle wrap(mpidict::request<T>&& pending, Convert convert) {
     return {std::make_shared<request_impl<T, Convert>>(std::move(pending), std::move(convert))};
 }
 
+// What every container class here shares: the collective calls (the GIL
+// released while they wait), ranks, sizes and checkpoints.
+template <class Map>
+class py_container {
+public:
+    void flush() {
+        nb::gil_scoped_release released;
+        m->flush();
+    }
+    std::size_t global_size() {
+        nb::gil_scoped_release released;
+        return m->global_size();
+    }
+    std::size_t local_size() { return m->local_size(); }
+    int rank() const { return m->rank(); }
+    int num_ranks() const { return m->num_ranks(); }
+    void save(const std::string& directory, const std::string& key_name, const std::string& value_name) {
+        nb::gil_scoped_release released;
+        m->save(directory, names(key_name, value_name));
+    }
+    void load(const std::string& directory, const std::string& key_name, const std::string& value_name) {
+        nb::gil_scoped_release released;
+        m->load(directory, names(key_name, value_name));
+    }
+    void destroy() {
+        nb::gil_scoped_release released;
+        m->destroy();
+    }
+
+protected:
+    std::unique_ptr<Map> m;
+};
+
+template <class C>
+void bind_common(nb::class_<C>& c) {
+    c.def("flush", [](C& self) { self.flush(); })
+        .def("global_size", [](C& self) { return self.global_size(); })
+        .def("local_size", [](C& self) { return self.local_size(); })
+        .def("rank", [](const C& self) { return self.rank(); })
+        .def("num_ranks", [](const C& self) { return self.num_ranks(); })
+        .def("save", [](C& self, const std::string& d, const std::string& k, const std::string& v) { self.save(d, k, v); })
+        .def("load", [](C& self, const std::string& d, const std::string& k, const std::string& v) { self.load(d, k, v); })
+        .def("destroy", [](C& self) { self.destroy(); });
+}
+
+// Point operations of the single-valued maps (linear_hash_map, skiplist_map).
+template <class Map, class K, class V>
+class py_single_valued : public py_container<Map> {
+public:
+    request_handle insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
+        return wrap(this->m->insert(kind<K>::value(key_in), kind<V>::value(value_in)),
+                    [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
+    }
+    request_handle find(const typename kind<K>::arg& key_in) {
+        return wrap(this->m->find(kind<K>::value(key_in)),
+                    [](const std::optional<V>& v) { return v ? kind<V>::scalar(*v) : nb::none(); });
+    }
+    request_handle erase(const typename kind<K>::arg& key_in) {
+        return wrap(this->m->erase(kind<K>::value(key_in)), [](bool hit) { return nb::bool_(hit); });
+    }
+    void async_insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
+        this->m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in));
+    }
+    void async_erase(const typename kind<K>::arg& key_in) { this->m->async_erase(kind<K>::value(key_in)); }
+    // (found: bool[n], values of the found keys in key order) from per-key results.
+    static nb::tuple found_out(const std::vector<std::optional<V>>& results) {
+        std::vector<std::uint8_t> found(results.size(), 0);
+        typename kind<V>::out out;
+        for (std::size_t i = 0; i < results.size(); ++i)
+            if (results[i]) {
+                found[i] = 1;
+                out.add(*results[i]);
+            }
+        return nb::make_tuple(to_numpy(std::move(found)), out.release());
+    }
+};
+
+template <class C>
+void bind_single_valued(nb::class_<C>& c) {
+    bind_common(c);
+    c.def("insert", &C::insert).def("find", &C::find).def("erase", &C::erase)
+        .def("async_insert", &C::async_insert).def("async_erase", &C::async_erase);
+}
+
 // ---- hash_map ----------------------------------------------------------------------
 
 template <class K, class V>
-class py_hash_map {
+class py_hash_map : public py_container<mpidict::hash_map<K, V>> {
 public:
     using map_type = mpidict::hash_map<K, V>;
+    using py_container<map_type>::m;
     // Collected without destroy() (no `with`, or an exception on its way out):
     // never collective here, other ranks may be elsewhere.
     ~py_hash_map() {
@@ -263,7 +348,7 @@ public:
     }
     py_hash_map(const py_hash_map&) = delete;
     py_hash_map& operator=(const py_hash_map&) = delete;
-    py_hash_map(communicator c, mpidict::hash_map_config config) : m(std::make_unique<map_type>(c.comm, config)) {}
+    py_hash_map(communicator c, mpidict::hash_map_config config) { m = std::make_unique<map_type>(c.comm, config); }
 
     void insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
         auto k = kind<K>::open(keys);
@@ -345,22 +430,11 @@ public:
         m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in));
     }
     void async_erase(const typename kind<K>::arg& key_in) { m->async_erase(kind<K>::value(key_in)); }
-    void flush() {
-        nb::gil_scoped_release released;
-        m->flush();
-    }
-    std::size_t global_size() {
-        nb::gil_scoped_release released;
-        return m->global_size();
-    }
     std::size_t global_value_count() {
         nb::gil_scoped_release released;
         return m->global_value_count();
     }
-    std::size_t local_size() const { return m->local_size(); }
     std::uint64_t async_rejected() const { return m->async_rejected(); }
-    int rank() const { return m->rank(); }
-    int num_ranks() const { return m->num_ranks(); }
     int owner(const typename kind<K>::arg& key_in) const { return m->owner(kind<K>::value(key_in)); }
     // (keys, counts, values) of this rank's entries.
     nb::tuple local_items() {
@@ -374,18 +448,6 @@ public:
                 values.add(v);
         });
         return nb::make_tuple(keys.release(), to_numpy(std::move(counts)), values.release());
-    }
-    void save(const std::string& directory, const std::string& key_name, const std::string& value_name) {
-        nb::gil_scoped_release released;
-        m->save(directory, names(key_name, value_name));
-    }
-    void load(const std::string& directory, const std::string& key_name, const std::string& value_name) {
-        nb::gil_scoped_release released;
-        m->load(directory, names(key_name, value_name));
-    }
-    void destroy() {
-        nb::gil_scoped_release released;
-        m->destroy();
     }
     bool destroyed() const { return m->engine().destroyed(); }
 
@@ -418,8 +480,6 @@ public:
         return {slowest[0], slowest[1]};
     }
 
-private:
-    std::unique_ptr<map_type> m;
 };
 
 template <class K, class V>
@@ -435,19 +495,12 @@ void bind_hash_map(nb::module_& mod, const char* name) {
                  .def("erase", &M::erase)
                  .def("async_insert", &M::async_insert)
                  .def("async_erase", &M::async_erase)
-                 .def("flush", &M::flush)
-                 .def("global_size", &M::global_size)
                  .def("global_value_count", &M::global_value_count)
-                 .def("local_size", &M::local_size)
                  .def("async_rejected", &M::async_rejected)
-                 .def("rank", &M::rank)
-                 .def("num_ranks", &M::num_ranks)
                  .def("owner", &M::owner)
                  .def("local_items", &M::local_items)
-                 .def("save", &M::save)
-                 .def("load", &M::load)
-                 .def("destroy", &M::destroy)
                  .def("destroyed", &M::destroyed);
+    bind_common(c);
     if constexpr (std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint64_t>)
         c.def("cpp_reference", &M::cpp_reference);
 }
@@ -455,9 +508,10 @@ void bind_hash_map(nb::module_& mod, const char* name) {
 // ---- linear_hash_map ---------------------------------------------------------------
 
 template <class K, class V>
-class py_linear_hash_map {
+class py_linear_hash_map : public py_single_valued<mpidict::linear_hash_map<K, V>, K, V> {
 public:
     using map_type = mpidict::linear_hash_map<K, V>;
+    using py_container<map_type>::m;
     // Collected without destroy() (no `with`, or an exception on its way out):
     // never collective here, other ranks may be elsewhere.
     ~py_linear_hash_map() {
@@ -466,8 +520,9 @@ public:
     }
     py_linear_hash_map(const py_linear_hash_map&) = delete;
     py_linear_hash_map& operator=(const py_linear_hash_map&) = delete;
-    py_linear_hash_map(communicator c, mpidict::linear_hash_map_config config)
-        : m(std::make_unique<map_type>(c.comm, config)) {}
+    py_linear_hash_map(communicator c, mpidict::linear_hash_map_config config) {
+        m = std::make_unique<map_type>(c.comm, config);
+    }
 
     void insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
         auto k = kind<K>::open(keys);
@@ -480,7 +535,6 @@ public:
     // (found: bool[n], values of the found keys in key order)
     nb::tuple find_many(const typename kind<K>::batch& keys) {
         auto k = kind<K>::open(keys);
-        std::vector<std::uint8_t> found(k.size(), 0);
         std::vector<std::optional<V>> results(k.size());
         {
             nb::gil_scoped_release released;
@@ -495,43 +549,9 @@ public:
                     results[i] = pending[i - begin].get();
             }
         }
-        typename kind<V>::out out;
-        for (std::size_t i = 0; i < results.size(); ++i)
-            if (results[i]) {
-                found[i] = 1;
-                out.add(*results[i]);
-            }
-        return nb::make_tuple(to_numpy(std::move(found)), out.release());
+        return this->found_out(results);
     }
-    request_handle insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
-        const K key = kind<K>::value(key_in);
-        const V value = kind<V>::value(value_in);
-        return wrap(m->insert(key, value), [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
-    }
-    request_handle find(const typename kind<K>::arg& key_in) {
-        const K key = kind<K>::value(key_in);
-        return wrap(m->find(key), [](const std::optional<V>& v) { return v ? kind<V>::scalar(*v) : nb::none(); });
-    }
-    request_handle erase(const typename kind<K>::arg& key_in) {
-        const K key = kind<K>::value(key_in);
-        return wrap(m->erase(key), [](bool hit) { return nb::bool_(hit); });
-    }
-    void async_insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
-        m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in));
-    }
-    void async_erase(const typename kind<K>::arg& key_in) { m->async_erase(kind<K>::value(key_in)); }
-    void flush() {
-        nb::gil_scoped_release released;
-        m->flush();
-    }
-    std::size_t global_size() {
-        nb::gil_scoped_release released;
-        return m->global_size();
-    }
-    std::size_t local_size() const { return m->local_size(); }
     std::uint64_t async_rejected() const { return m->async_rejected(); }
-    int rank() const { return m->rank(); }
-    int num_ranks() const { return m->num_ranks(); }
     nb::tuple local_items() {
         typename kind<K>::out keys;
         typename kind<V>::out values;
@@ -541,53 +561,28 @@ public:
         });
         return nb::make_tuple(keys.release(), values.release());
     }
-    void save(const std::string& directory, const std::string& key_name, const std::string& value_name) {
-        nb::gil_scoped_release released;
-        m->save(directory, names(key_name, value_name));
-    }
-    void load(const std::string& directory, const std::string& key_name, const std::string& value_name) {
-        nb::gil_scoped_release released;
-        m->load(directory, names(key_name, value_name));
-    }
-    void destroy() {
-        nb::gil_scoped_release released;
-        m->destroy();
-    }
 
-private:
-    std::unique_ptr<map_type> m;
 };
 
 template <class K, class V>
 void bind_linear_hash_map(nb::module_& mod, const char* name) {
     using M = py_linear_hash_map<K, V>;
-    nb::class_<M>(mod, name)
-        .def(nb::init<communicator, mpidict::linear_hash_map_config>())
-        .def("insert_many", &M::insert_many)
-        .def("find_many", &M::find_many)
-        .def("insert", &M::insert)
-        .def("find", &M::find)
-        .def("erase", &M::erase)
-        .def("async_insert", &M::async_insert)
-        .def("async_erase", &M::async_erase)
-        .def("flush", &M::flush)
-        .def("global_size", &M::global_size)
-        .def("local_size", &M::local_size)
-        .def("async_rejected", &M::async_rejected)
-        .def("rank", &M::rank)
-        .def("num_ranks", &M::num_ranks)
-        .def("local_items", &M::local_items)
-        .def("save", &M::save)
-        .def("load", &M::load)
-        .def("destroy", &M::destroy);
+    auto c = nb::class_<M>(mod, name)
+                 .def(nb::init<communicator, mpidict::linear_hash_map_config>())
+                 .def("insert_many", &M::insert_many)
+                 .def("find_many", &M::find_many)
+                 .def("async_rejected", &M::async_rejected)
+                 .def("local_items", &M::local_items);
+    bind_single_valued(c);
 }
 
 // ---- skiplist_map --------------------------------------------------------------------
 
 template <class K, class V>
-class py_skiplist_map {
+class py_skiplist_map : public py_single_valued<mpidict::skiplist_map<K, V>, K, V> {
 public:
     using map_type = mpidict::skiplist_map<K, V>;
+    using py_container<map_type>::m;
     // Collected without destroy() (no `with`, or an exception on its way out):
     // never collective here, other ranks may be elsewhere.
     ~py_skiplist_map() {
@@ -596,8 +591,9 @@ public:
     }
     py_skiplist_map(const py_skiplist_map&) = delete;
     py_skiplist_map& operator=(const py_skiplist_map&) = delete;
-    py_skiplist_map(communicator c, mpidict::skiplist_map_config config)
-        : m(std::make_unique<map_type>(c.comm, config)) {}
+    py_skiplist_map(communicator c, mpidict::skiplist_map_config config) {
+        m = std::make_unique<map_type>(c.comm, config);
+    }
 
     std::size_t insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
         auto k = kind<K>::open(keys);
@@ -626,13 +622,7 @@ public:
             m->find_many(std::span<const K>(ks), [&](std::size_t i, const std::optional<V>& v) { results[i] = v; });
         }
         std::vector<std::uint8_t> found(ks.size(), 0);
-        typename kind<V>::out out;
-        for (std::size_t i = 0; i < results.size(); ++i)
-            if (results[i]) {
-                found[i] = 1;
-                out.add(*results[i]);
-            }
-        return nb::make_tuple(to_numpy(std::move(found)), out.release());
+        return this->found_out(results);
     }
     // (keys, values) of [lo, hi] (limit 0: all), ascending or descending.
     nb::tuple range(const typename kind<K>::arg& lo_in, const typename kind<K>::arg& hi_in, std::uint64_t limit, bool descending) {
@@ -660,46 +650,6 @@ public:
         }
         return entries_out(entries);
     }
-    request_handle insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
-        const K key = kind<K>::value(key_in);
-        const V value = kind<V>::value(value_in);
-        return wrap(m->insert(key, value), [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
-    }
-    request_handle find(const typename kind<K>::arg& key_in) {
-        const K key = kind<K>::value(key_in);
-        return wrap(m->find(key), [](const std::optional<V>& v) { return v ? kind<V>::scalar(*v) : nb::none(); });
-    }
-    request_handle erase(const typename kind<K>::arg& key_in) {
-        const K key = kind<K>::value(key_in);
-        return wrap(m->erase(key), [](bool hit) { return nb::bool_(hit); });
-    }
-    void async_insert(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in) {
-        m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in));
-    }
-    void async_erase(const typename kind<K>::arg& key_in) { m->async_erase(kind<K>::value(key_in)); }
-    void flush() {
-        nb::gil_scoped_release released;
-        m->flush();
-    }
-    std::size_t global_size() {
-        nb::gil_scoped_release released;
-        return m->global_size();
-    }
-    std::size_t local_size() const { return m->local_size(); }
-    int rank() const { return m->rank(); }
-    int num_ranks() const { return m->num_ranks(); }
-    void save(const std::string& directory, const std::string& key_name, const std::string& value_name) {
-        nb::gil_scoped_release released;
-        m->save(directory, names(key_name, value_name));
-    }
-    void load(const std::string& directory, const std::string& key_name, const std::string& value_name) {
-        nb::gil_scoped_release released;
-        m->load(directory, names(key_name, value_name));
-    }
-    void destroy() {
-        nb::gil_scoped_release released;
-        m->destroy();
-    }
 
 private:
     static nb::tuple entries_out(const typename map_type::entry_list& entries) {
@@ -711,41 +661,29 @@ private:
         }
         return nb::make_tuple(keys.release(), values.release());
     }
-    std::unique_ptr<map_type> m;
 };
 
 template <class K, class V>
 void bind_skiplist_map(nb::module_& mod, const char* name) {
     using M = py_skiplist_map<K, V>;
-    nb::class_<M>(mod, name)
-        .def(nb::init<communicator, mpidict::skiplist_map_config>())
-        .def("insert_many", &M::insert_many)
-        .def("find_many", &M::find_many)
-        .def("range", &M::range)
-        .def("match", &M::match)
-        .def("insert", &M::insert)
-        .def("find", &M::find)
-        .def("erase", &M::erase)
-        .def("async_insert", &M::async_insert)
-        .def("async_erase", &M::async_erase)
-        .def("flush", &M::flush)
-        .def("global_size", &M::global_size)
-        .def("local_size", &M::local_size)
-        .def("rank", &M::rank)
-        .def("num_ranks", &M::num_ranks)
-        .def("save", &M::save)
-        .def("load", &M::load)
-        .def("destroy", &M::destroy);
+    auto c = nb::class_<M>(mod, name)
+                 .def(nb::init<communicator, mpidict::skiplist_map_config>())
+                 .def("insert_many", &M::insert_many)
+                 .def("find_many", &M::find_many)
+                 .def("range", &M::range)
+                 .def("match", &M::match);
+    bind_single_valued(c);
 }
 
 // ---- rma_hash_set --------------------------------------------------------------------
 
 // Objects of W 64-bit words (8, 16 or 32 bytes), passed as uint64[n * W].
 template <std::size_t W>
-class py_rma_hash_set {
+class py_rma_hash_set : public py_container<mpidict::rma_hash_set<std::conditional_t<W == 1, std::uint64_t, std::array<std::uint64_t, W>>>> {
 public:
     using object = std::conditional_t<W == 1, std::uint64_t, std::array<std::uint64_t, W>>;
     using set_type = mpidict::rma_hash_set<object>;
+    using py_container<set_type>::m;
     // Collected without destroy(): freeing the window is collective, so it is
     // left to MPI_Finalize.
     ~py_rma_hash_set() {
@@ -757,8 +695,9 @@ public:
     }
     py_rma_hash_set(const py_rma_hash_set&) = delete;
     py_rma_hash_set& operator=(const py_rma_hash_set&) = delete;
-    py_rma_hash_set(communicator c, mpidict::rma_hash_set_config config)
-        : m(std::make_unique<set_type>(c.comm, config)) {}
+    py_rma_hash_set(communicator c, mpidict::rma_hash_set_config config) {
+        m = std::make_unique<set_type>(c.comm, config);
+    }
 
     static std::span<const object> objects(const array_in<std::uint64_t>& words) {
         if (words.shape(0) % W != 0)
@@ -792,17 +731,6 @@ public:
         }
         return nb::cast(to_numpy(std::move(found)));
     }
-    void flush() {
-        nb::gil_scoped_release released;
-        m->flush();
-    }
-    std::size_t global_size() {
-        nb::gil_scoped_release released;
-        return m->global_size();
-    }
-    std::size_t local_size() { return m->local_size(); }
-    int rank() const { return m->rank(); }
-    int num_ranks() const { return m->num_ranks(); }
     nb::object local_items() {
         std::vector<std::uint64_t> words;
         m->local_for_each([&](const object& o) {
@@ -813,39 +741,18 @@ public:
         });
         return nb::cast(to_numpy(std::move(words)));
     }
-    void save(const std::string& directory, const std::string& key_name, const std::string& value_name) {
-        nb::gil_scoped_release released;
-        m->save(directory, names(key_name, value_name));
-    }
-    void load(const std::string& directory, const std::string& key_name, const std::string& value_name) {
-        nb::gil_scoped_release released;
-        m->load(directory, names(key_name, value_name));
-    }
-    void destroy() {
-        nb::gil_scoped_release released;
-        m->destroy();
-    }
 
-private:
-    std::unique_ptr<set_type> m;
 };
 
 template <std::size_t W>
 void bind_rma_hash_set(nb::module_& mod, const char* name) {
     using S = py_rma_hash_set<W>;
-    nb::class_<S>(mod, name)
-        .def(nb::init<communicator, mpidict::rma_hash_set_config>())
-        .def("insert_if_absent_many", &S::insert_if_absent_many)
-        .def("contains_many", &S::contains_many)
-        .def("flush", &S::flush)
-        .def("global_size", &S::global_size)
-        .def("local_size", &S::local_size)
-        .def("rank", &S::rank)
-        .def("num_ranks", &S::num_ranks)
-        .def("local_items", &S::local_items)
-        .def("save", &S::save)
-        .def("load", &S::load)
-        .def("destroy", &S::destroy);
+    auto c = nb::class_<S>(mod, name)
+                 .def(nb::init<communicator, mpidict::rma_hash_set_config>())
+                 .def("insert_if_absent_many", &S::insert_if_absent_many)
+                 .def("contains_many", &S::contains_many)
+                 .def("local_items", &S::local_items);
+    bind_common(c);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ def test_hash_map_requests_and_take(rank, size):
         assert found.test()
         assert found.get().tolist() == [7]
         assert m.find(-5).get().tolist() == []
+        m.flush()                                      # every rank has looked before any erases
         assert m.erase(2000 + rank).get() == 1
         m.async_erase(1000 + rank)
         m.flush()
