@@ -561,7 +561,6 @@ public:
         });
         return nb::make_tuple(keys.release(), values.release());
     }
-
 };
 
 template <class K, class V>
