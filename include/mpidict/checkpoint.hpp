@@ -397,6 +397,19 @@ private:
     std::vector<std::vector<std::byte>> m_stages;
 };
 
+// Collective.  Writes one checkpoint: `fill(entries)` streams this rank's
+// entries (in the order columns_for gives the columns), then everything is
+// handed to the writer and committed.
+template <class K, class V, class Fill>
+void write_entries(MPI_Comm comm, const std::string& directory, description what, layout_flags flags,
+                   const entry_totals& totals, const checkpoint_options& options, Fill&& fill) {
+    writer out(comm, directory, std::move(what), columns_for<K, V>(flags, totals), totals.keys, options);
+    entry_writer<K, V> entries(out, flags);
+    fill(entries);
+    entries.finish();
+    out.commit();
+}
+
 // Streams the entries of one dealt shard back out of a reader.
 template <class K, class V>
 class entry_reader {

@@ -475,17 +475,15 @@ public:
                          {"capacity_values", std::to_string(m_config.capacity_values)},
                          {"capacity_bytes", std::to_string(m_config.capacity_bytes)},
                          {"fixed_value_bytes", std::to_string(m_config.fixed_value_bytes)}};
-        ck::writer out(comm.get(), directory, std::move(what), ck::columns_for<K, V>(checkpoint_flags, totals),
-                       totals.keys, options);
-        ck::entry_writer<K, V> entries(out, checkpoint_flags);
-        m_table.for_each([&](const K& key, const values_view& values) {
-            entries.key(key);
-            entries.count(values.size());
-            for (const V& value : values)
-                entries.value(value);
-        });
-        entries.finish();
-        out.commit();
+        ck::write_entries<K, V>(comm.get(), directory, std::move(what), checkpoint_flags, totals, options,
+                                [&](ck::entry_writer<K, V>& entries) {
+                                    m_table.for_each([&](const K& key, const values_view& values) {
+                                        entries.key(key);
+                                        entries.count(values.size());
+                                        for (const V& value : values)
+                                            entries.value(value);
+                                    });
+                                });
     }
 
     // Collective.  Fills this map, which must be empty on every rank, from the
@@ -1280,10 +1278,7 @@ private:
     std::size_t global_sum(std::size_t local, const char* what) {
         runtime::engine_lock lock(*m_engine);
         m_engine->check_alive(what);
-        const std::int64_t value = static_cast<std::int64_t>(local);
-        std::int64_t total = 0;
-        m_engine->sum(std::span<const std::int64_t>(&value, 1), std::span<std::int64_t>(&total, 1), what);
-        return static_cast<std::size_t>(total);
+        return static_cast<std::size_t>(m_engine->sum(local, what));
     }
 
     static constexpr std::size_t unlimited_take = std::numeric_limits<std::size_t>::max();

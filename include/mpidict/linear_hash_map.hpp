@@ -189,13 +189,7 @@ public:
         return m_core->local_entries();
     }
     // Collective.  Entries over all servers (call after flush() for a settled count).
-    std::size_t global_size() {
-        const auto mine = static_cast<std::int64_t>(local_size());
-        std::int64_t total = 0;
-        m_core->engine().sum(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&total, 1),
-                             "global_size");
-        return static_cast<std::size_t>(total);
-    }
+    std::size_t global_size() { return static_cast<std::size_t>(m_core->engine().sum(local_size(), "global_size")); }
     std::size_t local_payload_bytes() const {
         runtime::engine_lock lock(m_core->engine());
         return m_core->local_payload_bytes();
@@ -244,15 +238,16 @@ public:
         flush();
         ck::communicator_copy comm(m_core->engine().mpi_communicator(), "linear_hash_map");
         runtime::engine_lock lock(m_core->engine());
-        ck::entry_totals totals;
-        m_core->local_table().for_each([&](const local::linear_table::entry& e) {
-            ++totals.keys;
-            ++totals.values;
-            if constexpr (ck::column_codec<K>::variable)
-                totals.key_bytes += e.key().size();
-            if constexpr (ck::column_codec<V>::variable)
-                totals.value_bytes += e.value().size();
-        });
+        const std::uint64_t held = m_core->local_entries();
+        ck::entry_totals totals{held, held, 0, 0};
+        if constexpr (ck::column_codec<K>::variable || ck::column_codec<V>::variable) {
+            m_core->local_table().for_each([&](const local::linear_table::entry& e) {
+                if constexpr (ck::column_codec<K>::variable)
+                    totals.key_bytes += e.key().size();
+                if constexpr (ck::column_codec<V>::variable)
+                    totals.value_bytes += e.value().size();
+            });
+        }
         const auto& config = m_core->settings();
         ck::description what = ck::describe<K, V>("linear_hash_map", checkpoint_flags, options);
         what.tunables = {{"initial_servers", std::to_string(config.initial_servers)},
@@ -261,15 +256,13 @@ public:
                          {"max_key_bytes", std::to_string(config.max_key_bytes)},
                          {"max_value_bytes", std::to_string(config.max_value_bytes)},
                          {"bucket_entries", std::to_string(config.bucket_entries)}};
-        ck::writer out(comm.get(), directory, std::move(what), ck::columns_for<K, V>(checkpoint_flags, totals),
-                       totals.keys, options);
-        ck::entry_writer<K, V> entries(out, checkpoint_flags);
-        m_core->local_table().for_each([&](const local::linear_table::entry& e) {
-            entries.key(detail::from_payload<K>(e.key()));
-            entries.value(detail::from_payload<V>(e.value()));
-        });
-        entries.finish();
-        out.commit();
+        ck::write_entries<K, V>(comm.get(), directory, std::move(what), checkpoint_flags, totals, options,
+                                [&](ck::entry_writer<K, V>& entries) {
+                                    m_core->local_table().for_each([&](const local::linear_table::entry& e) {
+                                        entries.key(detail::from_payload<K>(e.key()));
+                                        entries.value(detail::from_payload<V>(e.value()));
+                                    });
+                                });
     }
 
     // Collective.  Fills this map, which must be empty, from the checkpoint in
@@ -297,12 +290,7 @@ public:
         ck::load_by_inserts<K, V>(
             comm.get(), in, checkpoint_flags, directory, [&](const K& key, const V& value, double) { async_insert(key, value); },
             [&](const K& key) { async_erase(key); }, [&] { flush(); },
-            [&] {
-                const auto here = static_cast<std::int64_t>(async_rejected() - refused_before);
-                std::int64_t total = 0;
-                m_core->engine().sum(std::span<const std::int64_t>(&here, 1), std::span<std::int64_t>(&total, 1), "load");
-                return static_cast<std::uint64_t>(total);
-            },
+            [&] { return m_core->engine().sum(async_rejected() - refused_before, "load"); },
             "the servers are full (server_capacity_bytes)");
     }
 

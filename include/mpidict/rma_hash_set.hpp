@@ -333,13 +333,10 @@ public:
         what.tunables = {{"slots_per_rank", std::to_string(m_slots)},
                          {"max_load", std::to_string(m_config.max_load)},
                          {"sync", m_config.sync == rma_sync::lock_free ? "lock_free" : "locked"}};
-        ck::writer out(comm.get(), directory, std::move(what), ck::columns_for<T, T>(checkpoint_flags, totals),
-                       totals.keys, options);
-        ck::entry_writer<T, T> entries(out, checkpoint_flags);
-        local_for_each([&](const T& object) { entries.key(object); });
-        entries.finish();
-        out.commit();
-        barrier();
+        ck::write_entries<T, T>(comm.get(), directory, std::move(what), checkpoint_flags, totals, options,
+                                [&](ck::entry_writer<T, T>& entries) {
+                                    local_for_each([&](const T& object) { entries.key(object); });
+                                });
     }
 
     // Collective.  Fills this set, which must be empty, from the checkpoint in

@@ -430,13 +430,7 @@ public:
         return m_core->local_size();
     }
     // Collective.  Live entries over all ranks.
-    std::size_t global_size() {
-        const std::int64_t mine = static_cast<std::int64_t>(local_size());
-        std::int64_t total = 0;
-        m_core->engine().sum(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&total, 1),
-                             "global_size");
-        return static_cast<std::size_t>(total);
-    }
+    std::size_t global_size() { return static_cast<std::size_t>(m_core->engine().sum(local_size(), "global_size")); }
     // Calls f(key, value) for every live entry hosted here (in key order within
     // each node, nodes in slot order).  Call it after flush() for a settled view.
     template <class Function>
@@ -480,16 +474,15 @@ public:
                          {"max_key_bytes", std::to_string(config.max_key_bytes)},
                          {"max_value_bytes", std::to_string(config.max_value_bytes)},
                          {"consistency", std::string(to_string(m_core->consistency()))}};
-        ck::writer out(comm.get(), directory, std::move(what), ck::columns_for<K, V>(checkpoint_flags, totals),
-                       totals.keys, options);
-        ck::entry_writer<K, V> entries(out, checkpoint_flags);
-        m_core->for_all_local([&](std::string_view key, std::string_view value, detail::expiry_time expires) {
-            entries.key(ordered_codec<K>::decode(key));
-            entries.value(detail::from_payload<V>(value));
-            entries.expiry(expires);
-        });
-        entries.finish();
-        out.commit();
+        ck::write_entries<K, V>(
+            comm.get(), directory, std::move(what), checkpoint_flags, totals, options,
+            [&](ck::entry_writer<K, V>& entries) {
+                m_core->for_all_local([&](std::string_view key, std::string_view value, detail::expiry_time expires) {
+                    entries.key(ordered_codec<K>::decode(key));
+                    entries.value(detail::from_payload<V>(value));
+                    entries.expiry(expires);
+                });
+            });
     }
 
     // Collective.  Fills this map, which must be empty, from the checkpoint in
@@ -514,12 +507,7 @@ public:
                             expires);
             },
             [&](const K& key) { async_erase(key); }, [&] { flush(); },
-            [&] {
-                const auto here = static_cast<std::int64_t>(async_rejected() - refused_before);
-                std::int64_t total = 0;
-                m_core->engine().sum(std::span<const std::int64_t>(&here, 1), std::span<std::int64_t>(&total, 1), "load");
-                return static_cast<std::uint64_t>(total);
-            },
+            [&] { return m_core->engine().sum(async_rejected() - refused_before, "load"); },
             "the list has no free node (node_slots_per_rank)");
     }
 

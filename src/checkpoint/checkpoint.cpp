@@ -352,8 +352,6 @@ writer::writer(MPI_Comm communicator, const std::string& directory, description 
         m->file = MPI_FILE_NULL;
         throw checkpoint_error(agreed);
     }
-    if (m->shared)
-        MPI_File_set_size(m->file, 0);  // collective; drops an abandoned file's old bytes
 }
 
 writer::~writer() {
@@ -517,6 +515,10 @@ std::string read_manifest(const fs::path& directory) {
 
 struct parsed_manifest {
     std::string container;
+    std::string key_type;
+    std::uint64_t key_bytes = 0;
+    std::string value_type;  // empty: no values (a set)
+    std::uint64_t value_bytes = 0;
     bool multi_valued = false;
     int ranks = 0;
     std::uint64_t entries = 0;
@@ -550,20 +552,21 @@ parsed_manifest parse_manifest(const std::string& text, const std::string& manif
         const auto container = manifest.at("container").get<std::string>();
         if (expected && container != expected->container)
             throw checkpoint_error(manifest_path + " holds a " + container + ", not a " + expected->container);
-        const auto key_type = manifest.at("key").at("type").get<std::string>();
-        const auto key_bytes = manifest.at("key").at("bytes").get<std::uint64_t>();
-        if (expected && (key_type != expected->key_type || key_bytes != expected->key_bytes))
-            throw checkpoint_error(manifest_path + ": the saved keys are " + type_phrase(key_type, key_bytes) +
+        out.key_type = manifest.at("key").at("type").get<std::string>();
+        out.key_bytes = manifest.at("key").at("bytes").get<std::uint64_t>();
+        if (expected && (out.key_type != expected->key_type || out.key_bytes != expected->key_bytes))
+            throw checkpoint_error(manifest_path + ": the saved keys are " + type_phrase(out.key_type, out.key_bytes) +
                                    ", this " + expected->container + "'s keys are " +
                                    type_phrase(expected->key_type, expected->key_bytes));
-        if (expected && !expected->value_type.empty()) {
-            const auto value_type = manifest.at("value").at("type").get<std::string>();
-            const auto value_bytes = manifest.at("value").at("bytes").get<std::uint64_t>();
-            if (value_type != expected->value_type || value_bytes != expected->value_bytes)
-                throw checkpoint_error(manifest_path + ": the saved values are " + type_phrase(value_type, value_bytes) +
-                                       ", this " + expected->container + "'s values are " +
-                                       type_phrase(expected->value_type, expected->value_bytes));
+        const bool values_expected = expected && !expected->value_type.empty();
+        if (values_expected || manifest.contains("value")) {
+            out.value_type = manifest.at("value").at("type").get<std::string>();
+            out.value_bytes = manifest.at("value").at("bytes").get<std::uint64_t>();
         }
+        if (values_expected && (out.value_type != expected->value_type || out.value_bytes != expected->value_bytes))
+            throw checkpoint_error(manifest_path + ": the saved values are " + type_phrase(out.value_type, out.value_bytes) +
+                                   ", this " + expected->container + "'s values are " +
+                                   type_phrase(expected->value_type, expected->value_bytes));
         out.multi_valued = manifest.at("multi_valued").get<bool>();
         if (expected && out.multi_valued != expected->multi_valued)
             throw checkpoint_error(manifest_path + ": multi_valued disagrees with the container");
@@ -901,14 +904,11 @@ checkpoint_summary inspect_checkpoint(const std::string& directory, bool verify)
         out.manifest = ck::read_manifest(directory);
         const ck::parsed_manifest manifest =
             ck::parse_manifest(out.manifest, (ck::fs::path(directory) / ck::manifest_name).string(), nullptr, nullptr);
-        const auto fields = ck::json::parse(out.manifest);
         out.container = manifest.container;
-        out.key_type = fields.at("key").at("type").get<std::string>();
-        out.key_bytes = fields.at("key").at("bytes").get<std::uint64_t>();
-        if (fields.contains("value")) {
-            out.value_type = fields.at("value").at("type").get<std::string>();
-            out.value_bytes = fields.at("value").at("bytes").get<std::uint64_t>();
-        }
+        out.key_type = manifest.key_type;
+        out.key_bytes = manifest.key_bytes;
+        out.value_type = manifest.value_type;
+        out.value_bytes = manifest.value_bytes;
         out.multi_valued = manifest.multi_valued;
         out.ranks = manifest.ranks;
         out.entries = manifest.entries;

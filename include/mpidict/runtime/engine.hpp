@@ -219,6 +219,13 @@ public:
     // Collective.  Element-wise sum across ranks; serves other ranks while it
     // waits.  `what` names the call in the tag (e.g. "global_size").
     void sum(std::span<const std::int64_t> input, std::span<std::int64_t> output, std::string_view what = "sum");
+    // Collective.  One count summed over all ranks (a global size, refusals).
+    std::uint64_t sum(std::uint64_t count, std::string_view what) {
+        const auto mine = static_cast<std::int64_t>(count);
+        std::int64_t total = 0;
+        sum(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&total, 1), what);
+        return static_cast<std::uint64_t>(total);
+    }
     // Collective.  Throws collective_mismatch_error naming `what` unless every rank
     // passed the same value.  With `serve`, it handles other ranks' messages while
     // it waits; without, it is a set-up collective that handles nothing (so no
