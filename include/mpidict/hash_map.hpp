@@ -54,6 +54,7 @@
 #include <mpi.h>
 
 #include "mpidict/checkpoint.hpp"
+#include "mpidict/detail/callable_registry.hpp"
 #include "mpidict/detail/wire.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
@@ -72,6 +73,16 @@ struct target_rank {
     int rank;
 };
 
+namespace detail {
+// insert_or_assign's operator: the newer value wins (associative, so combinable).
+struct replace_with_new {
+    template <class V>
+    V operator()(const V&, const V& newer) const {
+        return newer;
+    }
+};
+}  // namespace detail
+
 struct hash_map_config {
     runtime::config runtime{};
     placement place = placement::hash;
@@ -85,8 +96,9 @@ struct hash_map_config {
 // hash_map's operation kinds, registered with its engine in this order; index
 // `stats()` with them (e.g. `map.stats()[hash_map_op::find].completion_seconds`).
 struct hash_map_op {
-    enum kind : runtime::op_kind { insert, find, take, erase, visit, insert_if_absent };
-    static constexpr std::string_view names[] = {"insert", "find", "take", "erase", "visit", "insert_if_absent"};
+    enum kind : runtime::op_kind { insert, find, take, erase, visit, insert_if_absent, reduce };
+    static constexpr std::string_view names[] = {"insert", "find", "take", "erase", "visit", "insert_if_absent",
+                                                 "reduce"};
 };
 
 template <class K, class V, class Hash = hasher<K>>
@@ -134,8 +146,10 @@ public:
         register_handlers();
         m_engine->verify_handlers();
         m_engine->check_same(static_cast<std::int64_t>(settings.place), "hash_map placement");
-        m_engine->check_same(static_cast<std::int64_t>(sizeof(K) * 1000 + sizeof(V)),
-                             "hash_map key/value type sizes");
+        // One set-up round for the type sizes and the reduce operators' numbering
+        // (include/mpidict/detail/callable_registry.hpp).
+        m_engine->check_same(static_cast<std::int64_t>((mix64(sizeof(K) * 1000 + sizeof(V)) ^ reducers::fingerprint()) >> 1),
+                             "hash_map key/value type sizes or reduce operators (the ranks run different programs?)");
         m_engine->start_progress_thread();
     }
 
@@ -189,6 +203,7 @@ public:
         check_value(value);
         initiation_timer timer(*this, hash_map_op::insert);
         if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
+            forget_pending_reduce(key);
             std::byte* out = reserve(target, m_insert_one, sizeof(K) + sizeof(V));
             out = codec<K>::encode(out, key);
             codec<V>::encode(out, value);
@@ -276,6 +291,54 @@ public:
         initiation_timer timer(*this, hash_map_op::insert_if_absent);
         encode_keyed_value(target, m_insert_if_absent, no_slot, key, value);
     }
+
+    // ---- reduce on insert (single-valued) ---------------------------------------
+
+    // Combines `value` into the key's value at its owner: a new key stores
+    // `value`, an existing one becomes op(current, value) (a key holding several
+    // values from insert() has them folded in order first, and keeps one).  `op`
+    // is any stateless callable V(const V&, const V&) (std::plus<>, a lambda
+    // without captures) and must be associative: with fixed-size keys and values,
+    // reduces of one key to one owner that wait in the same unsent buffer are
+    // combined at this rank (op(a, b) then sent once), so a counter sends one
+    // record per distinct key per buffer, not one per occurrence.  Applied by
+    // the next flush(); values refused by a capacity limit count in async_rejected().
+    template <class Op = std::plus<>>
+    void async_reduce(const K& key, const V& value, Op op = {}) {
+        async_reduce(target_rank{owner(key)}, key, value, op);
+    }
+    template <class Op = std::plus<>>
+    void async_reduce(target_rank target, const K& key, const V& value, Op = {}) {
+        check_reduce_op<Op>();
+        check_value(value);
+        initiation_timer timer(*this, hash_map_op::reduce);
+        encode_reduce(target, no_slot, reducer_id<Op>, key, value);
+    }
+
+    // Replaces the key's values with the one `value` (inserting the key if new).
+    void async_insert_or_assign(const K& key, const V& value) {
+        async_insert_or_assign(target_rank{owner(key)}, key, value);
+    }
+    void async_insert_or_assign(target_rank target, const K& key, const V& value) {
+        async_reduce(target, key, value, detail::replace_with_new{});
+    }
+    // The request form yields true if the key was new.  A refusal by the
+    // owner's capacity limit fails the request (get() throws); the key is unchanged.
+    request<bool> insert_or_assign(const K& key, const V& value) {
+        return insert_or_assign(target_rank{owner(key)}, key, value);
+    }
+    request<bool> insert_or_assign(target_rank target, const K& key, const V& value) {
+        check_value(value);
+        initiation_timer timer(*this, hash_map_op::reduce, true);
+        check_target(target);
+        const std::uint32_t slot = m_engine->open_request(hash_map_op::reduce);
+        slot_guard guard(*m_engine, slot);
+        encode_reduce(target, slot, reducer_id<detail::replace_with_new>, key, value);
+        return request<bool>(*m_engine, guard.release(), &decode_flag);
+    }
+
+    // Reduces of this rank combined into a waiting record instead of being sent.
+    std::uint64_t async_reduces_combined() const { return m_reduces_combined; }
 
     // ---- visit ---------------------------------------------------------------
 
@@ -674,6 +737,7 @@ private:
     void encode_insert(target_rank target, std::uint32_t slot, const K& key, std::span<const V> values) {
         if (values.size() > std::numeric_limits<std::uint32_t>::max() - 1)
             throw invalid_argument_error("mpidict: at most 4294967294 values per insert");
+        forget_pending_reduce(key);
         std::size_t bytes = header_bytes<wire::insert_header> + codec<K>::encoded_size(key);
         for (const V& value : values)
             bytes += codec<V>::encoded_size(value);
@@ -686,12 +750,14 @@ private:
 
     void encode_keyed(target_rank target, runtime::handler_id handler, std::uint32_t slot, const K& key,
                       std::uint32_t limit) {
+        forget_pending_reduce(key);
         const std::size_t bytes = header_bytes<wire::keyed_header> + codec<K>::encoded_size(key);
         detail::byte_writer(reserve(target, handler, bytes), bytes).record(wire::keyed_header{slot, limit}).encode(key).finish();
     }
 
     void encode_keyed_value(target_rank target, runtime::handler_id handler, std::uint32_t slot, const K& key,
                             const V& value) {
+        forget_pending_reduce(key);
         const std::size_t bytes =
             header_bytes<wire::keyed_value_header> + codec<K>::encoded_size(key) + codec<V>::encoded_size(value);
         detail::byte_writer(reserve(target, handler, bytes), bytes)
@@ -701,10 +767,92 @@ private:
             .finish();
     }
 
+    // ---- reduce ----
+
+    using reduce_function = void (*)(V& accumulated, const V& incoming);
+    using reducers = detail::callable_registry<reduce_function>;
+    template <class Op>
+    static void apply_reduce(V& accumulated, const V& incoming) {
+        accumulated = Op{}(static_cast<const V&>(accumulated), incoming);
+    }
+    // The operator's number, the same on every rank (see callable_registry.hpp).
+    template <class Op>
+    static inline const std::uint32_t reducer_id = reducers::add(detail::type_name<Op>(), &apply_reduce<Op>);
+
+    template <class Op>
+    static constexpr void check_reduce_op() {
+        static_assert(std::is_empty_v<Op> && std::is_default_constructible_v<Op>,
+                      "async_reduce: the operator must be stateless (a lambda without captures, std::plus<>, "
+                      "or an empty struct): it runs at the key's owner, where only its type is known.");
+        static_assert(std::is_invocable_r_v<V, const Op&, const V&, const V&>,
+                      "async_reduce: the operator must be callable as V(const V&, const V&).");
+    }
+
+    // A reduce waiting unsent in an outbox, for combining later reduces of the
+    // same key into it (fixed-size keys and values only).  Direct-mapped by the
+    // key's hash; valid while the outbox's generation is unchanged.
+    struct pending_reduce {
+        K key{};
+        int destination = -1;  // -1: empty
+        std::uint32_t op = 0;
+        std::uint64_t generation = 0;
+        std::byte* value = nullptr;  // the record's value bytes
+    };
+    static constexpr std::size_t pending_reduce_slots = 4096;
+    static constexpr bool combinable = codec<K>::fixed_size && codec<V>::fixed_size;
+
+    void encode_reduce(target_rank target, std::uint32_t slot, std::uint32_t op, const K& key, const V& value) {
+        constexpr std::size_t header = header_bytes<wire::reduce_header>;
+        if constexpr (combinable) {
+            if (slot == no_slot) {
+                if (m_pending_reduces.empty())
+                    m_pending_reduces.resize(pending_reduce_slots);
+                pending_reduce& waiting = m_pending_reduces[m_hash(key) & (pending_reduce_slots - 1)];
+                if (waiting.destination == target.rank && waiting.op == op &&
+                    waiting.generation == m_engine->outbox_generation(target.rank) && waiting.key == key) {
+                    V combined;
+                    std::memcpy(&combined, waiting.value, sizeof(V));
+                    reducers::entries()[op].entry(combined, value);
+                    std::memcpy(waiting.value, &combined, sizeof(V));
+                    ++m_reduces_combined;
+                    return;
+                }
+                std::byte* out = reserve(target, m_reduce, header + sizeof(K) + sizeof(V));
+                detail::overwrite_record(out, wire::reduce_header{no_slot, op});
+                std::memcpy(out + header, &key, sizeof(K));
+                std::memcpy(out + header + sizeof(K), &value, sizeof(V));
+                waiting = pending_reduce{key, target.rank, op, m_engine->outbox_generation(target.rank),
+                                         out + header + sizeof(K)};
+                return;
+            }
+        }
+        forget_pending_reduce(key);
+        const std::size_t bytes = header + codec<K>::encoded_size(key) + codec<V>::encoded_size(value);
+        detail::byte_writer(reserve(target, m_reduce, bytes), bytes)
+            .record(wire::reduce_header{slot, op})
+            .encode(key)
+            .encode(value)
+            .finish();
+    }
+
+    // Any other operation on `key` from this rank must not be overtaken by a
+    // later reduce combined into an earlier record: forget that record.
+    void forget_pending_reduce(const K& key) {
+        if constexpr (combinable) {
+            if (!m_pending_reduces.empty()) [[unlikely]] {
+                pending_reduce& waiting = m_pending_reduces[m_hash(key) & (pending_reduce_slots - 1)];
+                if (waiting.destination >= 0 && waiting.key == key)
+                    waiting.destination = -1;
+            }
+        }
+        (void)key;
+    }
+
     template <class Arg>
     void encode_visit(target_rank target, std::uint32_t slot, const K& key, std::uint32_t which, const Arg& arg) {
         if (which >= m_visitors.size())
             throw invalid_argument_error("mpidict: unknown visitor " + std::to_string(which));
+        forget_pending_reduce(key);
         const std::size_t bytes =
             header_bytes<wire::visit_header> + codec<K>::encoded_size(key) + codec<Arg>::encoded_size(arg);
         detail::byte_writer(reserve(target, m_visit, bytes), bytes)
@@ -754,6 +902,7 @@ private:
         for (std::size_t index = 0; index < keys.size(); ++index) {
             const K& key = keys[index];
             const int destination = target ? target->rank : owner(key);
+            forget_pending_reduce(key);
             const std::size_t bytes = header_bytes<wire::many_header> + codec<K>::encoded_size(key);
             detail::byte_writer(m_engine->reserve(destination, handler, bytes), bytes)
                 .record(wire::many_header{m_batch_id, static_cast<std::uint32_t>(index), clamped})
@@ -870,6 +1019,7 @@ private:
         m_take_many = m_engine->register_handler("hash_map.take_many", &handle_take_many, this);
         m_rejected = m_engine->register_handler("hash_map.rejected", &handle_rejected, this);
         m_visit_failed = m_engine->register_handler("hash_map.visit_failed", &handle_visit_failed, this);
+        m_reduce = m_engine->register_handler("hash_map.reduce", &handle_reduce, this);
     }
 
     static void handle_insert_one(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -952,6 +1102,77 @@ private:
                 self.notify_rejected(source, n - stored);
             }
         }
+    }
+
+    static void handle_reduce(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                              std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        const auto& operators = reducers::entries();
+        std::uint32_t rejected = 0;
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto [slot, op] = detail::read_record<wire::reduce_header>(reader);
+            if (op >= operators.size())
+                throw decode_error("mpidict: reduce names operator " + std::to_string(op) + " but this rank has " +
+                                   std::to_string(operators.size()));
+            const K key = codec<K>::decode(reader);
+            const V value = codec<V>::decode(reader);
+            const std::size_t before = self.reduce_value(key, value, operators[op].entry);
+            if (slot == no_slot) {
+                rejected += before == refused ? 1 : 0;
+            } else if (before == refused) {
+                self.m_engine->reply_error(source, slot, self.full_message("insert_or_assign"));
+            } else {
+                self.m_engine->reserve_reply(source, slot, before == 0 ? 1 : 0, 0);
+            }
+        }
+        self.notify_rejected(source, rejected);
+    }
+
+    static constexpr std::size_t refused = std::numeric_limits<std::size_t>::max();
+
+    // The owner's half of a reduce: how many values the key had before (0: it
+    // was new), or `refused` (capacity; the key is unchanged, counted in local_rejected()).
+    std::size_t reduce_value(const K& key, const V& value, reduce_function fold) {
+        if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
+            if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0) [[likely]] {
+                const std::size_t before = m_table.reduce_hashed(key, m_table.hash_of(key), value, fold);
+                if (before == 0)
+                    m_stored_bytes += sizeof(K) + sizeof(V);
+                else
+                    m_stored_bytes -= (before - 1) * sizeof(V);
+                return before;
+            }
+        }
+        const values_view current = m_table.find(key);
+        if (current.empty()) {
+            if (!store_value(key, value))
+                return refused;
+            return 0;
+        }
+        std::size_t old_bytes = 0;
+        for (const V& stored : current)
+            old_bytes += codec<V>::payload_bytes(stored);
+        V accumulated = current[0];
+        for (std::size_t i = 1; i < current.size(); ++i)
+            fold(accumulated, current[i]);
+        fold(accumulated, value);
+        const std::size_t new_bytes = codec<V>::payload_bytes(accumulated);
+        if (m_config.capacity_bytes != 0 && new_bytes > old_bytes &&
+            m_stored_bytes + (new_bytes - old_bytes) > m_config.capacity_bytes) {
+            ++m_local_rejected;
+            return refused;
+        }
+        const std::size_t before = current.size();
+        m_table.assign(key, std::span<const V>(&accumulated, 1));
+        m_stored_bytes = m_stored_bytes - std::min(m_stored_bytes, old_bytes) + new_bytes;
+        return before;
+    }
+
+    std::string full_message(const char* operation) const {
+        return "mpidict: rank " + std::to_string(rank()) + " is at its capacity limit (capacity_values = " +
+               std::to_string(m_config.capacity_values) + ", capacity_bytes = " +
+               std::to_string(m_config.capacity_bytes) + "): " + operation + " refused, the key is unchanged";
     }
 
     static void handle_find(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -1296,12 +1517,14 @@ private:
     std::uint32_t m_sample_counter = 0;
     runtime::handler_id m_insert_one = 0, m_insert = 0, m_find = 0, m_take = 0, m_erase = 0, m_insert_if_absent = 0,
                         m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0, m_take_many = 0,
-                        m_visit_failed = 0;
+                        m_visit_failed = 0, m_reduce = 0;
     std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
     std::uint32_t m_batch_id = 0;
     std::size_t m_batch_pending = 0;
     std::string m_batch_error;  // first failure reported by an owner during a batch
     std::vector<V> m_scratch;
+    std::vector<pending_reduce> m_pending_reduces;  // empty until the first combinable async_reduce
+    std::uint64_t m_reduces_combined = 0;
 };
 
 }  // namespace mpidict

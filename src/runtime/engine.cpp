@@ -451,6 +451,7 @@ void engine::ship(int destination, bool full) {
         return;
     message_buffer buffer = std::move(current.buffer);
     current.buffer = message_buffer{};
+    ++current.generation;
     current.has_group = false;
     current.holds_request = false;
     current.holds_handler_output = false;

@@ -143,6 +143,13 @@ struct hash_map_wire {
         std::uint32_t visitor;  // index in registration order
         static constexpr auto fields() { return std::tuple{&visit_header::slot, &visit_header::visitor}; }
     };
+    // reduce (async_reduce, insert_or_assign): {slot, op} key value; `op`
+    // numbers the operator in the value type's callable_registry.
+    struct reduce_header {
+        std::uint32_t slot;
+        std::uint32_t op;
+        static constexpr auto fields() { return std::tuple{&reduce_header::slot, &reduce_header::op}; }
+    };
     // find_many, take_many: {batch, index, limit} key
     struct many_header {
         std::uint32_t batch;

@@ -182,6 +182,34 @@ public:
             __builtin_prefetch(&m_slots[home(hash)], 1);
     }
 
+    // Single-valued update: a new key stores `value`; an existing key's values
+    // are folded in order, then `value`, with fold(accumulated&, const V&), and
+    // the key keeps that one value.  Returns how many values the key had before
+    // (0: it was new).  If fold throws, the key keeps its values.
+    template <class Fold>
+    std::size_t reduce_hashed(const K& key, std::uint64_t hash, const V& value, Fold&& fold) {
+        slot& s = find_or_add(key, hash);
+        const std::size_t before = s.count;
+        if (before == 0) {
+            push(s, value);
+            return 0;
+        }
+        if (s.spill == no_spill) [[likely]] {
+            fold(s.first, value);
+            return before;
+        }
+        V accumulated = s.first;
+        for (const V& spilled : m_spill[s.spill])
+            fold(accumulated, spilled);
+        fold(accumulated, value);
+        s.first = std::move(accumulated);
+        m_value_count -= before - 1;
+        m_spilled_values -= before - 1;
+        release_spill(s);
+        s.count = 1;
+        return before;
+    }
+
     // Stores (key, value) only if the key has no values; true if it did.
     bool insert_if_absent(const K& key, const V& value) {
         grow_if_needed();

@@ -126,6 +126,13 @@ public:
     // to write it; the pointer is valid until the next engine call.  Throws
     // invalid_argument_error if the record cannot fit in one message.
     std::byte* reserve(int destination, handler_id handler, std::size_t bytes);
+    // Changes whenever `destination`'s outbox is shipped: a pointer reserve()
+    // returned may be written again (e.g. to combine a later update into a
+    // record still waiting) while the generation is the one read after the
+    // reserve.  Every other engine call may ship, so read it again each time.
+    std::uint64_t outbox_generation(int destination) const {
+        return m_outboxes[static_cast<std::size_t>(destination)].generation;
+    }
 
     // Local.  Names an operation kind of the owning container for the statistics
     // and returns its id: 0, 1, ... in registration order (a container mirrors
@@ -270,6 +277,7 @@ private:
         std::uint32_t group_record_bytes = 0;
         bool holds_request = false;   // latency mode: ship when someone waits
         bool holds_handler_output = false;  // listed in m_handler_dirty
+        std::uint64_t generation = 0;       // shipments so far (outbox_generation)
     };
     struct in_flight_send {
         std::uint64_t ticket;
