@@ -1,0 +1,226 @@
+// k-mer counting three ways with hash_map (issue 16): the same k-mers of a word
+// list counted by
+//   append    async_insert(kmer, 1), then each owner counts a key's values;
+//   visitor   async_visit with a registered visitor adding to the key's value;
+//   reduce    async_reduce(kmer, 1) (std::plus, combined at the origin);
+// and, for scale, a serial std::unordered_map over all k-mers on rank 0.
+//
+// Each rank takes every p-th line of --input and every substring of --k bytes
+// of it (a k-mer, k <= 8, packed into a uint64).  One repetition of a method
+// is a fresh map, the inserts, flush, and the counts in place (for append: one
+// pass over the shard), from a barrier to a barrier.  Every method's total and
+// its top 10 must equal the serial count's (exit 1 otherwise).  Medians of --reps;
+// ratios in the same run.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <mpi.h>
+
+#include "common/mpi_main.hpp"
+#include "common/report.hpp"
+#include "mpidict/hash_map.hpp"
+
+namespace {
+
+constexpr char bench_name[] = "kmer_count";
+constexpr char description[] =
+    "k-mer counting with hash_map: appending 1s, a visitor, and async_reduce, beside a serial\n"
+    "std::unordered_map on rank 0.  JSON lines on stdout (rank 0), a table on stderr; exit 1 if\n"
+    "a method's total or top 10 differs from the serial count.";
+
+struct settings {
+    std::string input = "../shared/data/words/dutch.txt";
+    std::uint64_t k = 5;
+    std::uint64_t reps = 3;
+};
+
+void declare(mpidict::support::option_parser& parser, settings& s) {
+    parser.add_text("input", &s.input, "a text file; every line is split into k-mers", "FILE")
+        .add_count("k", &s.k, "k-mer length in bytes", 1, 8, "K")
+        .add_count("reps", &s.reps, "repetitions; medians are reported", 1, 1000, "R");
+}
+
+using map_type = mpidict::hash_map<std::uint64_t, std::uint64_t>;
+using entry = std::pair<std::uint64_t, std::uint64_t>;  // (count, k-mer)
+
+std::vector<std::string> read_lines(const std::string& path) {
+    std::ifstream in(path);
+    if (!in)
+        throw mpidict::invalid_argument_error("kmer_count: cannot open " + path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);)
+        lines.push_back(std::move(line));
+    return lines;
+}
+
+std::vector<std::uint64_t> kmers_of(const std::vector<std::string>& lines, std::size_t k, int rank, int size) {
+    std::vector<std::uint64_t> out;
+    for (std::size_t i = static_cast<std::size_t>(rank); i < lines.size(); i += static_cast<std::size_t>(size)) {
+        const std::string& line = lines[i];
+        for (std::size_t start = 0; start + k <= line.size(); ++start) {
+            std::uint64_t packed = 0;
+            std::memcpy(&packed, line.data() + start, k);
+            out.push_back(packed);
+        }
+    }
+    return out;
+}
+
+// The 10 largest (count, k-mer) pairs, largest first (ties: larger k-mer first).
+std::vector<entry> top10(std::vector<entry> candidates) {
+    const std::size_t n = std::min<std::size_t>(10, candidates.size());
+    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(n), candidates.end(),
+                      std::greater<>());
+    candidates.resize(n);
+    return candidates;
+}
+
+struct tally {
+    std::uint64_t total = 0;
+    std::vector<entry> top;
+};
+
+// Every rank's local top 10 and total, merged on every rank.
+tally merge(MPI_Comm comm, int size, std::uint64_t total, const std::vector<entry>& local) {
+    std::vector<entry> padded = local;
+    padded.resize(10, entry{0, 0});
+    std::vector<entry> all(10 * static_cast<std::size_t>(size));
+    MPI_Allgather(padded.data(), 20, MPI_UINT64_T, all.data(), 20, MPI_UINT64_T, comm);
+    tally result;
+    MPI_Allreduce(&total, &result.total, 1, MPI_UINT64_T, MPI_SUM, comm);
+    all.erase(std::remove(all.begin(), all.end(), entry{0, 0}), all.end());
+    result.top = top10(std::move(all));
+    return result;
+}
+
+// Counts in the shard: a key's count is its one value, or (append) how many values it has.
+tally count_shard(MPI_Comm comm, int size, const map_type& map, bool count_values) {
+    std::vector<entry> local;
+    std::uint64_t total = 0;
+    map.local_for_each([&](std::uint64_t key, const map_type::values_view& values) {
+        const std::uint64_t n = count_values ? values.size() : values[0];
+        total += n;
+        local.emplace_back(n, key);
+        if (local.size() >= 1024)
+            local = top10(std::move(local));
+    });
+    return merge(comm, size, total, top10(std::move(local)));
+}
+
+std::uint64_t add(map_type::visit_context&, const std::uint64_t&, std::vector<std::uint64_t>& values,
+                  const std::uint64_t& amount) {
+    if (values.empty())
+        values.push_back(0);
+    values[0] += amount;
+    return 0;
+}
+
+int run(const settings& s, const mpidict::bench::world& w) {
+    const std::vector<std::string> lines = read_lines(s.input);
+    const std::vector<std::uint64_t> kmers = kmers_of(lines, s.k, w.rank, w.size);
+    mpidict::bench::report out(bench_name, w.size, 0, w.rank == 0);
+    out.context().add("input", s.input).add("k", s.k);
+
+    // Serial baseline on rank 0 over every k-mer of the file.
+    tally expected;
+    std::vector<double> serial_seconds;
+    if (w.rank == 0) {
+        const std::vector<std::uint64_t> everything = kmers_of(lines, s.k, 0, 1);
+        for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
+            const double start = MPI_Wtime();
+            std::unordered_map<std::uint64_t, std::uint64_t> counts;
+            for (std::uint64_t kmer : everything)
+                ++counts[kmer];
+            std::vector<entry> pairs;
+            pairs.reserve(counts.size());
+            for (const auto& [kmer, n] : counts)
+                pairs.emplace_back(n, kmer);
+            expected.top = top10(std::move(pairs));
+            serial_seconds.push_back(MPI_Wtime() - start);
+        }
+        expected.total = everything.size();
+    }
+    MPI_Bcast(&expected.total, 1, MPI_UINT64_T, 0, w.comm);
+    expected.top.resize(10);
+    MPI_Bcast(expected.top.data(), 20, MPI_UINT64_T, 0, w.comm);
+
+    enum method { append, visitor, reduce };
+    const char* names[] = {"append", "visitor", "reduce"};
+    std::vector<double> seconds[3];
+    bool ok = true;
+    std::uint64_t combined = 0;
+    for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
+        for (int m : {append, visitor, reduce}) {
+            MPI_Barrier(w.comm);
+            const double start = MPI_Wtime();
+            map_type map(w.comm);
+            if (m == append) {
+                for (std::uint64_t kmer : kmers)
+                    map.async_insert(kmer, 1);
+            } else if (m == visitor) {
+                const auto adder = map.register_visitor("add", &add);
+                for (std::uint64_t kmer : kmers)
+                    map.async_visit(kmer, adder, std::uint64_t{1});
+            } else {
+                for (std::uint64_t kmer : kmers)
+                    map.async_reduce(kmer, 1);
+            }
+            map.flush();
+            const tally got = count_shard(w.comm, w.size, map, m == append);
+            MPI_Barrier(w.comm);
+            seconds[m].push_back(MPI_Wtime() - start);
+            if (m == reduce)
+                combined = map.async_reduces_combined();
+            if (got.total != expected.total || got.top != expected.top) {
+                ok = false;
+                if (w.rank == 0)
+                    std::fprintf(stderr, "%s: %s counted %llu k-mers (expected %llu) or a different top 10\n",
+                                 bench_name, names[m], static_cast<unsigned long long>(got.total),
+                                 static_cast<unsigned long long>(expected.total));
+            }
+            map.destroy();
+        }
+    }
+    const auto median = [](const std::vector<double>& v) { return mpidict::bench::summary::of(v).median; };
+    const double total = static_cast<double>(expected.total);
+    auto rates = [&](const std::vector<double>& secs) {
+        std::vector<double> r;
+        for (double t : secs)
+            r.push_back(total / t);
+        return r;
+    };
+    for (int m : {append, visitor, reduce})
+        out.figure(std::string(names[m]) + "_rate", rates(seconds[m]), "kmers/s");
+    if (w.rank == 0)
+        out.figure("serial_unordered_map_rate", rates(serial_seconds), "kmers/s");
+    out.figure("kmers", total, "count");
+    out.figure("reduces_combined_rank0", static_cast<double>(combined), "count");
+    out.ratio("reduce_vs_append", median(seconds[append]) / median(seconds[reduce]), ">= 1.0",
+              median(seconds[reduce]) <= median(seconds[append]));
+    out.ratio("visitor_vs_append", median(seconds[append]) / median(seconds[visitor]), "(reported)", true);
+    if (w.rank == 0) {
+        std::string top;
+        for (const entry& e : expected.top) {
+            char text[9] = {};
+            std::memcpy(text, &e.second, s.k);
+            top += std::string(" ") + text + "=" + std::to_string(e.first);
+        }
+        out.note("top 10:" + top);
+    }
+    out.print_table();
+    return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return mpidict::bench::mpi_main<settings>(argc, argv, bench_name, description, declare, run);
+}
