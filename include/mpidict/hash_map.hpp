@@ -42,12 +42,14 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -128,6 +130,71 @@ public:
     template <class Arg, class Result>
     struct visitor {
         std::uint32_t id;
+        static constexpr bool is_registered_visitor_handle = true;
+    };
+
+    // What a callable visitor (async_visit(key, f, args...)) gets: the key's
+    // values at its owner, changed in place.  Valid during the call only.
+    class values_ref {
+    public:
+        std::size_t size() const { return m_values.size(); }
+        bool empty() const { return size() == 0; }
+        V& operator[](std::size_t index) { return m_values[index]; }
+        const V& operator[](std::size_t index) const { return m_values[index]; }
+        V& front() { return m_values[0]; }
+        // Appends a value (creating the key); false if the owner's capacity
+        // limit refused it (counted like an insert's refusal).
+        bool push_back(const V& value) {
+            const bool stored = m_map.store_value(m_key, value);
+            m_refused += stored ? 0 : 1;
+            m_values = m_map.m_table.find_mutable(m_key);
+            return stored;
+        }
+        // Removes the key and all its values.
+        void clear() {
+            m_map.remove_key(m_key);
+            m_values = {};
+        }
+        template <class Ref>
+        class basic_iterator {
+        public:
+            using iterator_category = std::forward_iterator_tag;
+            using value_type = V;
+            using difference_type = std::ptrdiff_t;
+            using reference = Ref;
+            Ref operator*() const { return (*m_values)[m_index]; }
+            basic_iterator& operator++() {
+                ++m_index;
+                return *this;
+            }
+            basic_iterator operator++(int) {
+                basic_iterator before = *this;
+                ++m_index;
+                return before;
+            }
+            bool operator==(const basic_iterator& other) const { return m_index == other.m_index; }
+
+        private:
+            friend class values_ref;
+            basic_iterator(const typename table_type::mutable_values* values, std::size_t index)
+                : m_values(values), m_index(index) {}
+            const typename table_type::mutable_values* m_values;
+            std::size_t m_index;
+        };
+        using iterator = basic_iterator<V&>;
+        using const_iterator = basic_iterator<const V&>;
+        iterator begin() { return iterator(&m_values, 0); }
+        iterator end() { return iterator(&m_values, size()); }
+        const_iterator begin() const { return const_iterator(&m_values, 0); }
+        const_iterator end() const { return const_iterator(&m_values, size()); }
+
+    private:
+        friend class hash_map;
+        values_ref(hash_map& map, const K& key) : m_map(map), m_key(key), m_values(map.m_table.find_mutable(key)) {}
+        hash_map& m_map;
+        const K& m_key;
+        typename table_type::mutable_values m_values;
+        std::uint32_t m_refused = 0;
     };
 
     // Collective.  Creates the map over a duplicate of `communicator`.
@@ -148,8 +215,10 @@ public:
         m_engine->check_same(static_cast<std::int64_t>(settings.place), "hash_map placement");
         // One set-up round for the type sizes and the reduce operators' numbering
         // (include/mpidict/detail/callable_registry.hpp).
-        m_engine->check_same(static_cast<std::int64_t>((mix64(sizeof(K) * 1000 + sizeof(V)) ^ reducers::fingerprint()) >> 1),
-                             "hash_map key/value type sizes or reduce operators (the ranks run different programs?)");
+        m_engine->check_same(static_cast<std::int64_t>(
+                                 (mix64(sizeof(K) * 1000 + sizeof(V)) ^ reducers::fingerprint() ^
+                                  mix64(callable_visitors::fingerprint())) >> 1),
+                             "hash_map key/value type sizes, reduce operators or visitors (the ranks run different programs?)");
         m_engine->start_progress_thread();
     }
 
@@ -401,6 +470,62 @@ public:
     void async_visit(target_rank target, const K& key, visitor<Arg, Result> which, const Arg& arg) {
         initiation_timer timer(*this, hash_map_op::visit);
         encode_visit(target, no_slot, key, which.id, arg);
+    }
+
+    // ---- callable visitors ------------------------------------------------------
+
+    // Runs f at the key's owner on the key's values, in place:
+    //     f(const K& key, values_ref& values, args...)  or
+    //     f(visit_context& ctx, const K& key, values_ref& values, args...)
+    // f is any stateless callable (a lambda without captures, a function
+    // object type); nothing is registered: it is numbered by its type (and the
+    // arguments' types) consistently on every rank (callable_registry.hpp).  The
+    // arguments travel by value: trivially copyable types or byte strings
+    // (a string literal travels as std::string) and convert to f's parameters
+    // at the owner.  async_visit runs f even when the key is absent (values is
+    // empty; push_back creates the key), async_visit_if_contains only when it is
+    // present.  visit() is the request form: it yields f's result (nothing for
+    // void).  If f throws, the changes it made before the throw stay and the
+    // failure goes to the origin as for registered visitors (visit() throws,
+    // async_visit_errors() counts).
+    template <class F, class... Args>
+        requires(!detail::registered_visitor_handle<F>)
+    void async_visit(const K& key, F f, const Args&... args) {
+        async_visit(target_rank{owner(key)}, key, f, args...);
+    }
+    template <class F, class... Args>
+        requires(!detail::registered_visitor_handle<F>)
+    void async_visit(target_rank target, const K& key, F, const Args&... args) {
+        initiation_timer timer(*this, hash_map_op::visit);
+        encode_callable_visit<F>(target, no_slot, false, key, visit_argument<Args>(args)...);
+    }
+    template <class F, class... Args>
+        requires(!detail::registered_visitor_handle<F>)
+    void async_visit_if_contains(const K& key, F f, const Args&... args) {
+        async_visit_if_contains(target_rank{owner(key)}, key, f, args...);
+    }
+    template <class F, class... Args>
+        requires(!detail::registered_visitor_handle<F>)
+    void async_visit_if_contains(target_rank target, const K& key, F, const Args&... args) {
+        initiation_timer timer(*this, hash_map_op::visit);
+        encode_callable_visit<F>(target, no_slot, true, key, visit_argument<Args>(args)...);
+    }
+    template <class F, class... Args>
+        requires(!detail::registered_visitor_handle<F>)
+    auto visit(const K& key, F f, const Args&... args) {
+        return visit(target_rank{owner(key)}, key, f, args...);
+    }
+    template <class F, class... Args>
+        requires(!detail::registered_visitor_handle<F>)
+    auto visit(target_rank target, const K& key, F, const Args&... args) {
+        using result = callable_result<F, detail::visit_argument_t<Args>...>;
+        using returned = std::conditional_t<std::is_void_v<result>, nothing, result>;
+        initiation_timer timer(*this, hash_map_op::visit, true);
+        check_target(target);
+        const std::uint32_t slot = m_engine->open_request(hash_map_op::visit);
+        slot_guard guard(*m_engine, slot);
+        encode_callable_visit<F>(target, slot, false, key, visit_argument<Args>(args)...);
+        return request<returned>(*m_engine, guard.release(), &decode_visit<returned>);
     }
 
     // ---- bulk lookup ---------------------------------------------------------
@@ -767,6 +892,61 @@ private:
             .finish();
     }
 
+    // ---- callable visitors ----
+
+    using callable_visitor_function = bool (*)(hash_map& self, int source, std::uint32_t slot, bool if_contains,
+                                               const K& key, byte_reader& reader, std::string& failure);
+    using callable_visitors = detail::callable_registry<callable_visitor_function>;
+
+    template <class T>
+    static decltype(auto) visit_argument(const T& argument) {
+        if constexpr (std::is_same_v<detail::visit_argument_t<T>, std::decay_t<T>>)
+            return (argument);
+        else
+            return std::string(argument);
+    }
+
+    struct not_a_visitor {};
+    template <class F, class... A>
+    static auto callable_result_probe() {
+        if constexpr (std::is_invocable_v<const F&, visit_context&, const K&, values_ref&, const A&...>)
+            return std::type_identity<std::invoke_result_t<const F&, visit_context&, const K&, values_ref&, const A&...>>{};
+        else if constexpr (std::is_invocable_v<const F&, const K&, values_ref&, const A&...>)
+            return std::type_identity<std::invoke_result_t<const F&, const K&, values_ref&, const A&...>>{};
+        else
+            return std::type_identity<not_a_visitor>{};
+    }
+    template <class F, class... A>
+    using callable_result = typename decltype(callable_result_probe<F, A...>())::type;
+
+    template <class F, class... A>
+    static constexpr void check_callable_visitor() {
+        static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>,
+                      "async_visit: the visitor must be stateless (a lambda without captures or an empty function "
+                      "object): it runs at the key's owner, where only its type is known; pass state as arguments.");
+        static_assert(!std::is_same_v<callable_result<F, A...>, not_a_visitor>,
+                      "async_visit: the visitor must be callable as f(const K& key, values_ref& values, args...) or "
+                      "f(visit_context& ctx, const K& key, values_ref& values, args...).");
+        static_assert((encodable<A> && ...),
+                      "async_visit: visitor arguments must be trivially copyable or byte strings.");
+        static_assert(std::is_void_v<callable_result<F, A...>> || encodable<callable_result<F, A...>>,
+                      "visit: the visitor's result must be void, trivially copyable or a byte string.");
+    }
+
+    template <class F, class... A>
+    void encode_callable_visit(target_rank target, std::uint32_t slot, bool if_contains, const K& key,
+                               const A&... args) {
+        check_callable_visitor<F, A...>();
+        forget_pending_reduce(key);
+        const std::uint32_t id = callable_visitor_id<F, A...>;
+        const std::size_t bytes = header_bytes<wire::callable_visit_header> + codec<K>::encoded_size(key) +
+                                  (std::size_t{0} + ... + codec<A>::encoded_size(args));
+        detail::byte_writer out(reserve(target, m_visit_callable, bytes), bytes);
+        out.record(wire::callable_visit_header{slot, id, if_contains ? 1u : 0u}).encode(key);
+        (out.encode(args), ...);
+        out.finish();
+    }
+
     // ---- reduce ----
 
     using reduce_function = void (*)(V& accumulated, const V& incoming);
@@ -1020,6 +1200,7 @@ private:
         m_rejected = m_engine->register_handler("hash_map.rejected", &handle_rejected, this);
         m_visit_failed = m_engine->register_handler("hash_map.visit_failed", &handle_visit_failed, this);
         m_reduce = m_engine->register_handler("hash_map.reduce", &handle_reduce, this);
+        m_visit_callable = m_engine->register_handler("hash_map.visit_callable", &handle_visit_callable, this);
     }
 
     static void handle_insert_one(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -1391,6 +1572,138 @@ private:
         return true;
     }
 
+    static void handle_visit_callable(void* context, int source, const std::byte* records,
+                                      std::uint32_t record_bytes, std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        const auto& visitors = callable_visitors::entries();
+        std::uint32_t async_failures = 0;
+        std::string first_failure;
+        std::string failure;
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto header = detail::read_record<wire::callable_visit_header>(reader);
+            if (header.visitor >= visitors.size())
+                throw decode_error("mpidict: visit names callable visitor " + std::to_string(header.visitor) +
+                                   " but this rank has " + std::to_string(visitors.size()));
+            const K key = codec<K>::decode(reader);
+            failure.clear();
+            if (visitors[header.visitor].entry(self, source, header.slot, header.if_contains != 0, key, reader, failure))
+                continue;
+            if (header.slot != no_slot) {
+                self.m_engine->reply_error(source, header.slot, failure);
+            } else {
+                ++async_failures;
+                if (first_failure.empty())
+                    first_failure = failure;
+            }
+        }
+        self.notify_visit_failed(source, async_failures, first_failure);
+    }
+
+    // Payload bytes of a key's values (byte strings: their lengths).
+    std::size_t payload_of(const K& key) const {
+        std::size_t bytes = 0;
+        for (const V& value : m_table.find(key))
+            bytes += codec<V>::payload_bytes(value);
+        return bytes;
+    }
+
+    void remove_key(const K& key) {
+        std::size_t payload = 0;
+        const std::size_t removed = m_table.take(key, unlimited_take, [&](V&& value) {
+            payload += codec<V>::payload_bytes(value);
+        });
+        account_removed(key, payload, removed > 0);
+    }
+
+    template <class F, class... A>
+    static bool invoke_callable(hash_map& self, int source, std::uint32_t slot, bool if_contains, const K& key,
+                                byte_reader& reader, std::string& failure) {
+        const std::tuple<A...> args{codec<A>::decode(reader)...};  // braced: decoded in order
+        const bool present = self.m_table.contains(key);
+        if (if_contains && !present) {
+            if (slot != no_slot)
+                self.m_engine->reply_error(source, slot, "mpidict: visit_if_contains: the key is absent");
+            return true;
+        }
+        // Byte-string values changed in place change the payload: recount this key.
+        const std::size_t stored_before = self.m_stored_bytes;
+        const std::size_t payload_before = codec<V>::fixed_size ? 0 : self.payload_of(key);
+        auto settle = [&] {
+            if constexpr (!codec<V>::fixed_size) {
+                const bool now = self.m_table.contains(key);
+                std::size_t total = stored_before - std::min(stored_before, payload_before) + self.payload_of(key);
+                if (now != present)
+                    total = now ? total + codec<K>::payload_bytes(key)
+                                : total - std::min(total, codec<K>::payload_bytes(key));
+                self.m_stored_bytes = total;
+            }
+        };
+        values_ref values(self, key);
+        visit_context ctx{self, source, nullptr};
+        using R = callable_result<F, A...>;
+        using stored_result = std::conditional_t<std::is_void_v<R>, nothing, R>;
+        std::optional<stored_result> result;
+        auto call = [&]() -> R {
+            return std::apply(
+                [&](const A&... a) -> R {
+                    if constexpr (std::is_invocable_v<const F&, visit_context&, const K&, values_ref&, const A&...>)
+                        return F{}(ctx, key, values, a...);
+                    else
+                        return F{}(key, values, a...);
+                },
+                args);
+        };
+        auto threw = [&](std::string_view what) {
+            settle();
+            failure = "mpidict: " + callable_name<F>() + " threw at rank " + std::to_string(self.rank()) +
+                      " (the key's owner, visited from rank " + std::to_string(source) + "): " + std::string(what) +
+                      "; changes it made before throwing stay";
+            return false;
+        };
+        try {
+            if constexpr (std::is_void_v<R>) {
+                call();
+                result.emplace();
+            } else {
+                result.emplace(call());
+            }
+        } catch (const std::exception& problem) {
+            return threw(problem.what());
+        } catch (...) {
+            return threw("an exception not derived from std::exception");
+        }
+        settle();
+        if (slot == no_slot) {
+            self.notify_rejected(source, values.m_refused);
+            return true;
+        }
+        if constexpr (std::is_void_v<R>) {
+            self.m_engine->reserve_reply(source, slot, 1, 0);
+        } else {
+            const std::size_t bytes = codec<R>::encoded_size(*result);
+            const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
+            if (bytes > room) {
+                failure = "mpidict: the result of " + callable_name<F>() + " at rank " + std::to_string(self.rank()) +
+                          " needs " + std::to_string(bytes) + " bytes but one message holds " +
+                          std::to_string(room) + "; the visit's changes stay (return less or raise buffer_bytes)";
+                return false;
+            }
+            codec<R>::encode(self.m_engine->reserve_reply(source, slot, 1, bytes), *result);
+        }
+        return true;
+    }
+
+    // The callable's number with these argument types, the same on every rank.
+    template <class F, class... A>
+    static inline const std::uint32_t callable_visitor_id =
+        callable_visitors::add(detail::type_name<detail::type_list<F, A...>>(), &invoke_callable<F, A...>);
+
+    template <class F>
+    static std::string callable_name() {
+        return "visitor " + detail::demangle(std::string(detail::type_name<F>()));
+    }
+
     static void handle_find_many(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                                  std::uint32_t count) {
         static_cast<hash_map*>(context)->answer_many(false, source, records, record_bytes, count);
@@ -1517,7 +1830,7 @@ private:
     std::uint32_t m_sample_counter = 0;
     runtime::handler_id m_insert_one = 0, m_insert = 0, m_find = 0, m_take = 0, m_erase = 0, m_insert_if_absent = 0,
                         m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0, m_take_many = 0,
-                        m_visit_failed = 0, m_reduce = 0;
+                        m_visit_failed = 0, m_reduce = 0, m_visit_callable = 0;
     std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
     std::uint32_t m_batch_id = 0;
     std::size_t m_batch_pending = 0;

@@ -18,9 +18,14 @@
 // list is only written during static initialisation (or while a shared
 // library that uses the container is loaded, before any container of it runs).
 
+#include <cxxabi.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -62,5 +67,28 @@ template <class T>
 std::string_view type_name() {
     return typeid(T).name();
 }
+
+// A registered name as C++ (for messages), or the name itself.
+inline std::string demangle(const std::string& mangled) {
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
+                                                   std::free);
+    return status == 0 && readable ? std::string(readable.get()) : mangled;
+}
+
+// A type naming a callable together with its argument types.
+template <class... T>
+struct type_list {};
+
+// The handle register_visitor returns (as opposed to a callable visitor).
+template <class F>
+concept registered_visitor_handle = requires { F::is_registered_visitor_handle; };
+
+// How a visitor argument travels: a C string as std::string, anything else as
+// its decayed type.
+template <class T>
+using visit_argument_t =
+    std::conditional_t<std::is_same_v<std::decay_t<T>, const char*> || std::is_same_v<std::decay_t<T>, char*>,
+                       std::string, std::decay_t<T>>;
 
 }  // namespace mpidict::detail

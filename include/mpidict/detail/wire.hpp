@@ -143,6 +143,17 @@ struct hash_map_wire {
         std::uint32_t visitor;  // index in registration order
         static constexpr auto fields() { return std::tuple{&visit_header::slot, &visit_header::visitor}; }
     };
+    // visit_callable: {slot, visitor, if_contains} key arguments...; `visitor`
+    // numbers the callable (with its argument types) in the map's callable_registry.
+    struct callable_visit_header {
+        std::uint32_t slot;
+        std::uint32_t visitor;
+        std::uint32_t if_contains;  // 1: skip an absent key
+        static constexpr auto fields() {
+            return std::tuple{&callable_visit_header::slot, &callable_visit_header::visitor,
+                              &callable_visit_header::if_contains};
+        }
+    };
     // reduce (async_reduce, insert_or_assign): {slot, op} key value; `op`
     // numbers the operator in the value type's callable_registry.
     struct reduce_header {

@@ -99,6 +99,21 @@ public:
         const std::vector<V>* m_rest = nullptr;
     };
 
+    // One key's values, changeable in place (not added or removed: append and
+    // take do that); valid until the table changes.
+    class mutable_values {
+    public:
+        mutable_values() = default;
+        std::size_t size() const { return m_slot ? m_slot->count : 0; }
+        V& operator[](std::size_t index) const { return index == 0 ? m_slot->first : (*m_rest)[index - 1]; }
+
+    private:
+        friend class multi_table;
+        mutable_values(slot* s, std::vector<V>* rest) : m_slot(s), m_rest(rest) {}
+        slot* m_slot = nullptr;
+        std::vector<V>* m_rest = nullptr;
+    };
+
     explicit multi_table(std::size_t expected_keys = 0, double max_load = 0.8) : m_max_load(max_load) {
         if (!(max_load > 0.05 && max_load < 0.99))
             throw invalid_argument_error("mpidict: max_load must lie in (0.05, 0.99)");
@@ -142,6 +157,16 @@ public:
             return {};
         const slot& s = m_slots[index];
         return values_view(&s, s.spill == no_spill ? nullptr : &m_spill[s.spill]);
+    }
+
+    mutable_values find_mutable(const K& key) {
+        if (m_size == 0)
+            return {};
+        const std::size_t index = locate(key, m_hash(key));
+        if (index == npos)
+            return {};
+        slot& s = m_slots[index];
+        return mutable_values(&s, s.spill == no_spill ? nullptr : &m_spill[s.spill]);
     }
 
     bool contains(const K& key) const { return !find(key).empty(); }
