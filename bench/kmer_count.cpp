@@ -1,7 +1,9 @@
 // k-mer counting three ways with hash_map (issue 16): the same k-mers of a word
 // list counted by
 //   append    async_insert(kmer, 1), then each owner counts a key's values;
-//   visitor   async_visit with a registered visitor adding to the key's value;
+//   visitor   async_visit with a registered visitor adding to the key's value
+//             (the values are copied out and written back);
+//   lambda    async_visit with a lambda adding in place (values_ref);
 //   reduce    async_reduce(kmer, 1) (std::plus, combined at the origin);
 // and, for scale, a serial std::unordered_map over all k-mers on rank 0.
 //
@@ -32,7 +34,8 @@ namespace {
 
 constexpr char bench_name[] = "kmer_count";
 constexpr char description[] =
-    "k-mer counting with hash_map: appending 1s, a visitor, and async_reduce, beside a serial\n"
+    "k-mer counting with hash_map: appending 1s, a registered visitor, a lambda visitor and\n"
+    "async_reduce, beside a serial\n"
     "std::unordered_map on rank 0.  JSON lines on stdout (rank 0), a table on stderr; exit 1 if\n"
     "a method's total or top 10 differs from the serial count.";
 
@@ -152,13 +155,13 @@ int run(const settings& s, const mpidict::bench::world& w) {
     expected.top.resize(10);
     MPI_Bcast(expected.top.data(), 20, MPI_UINT64_T, 0, w.comm);
 
-    enum method { append, visitor, reduce };
-    const char* names[] = {"append", "visitor", "reduce"};
-    std::vector<double> seconds[3];
+    enum method { append, visitor, lambda, reduce };
+    const char* names[] = {"append", "visitor", "lambda", "reduce"};
+    std::vector<double> seconds[4];
     bool ok = true;
     std::uint64_t combined = 0;
     for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
-        for (int m : {append, visitor, reduce}) {
+        for (int m : {append, visitor, lambda, reduce}) {
             MPI_Barrier(w.comm);
             const double start = MPI_Wtime();
             map_type map(w.comm);
@@ -169,6 +172,14 @@ int run(const settings& s, const mpidict::bench::world& w) {
                 const auto adder = map.register_visitor("add", &add);
                 for (std::uint64_t kmer : kmers)
                     map.async_visit(kmer, adder, std::uint64_t{1});
+            } else if (m == lambda) {
+                for (std::uint64_t kmer : kmers)
+                    map.async_visit(kmer, [](const std::uint64_t&, map_type::values_ref& values) {
+                        if (values.empty())
+                            values.push_back(1);
+                        else
+                            ++values[0];
+                    });
             } else {
                 for (std::uint64_t kmer : kmers)
                     map.async_reduce(kmer, 1);
@@ -197,7 +208,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
             r.push_back(total / t);
         return r;
     };
-    for (int m : {append, visitor, reduce})
+    for (int m : {append, visitor, lambda, reduce})
         out.figure(std::string(names[m]) + "_rate", rates(seconds[m]), "kmers/s");
     if (w.rank == 0)
         out.figure("serial_unordered_map_rate", rates(serial_seconds), "kmers/s");
@@ -206,6 +217,9 @@ int run(const settings& s, const mpidict::bench::world& w) {
     out.ratio("reduce_vs_append", median(seconds[append]) / median(seconds[reduce]), ">= 1.0",
               median(seconds[reduce]) <= median(seconds[append]));
     out.ratio("visitor_vs_append", median(seconds[append]) / median(seconds[visitor]), "(reported)", true);
+    out.ratio("lambda_vs_append", median(seconds[append]) / median(seconds[lambda]), "(reported)", true);
+    if (w.rank == 0)
+        out.ratio("reduce_vs_serial", median(serial_seconds) / median(seconds[reduce]), "(reported)", true);
     if (w.rank == 0) {
         std::string top;
         for (const entry& e : expected.top) {
