@@ -46,6 +46,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
@@ -591,6 +592,101 @@ public:
         m_async_visit_error_message.clear();
     }
 
+    // How many values `key` has (0: absent), and whether it is present; at the
+    // key's owner, in order with this rank's other operations on the key.
+    request<std::size_t> count(const K& key) { return count(target_rank{owner(key)}, key); }
+    request<std::size_t> count(target_rank target, const K& key) {
+        return counting_request(target, key, &decode_count);
+    }
+    request<bool> contains(const K& key) { return contains(target_rank{owner(key)}, key); }
+    request<bool> contains(target_rank target, const K& key) { return counting_request(target, key, &decode_flag); }
+
+    // Collective.  Removes every key; other ranks' operations started after
+    // clear() returns on every rank are kept.
+    void clear() {
+        flush();
+        {
+            runtime::engine_lock lock(*m_engine);
+            m_table = table_type(checked_expected_keys(m_config), m_config.max_load);
+            m_stored_bytes = 0;
+        }
+        flush();  // nobody sends new operations before everyone has cleared
+    }
+
+    // Collective.  Every (key, value) pair of the map (a key with n values
+    // gives n pairs, in their order) on rank `root`, an empty vector elsewhere;
+    // gather_all() on every rank.  Memory: the whole map on each receiver.
+    std::vector<std::pair<K, V>> gather(int root) {
+        check_target(target_rank{root});
+        return pairs_of(exchange(root, [&](auto&& emit) {
+            m_table.for_each([&](const K& key, const values_view& values) {
+                for (const V& value : values)
+                    emit(key, value);
+            });
+        }));
+    }
+    std::vector<std::pair<K, V>> gather_all() {
+        return pairs_of(exchange(all_ranks, [&](auto&& emit) {
+            m_table.for_each([&](const K& key, const values_view& values) {
+                for (const V& value : values)
+                    emit(key, value);
+            });
+        }));
+    }
+
+    // Collective.  The `k` first (key, value) pairs of the whole map in the
+    // order of compare(a, b) (true: a comes first; e.g. larger values first
+    // with a.second > b.second), on every rank, the same on every rank (ties
+    // broken by rank, then by each rank's order).  Each rank sends at most k pairs to each.
+    template <class Compare>
+    std::vector<std::pair<K, V>> gather_topk(std::size_t k, Compare compare) {
+        using pair = std::pair<K, V>;
+        std::vector<pair> mine;
+        {
+            runtime::engine_lock lock(*m_engine);
+            m_engine->check_alive("gather_topk");
+            m_table.for_each([&](const K& key, const values_view& values) {
+                for (const V& value : values) {
+                    mine.emplace_back(key, value);
+                    if (mine.size() >= 2 * k + 64)
+                        keep_first(mine, k, compare);
+                }
+            });
+            keep_first(mine, k, compare);
+        }
+        std::vector<pair> all = pairs_of(exchange(all_ranks, [&](auto&& emit) {
+            for (const pair& entry : mine)
+                emit(entry.first, entry.second);
+        }));
+        std::stable_sort(all.begin(), all.end(), compare);
+        all.resize(std::min(all.size(), k));
+        return all;
+    }
+
+    // Collective.  Every value of the map folded with op (associative and
+    // commutative, e.g. std::plus<>), the same result on every rank; empty if
+    // the map is.  Each rank folds its own values, then the ranks' partial
+    // results are folded in rank order.
+    template <class Op>
+    std::optional<V> reduce(Op op) {
+        std::optional<V> mine;
+        {
+            runtime::engine_lock lock(*m_engine);
+            m_engine->check_alive("reduce");
+            m_table.for_each([&](const K&, const values_view& values) {
+                for (const V& value : values)
+                    mine = mine ? op(*mine, value) : value;
+            });
+        }
+        std::optional<V> total;
+        for (const gathered& partial : exchange(all_ranks, [&](auto&& emit) {
+                 if (mine)
+                     emit(K{}, *mine);
+             }))
+            total = total ? op(*total, partial.value) : partial.value;
+        return total;
+    }
+
     // Collective.  Total keys and values over all ranks.
     std::size_t global_size() { return global_sum(m_table.size(), "global_size"); }
     std::size_t global_value_count() { return global_sum(m_table.value_count(), "global_value_count"); }
@@ -636,7 +732,13 @@ public:
         flush();
         local_for_each(std::forward<Function>(function));
     }
+    // This rank's shard as ranges, without copying: iterating local_table()
+    // gives (key, values_view) pairs; local_keys() the keys; local_values() each
+    // key's values_view.  Valid until the next call into the map (no lock is
+    // held while the caller iterates: not with a progress thread running).
     const table_type& local_table() const { return m_table; }
+    auto local_keys() const { return std::views::keys(m_table); }
+    auto local_values() const { return std::views::values(m_table); }
 
     // ---- checkpoints (include/mpidict/checkpoint.hpp, docs/checkpoint.md) --
 
@@ -947,6 +1049,100 @@ private:
         out.finish();
     }
 
+    // ---- collective exchange (gather, gather_topk, reduce) ----
+
+    struct gathered {
+        int source;
+        K key;
+        V value;
+    };
+    static constexpr int all_ranks = -1;
+
+    // Collective.  flush(); produce(emit) calls emit(key, value) for what this
+    // rank contributes, sent to `root` (or every rank); flush(); what arrived
+    // here, ordered by source rank, each source's pairs in its order.
+    template <class Produce>
+    std::vector<gathered> exchange(int root, Produce&& produce) {
+        flush();
+        {
+            runtime::engine_lock lock(*m_engine);
+            auto emit = [&](const K& key, const V& value) {
+                for (int destination = root == all_ranks ? 0 : root;
+                     destination < (root == all_ranks ? num_ranks() : root + 1); ++destination) {
+                    if (destination == rank()) {
+                        m_gathered.push_back(gathered{rank(), key, value});
+                        continue;
+                    }
+                    const std::size_t bytes = codec<K>::encoded_size(key) + codec<V>::encoded_size(value);
+                    detail::byte_writer(m_engine->reserve(destination, m_gather, bytes), bytes)
+                        .encode(key)
+                        .encode(value)
+                        .finish();
+                }
+            };
+            produce(emit);
+        }
+        // Records from ranks already past their first flush may have arrived
+        // before this rank's own: m_gathered is emptied only here, never at the start.
+        flush();
+        runtime::engine_lock lock(*m_engine);
+        std::vector<gathered> arrived;
+        arrived.swap(m_gathered);
+        std::stable_sort(arrived.begin(), arrived.end(),
+                         [](const gathered& a, const gathered& b) { return a.source < b.source; });
+        return arrived;
+    }
+
+    static std::vector<std::pair<K, V>> pairs_of(std::vector<gathered>&& arrived) {
+        std::vector<std::pair<K, V>> pairs;
+        pairs.reserve(arrived.size());
+        for (gathered& entry : arrived)
+            pairs.emplace_back(std::move(entry.key), std::move(entry.value));
+        return pairs;
+    }
+
+    template <class Compare>
+    static void keep_first(std::vector<std::pair<K, V>>& pairs, std::size_t k, Compare& compare) {
+        if (pairs.size() <= k)
+            return;
+        std::stable_sort(pairs.begin(), pairs.end(), compare);
+        pairs.resize(k);
+    }
+
+    static void handle_gather(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                              std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            K key = codec<K>::decode(reader);
+            V value = codec<V>::decode(reader);
+            self.m_gathered.push_back(gathered{source, std::move(key), std::move(value)});
+        }
+    }
+
+    template <class T>
+    request<T> counting_request(target_rank target, const K& key, T (*decode)(std::uint32_t, byte_reader&, const void*)) {
+        initiation_timer timer(*this, hash_map_op::find, true);
+        check_target(target);
+        const std::uint32_t slot = m_engine->open_request(hash_map_op::find);
+        slot_guard guard(*m_engine, slot);
+        encode_keyed(target, m_count, slot, key, 0);
+        return request<T>(*m_engine, guard.release(), decode);
+    }
+
+    static void handle_count(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                             std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto slot = detail::read_record<wire::keyed_header>(reader).slot;
+            const K key = codec<K>::decode(reader);
+            const std::size_t n = self.m_table.find(key).size();
+            if (slot != no_slot)
+                self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(std::min<std::size_t>(n, no_slot - 1)), 0);
+        }
+    }
+
     // ---- reduce ----
 
     using reduce_function = void (*)(V& accumulated, const V& incoming);
@@ -1201,6 +1397,8 @@ private:
         m_visit_failed = m_engine->register_handler("hash_map.visit_failed", &handle_visit_failed, this);
         m_reduce = m_engine->register_handler("hash_map.reduce", &handle_reduce, this);
         m_visit_callable = m_engine->register_handler("hash_map.visit_callable", &handle_visit_callable, this);
+        m_gather = m_engine->register_handler("hash_map.gather", &handle_gather, this);
+        m_count = m_engine->register_handler("hash_map.count", &handle_count, this);
     }
 
     static void handle_insert_one(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -1830,7 +2028,7 @@ private:
     std::uint32_t m_sample_counter = 0;
     runtime::handler_id m_insert_one = 0, m_insert = 0, m_find = 0, m_take = 0, m_erase = 0, m_insert_if_absent = 0,
                         m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0, m_take_many = 0,
-                        m_visit_failed = 0, m_reduce = 0, m_visit_callable = 0;
+                        m_visit_failed = 0, m_reduce = 0, m_visit_callable = 0, m_gather = 0, m_count = 0;
     std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
     std::uint32_t m_batch_id = 0;
     std::size_t m_batch_pending = 0;
@@ -1838,6 +2036,7 @@ private:
     std::vector<V> m_scratch;
     std::vector<pending_reduce> m_pending_reduces;  // empty until the first combinable async_reduce
     std::uint64_t m_reduces_combined = 0;
+    std::vector<gathered> m_gathered;  // what a gather brought here; empty between gathers
 };
 
 }  // namespace mpidict

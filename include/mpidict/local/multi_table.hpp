@@ -305,6 +305,39 @@ public:
             append(key, values.begin(), values.end());
     }
 
+    // Iteration over the keys: each element is a pair (key, values_view),
+    // in slot order; valid until the table changes.
+    class const_iterator {
+    public:
+        using iterator_category = std::forward_iterator_tag;
+        using value_type = std::pair<const K&, values_view>;
+        using difference_type = std::ptrdiff_t;
+        using reference = value_type;
+        const_iterator() = default;
+        value_type operator*() const {
+            const slot& s = m_table->m_slots[m_index];
+            return {s.key, values_view(&s, s.spill == no_spill ? nullptr : &m_table->m_spill[s.spill])};
+        }
+        const_iterator& operator++() {
+            m_index = m_table->occupied_from(m_index + 1);
+            return *this;
+        }
+        const_iterator operator++(int) {
+            const_iterator before = *this;
+            ++*this;
+            return before;
+        }
+        bool operator==(const const_iterator& other) const { return m_index == other.m_index; }
+
+    private:
+        friend class multi_table;
+        const_iterator(const multi_table* table, std::size_t index) : m_table(table), m_index(index) {}
+        const multi_table* m_table = nullptr;
+        std::size_t m_index = 0;
+    };
+    const_iterator begin() const { return const_iterator(this, occupied_from(0)); }
+    const_iterator end() const { return const_iterator(this, m_slots.size()); }
+
     template <class Function>
     void for_each(Function&& function) const {
         for (const slot& s : m_slots) {
@@ -338,6 +371,11 @@ public:
 private:
     static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
 
+    std::size_t occupied_from(std::size_t index) const {
+        while (index < m_slots.size() && m_slots[index].count == 0)
+            ++index;
+        return index;
+    }
     std::size_t home(std::uint64_t h) const { return reduce_range(h, m_slots.size()); }
     std::size_t next(std::size_t index) const { return index + 1 == m_slots.size() ? 0 : index + 1; }
 
