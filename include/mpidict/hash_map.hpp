@@ -313,6 +313,26 @@ public:
     request<std::vector<V>> find(target_rank target, const K& key, std::size_t limit = unlimited) {
         return keyed_request(target, m_find, hash_map_op::find, key, limit);
     }
+    // Up to `limit` values of `key` from its `offset`-th on (0: the oldest):
+    // reads a key with more values than one message holds in pieces, without
+    // taking them (count(key) says how many there are).
+    request<std::vector<V>> find(const K& key, std::size_t limit, std::size_t offset) {
+        return find(target_rank{owner(key)}, key, limit, offset);
+    }
+    request<std::vector<V>> find(target_rank target, const K& key, std::size_t limit, std::size_t offset) {
+        initiation_timer timer(*this, hash_map_op::find, true);
+        check_target(target);
+        const std::uint32_t slot = m_engine->open_request(hash_map_op::find);
+        slot_guard guard(*m_engine, slot);
+        forget_pending_reduce(key);
+        const auto clamp = [](std::size_t n) { return static_cast<std::uint32_t>(std::min<std::size_t>(n, unlimited)); };
+        const std::size_t bytes = header_bytes<wire::find_from_header> + codec<K>::encoded_size(key);
+        detail::byte_writer(reserve(target, m_find_from, bytes), bytes)
+            .record(wire::find_from_header{slot, clamp(limit), clamp(offset)})
+            .encode(key)
+            .finish();
+        return request<std::vector<V>>(*m_engine, guard.release(), &decode_values);
+    }
 
     // Removes and returns up to `limit` values of `key` (oldest first), atomically.
     request<std::vector<V>> take(const K& key, std::size_t limit = unlimited) {
@@ -1399,6 +1419,7 @@ private:
         m_visit_callable = m_engine->register_handler("hash_map.visit_callable", &handle_visit_callable, this);
         m_gather = m_engine->register_handler("hash_map.gather", &handle_gather, this);
         m_count = m_engine->register_handler("hash_map.count", &handle_count, this);
+        m_find_from = m_engine->register_handler("hash_map.find_from", &handle_find_from, this);
     }
 
     static void handle_insert_one(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -1562,6 +1583,23 @@ private:
                             std::uint32_t count) {
         static_cast<hash_map*>(context)->answer_keyed(true, source, records, record_bytes, count);
     }
+    static void handle_find_from(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                                 std::uint32_t count) {
+        auto& self = *static_cast<hash_map*>(context);
+        const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto header = detail::read_record<wire::find_from_header>(reader);
+            const std::uint32_t slot = header.slot;
+            const K key = codec<K>::decode(reader);
+            self.answer(
+                key, header.limit, false, room,
+                [&](std::size_t n, std::size_t bytes) {
+                    return self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
+                },
+                [&](const std::string& message) { self.m_engine->reply_error(source, slot, message); }, header.offset);
+        }
+    }
 
     // find and take: the answer is the engine's reply to the caller's request.
     void answer_keyed(bool take, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -1594,11 +1632,13 @@ private:
     // refuse(message) and nothing is removed (nothing stored is lost), else
     // reserve(values, bytes) gives where to encode them, and a take removes them.
     template <class Reserve, class Refuse>
-    void answer(const K& key, std::uint32_t limit, bool take, std::size_t room, Reserve&& reserve, Refuse&& refuse) {
+    void answer(const K& key, std::uint32_t limit, bool take, std::size_t room, Reserve&& reserve, Refuse&& refuse,
+                std::size_t offset = 0) {
         const values_view found = m_table.find(key);
-        const std::size_t n = std::min<std::size_t>(limit, found.size());
+        const std::size_t first = std::min(offset, found.size());  // a find from `offset`; take: 0
+        const std::size_t n = std::min<std::size_t>(limit, found.size() - first);
         std::size_t bytes = 0;
-        for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t i = first; i < first + n; ++i)
             bytes += codec<V>::encoded_size(found[i]);
         if (bytes > room) {
             refuse(too_large_message(rank(), bytes, room));
@@ -1606,7 +1646,7 @@ private:
         }
         detail::byte_writer out(reserve(n, bytes), bytes);
         if (!take) {
-            for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t i = first; i < first + n; ++i)
                 out.encode(found[i]);
         } else {
             const bool removes_key = n == found.size();
@@ -1625,7 +1665,8 @@ private:
     static std::string too_large_message(int owner, std::size_t bytes, std::size_t room) {
         return "mpidict: the answer from rank " + std::to_string(owner) + " needs " + std::to_string(bytes) +
                " bytes but one message holds " + std::to_string(room) +
-               "; ask for fewer values per find/take or raise buffer_bytes";
+               "; ask for fewer values per find/take (find(key, limit, offset) reads a key in pieces) or raise "
+               "buffer_bytes";
     }
 
     static void handle_erase(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
@@ -2028,7 +2069,7 @@ private:
     std::uint32_t m_sample_counter = 0;
     runtime::handler_id m_insert_one = 0, m_insert = 0, m_find = 0, m_take = 0, m_erase = 0, m_insert_if_absent = 0,
                         m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0, m_take_many = 0,
-                        m_visit_failed = 0, m_reduce = 0, m_visit_callable = 0, m_gather = 0, m_count = 0;
+                        m_visit_failed = 0, m_reduce = 0, m_visit_callable = 0, m_gather = 0, m_count = 0, m_find_from = 0;
     std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
     std::uint32_t m_batch_id = 0;
     std::size_t m_batch_pending = 0;

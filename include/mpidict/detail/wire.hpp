@@ -132,6 +132,15 @@ struct hash_map_wire {
         std::uint32_t limit;
         static constexpr auto fields() { return std::tuple{&keyed_header::slot, &keyed_header::limit}; }
     };
+    // find_from (find with an offset): {slot, limit, offset} key
+    struct find_from_header {
+        std::uint32_t slot;
+        std::uint32_t limit;
+        std::uint32_t offset;  // the first value to return, 0: the oldest
+        static constexpr auto fields() {
+            return std::tuple{&find_from_header::slot, &find_from_header::limit, &find_from_header::offset};
+        }
+    };
     // insert_if_absent: {slot} key value
     struct keyed_value_header {
         std::uint32_t slot;
