@@ -36,6 +36,7 @@
 // (config.runtime.progress_thread) only makes progress.
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -61,6 +62,7 @@
 #include "mpidict/detail/wire.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
+#include "mpidict/local/composite.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/local/multi_table.hpp"
 #include "mpidict/results.hpp"
@@ -106,8 +108,13 @@ struct hash_map_op {
 
 template <class K, class V, class Hash = hasher<K>>
 class hash_map {
-    static_assert(encodable<K>, "hash_map keys must be trivially copyable or byte strings.");
-    static_assert(encodable<V>, "hash_map values must be trivially copyable or byte strings.");
+    static_assert(encodable<K>, "hash_map keys: see 'Key and value types' in docs/hash_map.md.");
+    static_assert(encodable<V>, "hash_map values: see 'Key and value types' in docs/hash_map.md.");
+    static_assert(std::equality_comparable<K>,
+                  "hash_map<K, V>: K has no operator==; give it one (e.g. `bool operator==(const K&) const = "
+                  "default;`), the local table compares keys with it.");
+    static_assert(std::is_invocable_r_v<std::uint64_t, const Hash&, const K&>,
+                  "hash_map<K, V, Hash>: Hash must be callable as std::uint64_t(const K&).");
     static_assert(detail::key_bytes_are_canonical<K, Hash>,
                   "hash_map<K, V>: K has padding bytes or floating-point members, and the default hash reads "
                   "the key's bytes, so two equal keys could be stored twice. Use a key type without padding "
@@ -962,8 +969,10 @@ private:
 
     void check_value(const V& value) const {
         if constexpr (!codec<V>::fixed_size) {
-            if (m_config.fixed_value_bytes != 0 && value.size() != m_config.fixed_value_bytes)
-                throw invalid_argument_error("mpidict: value length " + std::to_string(value.size()) +
+            // The payload: a byte string's length, a composite's parts' bytes.
+            const std::size_t bytes = codec<V>::payload_bytes(value);
+            if (m_config.fixed_value_bytes != 0 && bytes != m_config.fixed_value_bytes)
+                throw invalid_argument_error("mpidict: value length " + std::to_string(bytes) +
                                              " does not match this map's fixed value length " +
                                              std::to_string(m_config.fixed_value_bytes));
         }

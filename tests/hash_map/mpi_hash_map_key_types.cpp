@@ -5,8 +5,8 @@
 // hash of its members it works: every rank inserts the same keys from objects
 // whose padding holds rank-specific bytes, and each key is stored once.
 // Padding-free aggregates (std::array, a struct of same-width integers) work
-// with the default hash.  (std::pair is not trivially copyable in libstdc++, so
-// it is not a key type yet: issue 16, item 6.)
+// with the default hash.  (Composite keys -- pairs, tuples, vectors, structs
+// naming their members -- are in mpi_hash_map_composite_types.)
 
 #include <array>
 #include <cstdint>

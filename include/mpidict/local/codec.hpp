@@ -64,8 +64,10 @@ inline void byte_reader::throw_truncated(std::size_t wanted) const {
 template <class T, class Enable = void>
 struct codec {
     static_assert(std::is_trivially_copyable_v<T>,
-                  "mpidict keys and values must be trivially copyable, std::string or "
-                  "std::vector<std::byte>; specialise mpidict::codec for other types.");
+                  "mpidict keys and values must be trivially copyable, std::string, std::vector, std::pair, "
+                  "std::tuple or std::array of such types, or a struct that names its members with "
+                  "MPIDICT_FIELDS(type, &type::member, ...) (mpidict/local/composite.hpp); or specialise "
+                  "mpidict::codec<T> (docs/hash_map.md, 'Key and value types').");
     static constexpr bool fixed_size = true;
     static constexpr std::size_t encoded_size(const T&) { return sizeof(T); }
     static std::byte* encode(std::byte* out, const T& value) {

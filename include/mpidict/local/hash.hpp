@@ -52,7 +52,11 @@ inline std::uint64_t hash_bytes(const void* data, std::size_t size, std::uint64_
 // with indeterminate content); byte strings hash their contents.
 template <class K, class Enable = void>
 struct hasher {
-    static_assert(std::is_trivially_copyable_v<K>, "hasher<K> needs a trivially copyable key or a byte string.");
+    static_assert(std::is_trivially_copyable_v<K>,
+                  "mpidict::hasher<K> cannot hash this key type: use a trivially copyable key, a byte string, a "
+                  "std::vector/pair/tuple/array of such, a struct that names its members with "
+                  "MPIDICT_FIELDS(type, &type::member, ...), or pass a hash as the map's Hash argument "
+                  "(docs/hash_map.md, 'Key and value types').");
     // This hash reads the key's object bytes (see detail::key_bytes_are_canonical).
     static constexpr bool hashes_object_bytes = true;
     std::uint64_t operator()(const K& key) const {
