@@ -43,6 +43,14 @@ namespace {
 
 using key_type = std::int64_t;
 
+// A key as the C functions pass it: an integer (maps from mpidict_map_create)
+// or a byte string (mpidict_map_create_bytes).
+struct c_key {
+    key_type integer = 0;
+    const std::byte* bytes = nullptr;
+    std::size_t length = 0;
+};
+
 constexpr std::uint64_t map_magic = 0x31746369'6469706dULL;      // "mpidict1"
 constexpr std::uint64_t request_magic = 0x31716572'6469706dULL;  // "mpidreq1"
 
@@ -84,14 +92,16 @@ private:
     mpidict::request<mpidict::insert_result> m_request;
 };
 
-class erase_operation final : public operation {
+// A request whose result is its count (erase: values removed; count) or a flag (insert_if_absent: 1 if stored).
+template <class T>
+class count_operation final : public operation {
 public:
-    explicit erase_operation(mpidict::request<std::size_t> request) : m_request(std::move(request)) {}
+    explicit count_operation(mpidict::request<T> request) : m_request(std::move(request)) {}
     bool test() override { return m_request.test(); }
-    std::size_t finish() override { return m_request.get(); }
+    std::size_t finish() override { return static_cast<std::size_t>(m_request.get()); }
 
 private:
-    mpidict::request<std::size_t> m_request;
+    mpidict::request<T> m_request;
 };
 
 // ---- item <-> value conversion ---------------------------------------------------
@@ -169,24 +179,30 @@ public:
     virtual ~backend() = default;
     virtual int rank() const = 0;
     virtual int size() const = 0;
-    virtual int owner(key_type key) const = 0;
+    virtual bool byte_keys() const = 0;
+    virtual int owner(const c_key& key) const = 0;
     virtual bool destroyed() = 0;
     // Bytes one item occupies in a message.
     virtual std::size_t wire_item_bytes() const = 0;
 
-    virtual void async_insert(int target, key_type key, const std::byte* items, std::size_t n) = 0;
-    virtual std::unique_ptr<operation> insert(int target, key_type key, const std::byte* items, std::size_t n) = 0;
-    virtual std::unique_ptr<operation> find(int target, key_type key, std::byte* out, std::size_t max_items) = 0;
-    virtual std::unique_ptr<operation> take(int target, key_type key, std::byte* out, std::size_t max_items) = 0;
-    virtual std::unique_ptr<operation> erase(int target, key_type key) = 0;
-    virtual void async_erase(int target, key_type key) = 0;
+    virtual void async_insert(int target, const c_key& key, const std::byte* items, std::size_t n) = 0;
+    virtual std::unique_ptr<operation> insert(int target, const c_key& key, const std::byte* items, std::size_t n) = 0;
+    virtual std::unique_ptr<operation> find(int target, const c_key& key, std::byte* out, std::size_t max_items) = 0;
+    virtual std::unique_ptr<operation> take(int target, const c_key& key, std::byte* out, std::size_t max_items) = 0;
+    virtual std::unique_ptr<operation> erase(int target, const c_key& key) = 0;
+    virtual void async_erase(int target, const c_key& key) = 0;
+    virtual std::unique_ptr<operation> insert_if_absent(int target, const c_key& key, const std::byte* item) = 0;
+    virtual void async_insert_if_absent(int target, const c_key& key, const std::byte* item) = 0;
+    virtual std::unique_ptr<operation> count(int target, const c_key& key) = 0;
 
     virtual void flush() = 0;
     virtual void destroy() = 0;
 
     virtual std::size_t local_keys() const = 0;
     virtual std::size_t local_items() const = 0;
-    virtual std::size_t local_find(key_type key, std::byte* out, std::size_t max_items) const = 0;
+    virtual std::size_t local_find(const c_key& key, std::byte* out, std::size_t max_items) const = 0;
+    // Calls fn(key, items, n, user) on every key of the shard until it returns non-zero.
+    virtual void local_foreach(mpidict_foreach_fn fn, void* user) const = 0;
     virtual void global_size(std::size_t* keys, std::size_t* items) = 0;
     virtual void statistics(mpidict_statistics& out) = 0;
     virtual void reset_statistics() = 0;
@@ -200,10 +216,18 @@ void copy_op(const mpidict::runtime::op_statistics& in, mpidict_op_statistics& o
     out.completion_seconds += in.completion_seconds;
 }
 
-template <class V>
+template <class K, class V>
 class typed_backend final : public backend {
     using traits = item_traits<V>;
-    using map_type = mpidict::hash_map<key_type, V>;
+    using map_type = mpidict::hash_map<K, V>;
+    static constexpr bool bytes_keyed = std::is_same_v<K, std::string>;
+
+    static K key_of(const c_key& key) {
+        if constexpr (bytes_keyed)
+            return std::string(reinterpret_cast<const char*>(key.bytes), key.length);
+        else
+            return key.integer;
+    }
 
 public:
     typed_backend(MPI_Comm communicator, const mpidict::hash_map_config& settings, std::size_t item_bytes)
@@ -211,46 +235,81 @@ public:
 
     int rank() const override { return m_map.rank(); }
     int size() const override { return m_map.num_ranks(); }
-    int owner(key_type key) const override { return m_map.owner(key); }
+    bool byte_keys() const override { return bytes_keyed; }
+    int owner(const c_key& key) const override { return m_map.owner(key_of(key)); }
     bool destroyed() override { return m_map.engine().destroyed(); }
     std::size_t wire_item_bytes() const override { return traits::wire_bytes(m_item_bytes); }
 
-    void async_insert(int target, key_type key, const std::byte* items, std::size_t n) override {
+    void async_insert(int target, const c_key& key, const std::byte* items, std::size_t n) override {
         if (n == 1) {
-            m_map.async_insert(mpidict::target_rank{target}, key, traits::read_one(items, m_item_bytes));
+            m_map.async_insert(mpidict::target_rank{target}, key_of(key), traits::read_one(items, m_item_bytes));
             return;
         }
         traits::read(items, n, m_item_bytes, m_scratch);
-        m_map.async_insert(mpidict::target_rank{target}, key, std::span<const V>(m_scratch));
+        m_map.async_insert(mpidict::target_rank{target}, key_of(key), std::span<const V>(m_scratch));
     }
-    std::unique_ptr<operation> insert(int target, key_type key, const std::byte* items, std::size_t n) override {
+    std::unique_ptr<operation> insert(int target, const c_key& key, const std::byte* items, std::size_t n) override {
         traits::read(items, n, m_item_bytes, m_scratch);
-        auto started = m_map.insert(mpidict::target_rank{target}, key, std::span<const V>(m_scratch));
+        auto started = m_map.insert(mpidict::target_rank{target}, key_of(key), std::span<const V>(m_scratch));
         return std::make_unique<insert_operation>(std::move(started));
     }
-    std::unique_ptr<operation> find(int target, key_type key, std::byte* out, std::size_t max_items) override {
-        auto started = m_map.find(mpidict::target_rank{target}, key, max_items);
+    std::unique_ptr<operation> find(int target, const c_key& key, std::byte* out, std::size_t max_items) override {
+        auto started = m_map.find(mpidict::target_rank{target}, key_of(key), max_items);
         return std::make_unique<values_operation<V>>(std::move(started), out, max_items, m_item_bytes);
     }
-    std::unique_ptr<operation> take(int target, key_type key, std::byte* out, std::size_t max_items) override {
-        auto started = m_map.take(mpidict::target_rank{target}, key, max_items);
+    std::unique_ptr<operation> take(int target, const c_key& key, std::byte* out, std::size_t max_items) override {
+        auto started = m_map.take(mpidict::target_rank{target}, key_of(key), max_items);
         return std::make_unique<values_operation<V>>(std::move(started), out, max_items, m_item_bytes);
     }
-    std::unique_ptr<operation> erase(int target, key_type key) override {
-        return std::make_unique<erase_operation>(m_map.erase(mpidict::target_rank{target}, key));
+    std::unique_ptr<operation> erase(int target, const c_key& key) override {
+        return std::make_unique<count_operation<std::size_t>>(m_map.erase(mpidict::target_rank{target}, key_of(key)));
     }
-    void async_erase(int target, key_type key) override { m_map.async_erase(mpidict::target_rank{target}, key); }
+    void async_erase(int target, const c_key& key) override {
+        m_map.async_erase(mpidict::target_rank{target}, key_of(key));
+    }
+    std::unique_ptr<operation> insert_if_absent(int target, const c_key& key, const std::byte* item) override {
+        return std::make_unique<count_operation<bool>>(
+            m_map.insert_if_absent(mpidict::target_rank{target}, key_of(key), traits::read_one(item, m_item_bytes)));
+    }
+    void async_insert_if_absent(int target, const c_key& key, const std::byte* item) override {
+        m_map.async_insert_if_absent(mpidict::target_rank{target}, key_of(key), traits::read_one(item, m_item_bytes));
+    }
+    std::unique_ptr<operation> count(int target, const c_key& key) override {
+        return std::make_unique<count_operation<std::size_t>>(m_map.count(mpidict::target_rank{target}, key_of(key)));
+    }
 
     void flush() override { m_map.flush(); }
     void destroy() override { m_map.destroy(); }
 
     std::size_t local_keys() const override { return m_map.local_size(); }
     std::size_t local_items() const override { return m_map.local_value_count(); }
-    std::size_t local_find(key_type key, std::byte* out, std::size_t max_items) const override {
-        const std::vector<V> values = m_map.local_find(key, max_items);
+    std::size_t local_find(const c_key& key, std::byte* out, std::size_t max_items) const override {
+        const std::vector<V> values = m_map.local_find(key_of(key), max_items);
         for (std::size_t index = 0; index < values.size(); ++index)
             traits::write(values[index], out + index * m_item_bytes, m_item_bytes);
         return values.size();
+    }
+    void local_foreach(mpidict_foreach_fn fn, void* user) const override {
+        // The items of a key are copied into one contiguous buffer; the walk
+        // stops at the first non-zero return (an exception cannot carry it out
+        // of local_for_each cleanly, so a flag does).
+        std::vector<std::byte> items;
+        bool stopped = false;
+        m_map.local_for_each([&](const K& key, const typename map_type::values_view& values) {
+            if (stopped)
+                return;
+            items.resize(values.size() * m_item_bytes);
+            for (std::size_t index = 0; index < values.size(); ++index)
+                traits::write(values[index], items.data() + index * m_item_bytes, m_item_bytes);
+            mpidict_key view{};
+            if constexpr (bytes_keyed) {
+                view.bytes = key.data();
+                view.length = key.size();
+            } else {
+                view.integer = key;
+            }
+            stopped = fn(&view, items.data(), values.size(), user) != 0;
+        });
     }
     void global_size(std::size_t* keys, std::size_t* items) override {
         // Two collectives, always both, so every rank makes the same calls
@@ -296,19 +355,20 @@ private:
 template <std::size_t N>
 using bytes = std::array<std::byte, N>;
 
+template <class K>
 std::shared_ptr<backend> make_backend(MPI_Comm communicator, const mpidict::hash_map_config& settings,
                                       std::size_t item_bytes) {
     switch (item_bytes) {
-        case 4: return std::make_shared<typed_backend<bytes<4>>>(communicator, settings, item_bytes);
-        case 8: return std::make_shared<typed_backend<bytes<8>>>(communicator, settings, item_bytes);
-        case 12: return std::make_shared<typed_backend<bytes<12>>>(communicator, settings, item_bytes);
-        case 16: return std::make_shared<typed_backend<bytes<16>>>(communicator, settings, item_bytes);
-        case 24: return std::make_shared<typed_backend<bytes<24>>>(communicator, settings, item_bytes);
-        case 32: return std::make_shared<typed_backend<bytes<32>>>(communicator, settings, item_bytes);
+        case 4: return std::make_shared<typed_backend<K, bytes<4>>>(communicator, settings, item_bytes);
+        case 8: return std::make_shared<typed_backend<K, bytes<8>>>(communicator, settings, item_bytes);
+        case 12: return std::make_shared<typed_backend<K, bytes<12>>>(communicator, settings, item_bytes);
+        case 16: return std::make_shared<typed_backend<K, bytes<16>>>(communicator, settings, item_bytes);
+        case 24: return std::make_shared<typed_backend<K, bytes<24>>>(communicator, settings, item_bytes);
+        case 32: return std::make_shared<typed_backend<K, bytes<32>>>(communicator, settings, item_bytes);
         default: {
             mpidict::hash_map_config string_settings = settings;
             string_settings.fixed_value_bytes = item_bytes;
-            return std::make_shared<typed_backend<std::string>>(communicator, string_settings, item_bytes);
+            return std::make_shared<typed_backend<K, std::string>>(communicator, string_settings, item_bytes);
         }
     }
 }
@@ -321,8 +381,9 @@ struct mpidict_map {
     std::uint64_t magic = map_magic;
     std::shared_ptr<backend> store;
     std::size_t item_bytes = 0;
-    std::size_t max_items = 0;     // per operation: what one message carries
+    std::size_t max_items = 0;     // per operation: what one message carries (byte keys: with an empty key)
     std::size_t buffer_bytes = 0;
+    std::size_t max_key_bytes = 0; // byte-string keys: the longest that fits with one item
     // Fire-and-forget finds and deletes with output, completed by flush/destroy.
     // Declared after `store` so they are released before it.
     std::vector<std::unique_ptr<operation>> detached;
@@ -349,7 +410,34 @@ int check_map(const mpidict_map* map, const char* function, bool must_be_alive) 
     return MPIDICT_OK;
 }
 
-int resolve_target(const mpidict_map& map, int target, key_type key, const char* function, int& resolved) {
+// Checks that the key is of the map's kind and fits in one message with
+// n_items items; then resolves the target rank.
+int check_key(const mpidict_map& map, const c_key& key, bool byte_key, const char* function) {
+    if (byte_key != map.store->byte_keys())
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    byte_key ? std::string("this map has int64_t keys (mpidict_map_create); call the function "
+                                           "without the _bytes suffix")
+                             : std::string("this map has byte-string keys (mpidict_map_create_bytes); call the "
+                                           "_bytes form of this function"));
+    if (byte_key && key.bytes == nullptr && key.length != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "key is NULL but key_length = " + str(key.length));
+    if (byte_key && key.length > map.max_key_bytes)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "key_length = " + str(key.length) + " exceeds the " + str(map.max_key_bytes) +
+                        " bytes a key may have in one message with one item (buffer_bytes = " +
+                        str(map.buffer_bytes) + ")");
+    return MPIDICT_OK;
+}
+
+// The most items one operation on `key` may carry.
+std::size_t max_items_for(const mpidict_map& map, const c_key& key) {
+    if (!map.store->byte_keys())
+        return map.max_items;
+    const std::size_t overhead = per_operation_overhead_bytes - sizeof(key_type) + sizeof(std::uint32_t) + key.length;
+    return map.buffer_bytes > overhead ? (map.buffer_bytes - overhead) / map.store->wire_item_bytes() : 0;
+}
+
+int resolve_target(const mpidict_map& map, int target, const c_key& key, const char* function, int& resolved) {
     if (target == MPIDICT_TARGET_AUTO) {
         resolved = map.store->owner(key);
         return MPIDICT_OK;
@@ -363,10 +451,10 @@ int resolve_target(const mpidict_map& map, int target, key_type key, const char*
     return MPIDICT_OK;
 }
 
-std::string message_limit(const mpidict_map& map, std::string_view name, std::size_t value) {
-    return std::string(name) + " = " + str(value) + " exceeds the " + str(map.max_items) + " items of " +
-           str(map.item_bytes) + " bytes one message carries (buffer_bytes = " + str(map.buffer_bytes) +
-           "); split the operation or raise options.buffer_bytes";
+std::string message_limit(const mpidict_map& map, std::string_view name, std::size_t value, std::size_t most) {
+    return std::string(name) + " = " + str(value) + " exceeds the " + str(most) + " items of " + str(map.item_bytes) +
+           " bytes one message carries (buffer_bytes = " + str(map.buffer_bytes) +
+           (map.store->byte_keys() ? ", with this key" : "") + "); split the operation or raise options.buffer_bytes";
 }
 
 // Hands a started operation to the caller, or keeps it on the map to be
@@ -468,9 +556,10 @@ extern "C" int mpidict_map_options_init(mpidict_map_options* options) {
     return MPIDICT_OK;
 }
 
-extern "C" int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t values_per_key,
-                                  const mpidict_map_options* options, mpidict_map** out) {
-    static constexpr const char* function = "mpidict_map_create";
+namespace {
+
+int create_map(MPI_Comm comm, size_t value_size, size_t values_per_key, const mpidict_map_options* options,
+               mpidict_map** out, bool byte_keys, const char* function) {
     return guarded(function, [&]() -> int {
         if (out != nullptr)
             *out = nullptr;
@@ -511,6 +600,9 @@ extern "C" int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t value
         } else if (settings.placement != MPIDICT_PLACEMENT_HASH && settings.placement != MPIDICT_PLACEMENT_CYCLIC) {
             problem = "options.placement = " + std::to_string(settings.placement) +
                       " is neither MPIDICT_PLACEMENT_HASH (0) nor MPIDICT_PLACEMENT_CYCLIC (1)";
+        } else if (byte_keys && settings.placement == MPIDICT_PLACEMENT_CYCLIC) {
+            problem = "options.placement = MPIDICT_PLACEMENT_CYCLIC needs integer keys; a map with byte-string keys "
+                      "places them by hash";
         } else {
             item_bytes = value_size * values_per_key;
             // An item must fit in one message with its headers (string items carry
@@ -565,13 +657,31 @@ extern "C" int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t value
         config.capacity_bytes = settings.capacity_bytes;
 
         auto map = std::make_unique<mpidict_map>();
-        map->store = make_backend(comm, config, item_bytes);
+        map->store = byte_keys ? make_backend<std::string>(comm, config, item_bytes)
+                               : make_backend<key_type>(comm, config, item_bytes);
         map->item_bytes = item_bytes;
         map->buffer_bytes = settings.buffer_bytes;
-        map->max_items = (settings.buffer_bytes - per_operation_overhead_bytes) / map->store->wire_item_bytes();
+        map->max_items = byte_keys ? max_items_for(*map, c_key{})
+                                   : (settings.buffer_bytes - per_operation_overhead_bytes) / map->store->wire_item_bytes();
+        // A byte key travels as a 4-byte length and its bytes instead of 8 bytes.
+        const std::size_t room = settings.buffer_bytes - per_operation_overhead_bytes + sizeof(key_type) -
+                                 sizeof(std::uint32_t);
+        map->max_key_bytes = byte_keys && room > map->store->wire_item_bytes() ? room - map->store->wire_item_bytes() : 0;
         *out = map.release();
         return MPIDICT_OK;
     });
+}
+
+}  // namespace
+
+extern "C" int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t values_per_key,
+                                  const mpidict_map_options* options, mpidict_map** out) {
+    return create_map(comm, value_size, values_per_key, options, out, false, "mpidict_map_create");
+}
+
+extern "C" int mpidict_map_create_bytes(MPI_Comm comm, size_t value_size, size_t values_per_key,
+                                        const mpidict_map_options* options, mpidict_map** out) {
+    return create_map(comm, value_size, values_per_key, options, out, true, "mpidict_map_create_bytes");
 }
 
 extern "C" int mpidict_map_destroy(mpidict_map* map) {
@@ -613,14 +723,28 @@ extern "C" int mpidict_map_rank(const mpidict_map* map, int* rank, int* size) {
     return MPIDICT_OK;
 }
 
-extern "C" int mpidict_map_owner(const mpidict_map* map, int64_t key, int* rank) {
-    static constexpr const char* function = "mpidict_map_owner";
+namespace {
+
+int owner_of(const mpidict_map* map, const c_key& key, bool byte_key, int* rank, const char* function) {
     if (const int code = check_map(map, function, false); code != MPIDICT_OK)
+        return code;
+    if (const int code = check_key(*map, key, byte_key, function); code != MPIDICT_OK)
         return code;
     if (rank == nullptr)
         return fail(MPIDICT_ERR_ARGUMENT, function, "rank is NULL");
     *rank = map->store->owner(key);
     return MPIDICT_OK;
+}
+
+}  // namespace
+
+extern "C" int mpidict_map_owner(const mpidict_map* map, int64_t key, int* rank) {
+    return owner_of(map, c_key{key}, false, rank, "mpidict_map_owner");
+}
+
+extern "C" int mpidict_map_owner_bytes(const mpidict_map* map, const void* key, size_t key_length, int* rank) {
+    return owner_of(map, c_key{0, static_cast<const std::byte*>(key), key_length}, true, rank,
+                    "mpidict_map_owner_bytes");
 }
 
 extern "C" int mpidict_map_item_bytes(const mpidict_map* map, size_t* item_bytes) {
@@ -664,10 +788,13 @@ extern "C" int mpidict_map_global_size(mpidict_map* map, size_t* keys, size_t* i
     });
 }
 
-extern "C" int mpidict_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items,
-                                  size_t* count) {
-    static constexpr const char* function = "mpidict_local_find";
+namespace {
+
+int local_find(const mpidict_map* map, const c_key& key, bool byte_key, void* out_items, size_t max_items,
+               size_t* count, const char* function) {
     if (const int code = check_map(map, function, true); code != MPIDICT_OK)
+        return code;
+    if (const int code = check_key(*map, key, byte_key, function); code != MPIDICT_OK)
         return code;
     if (out_items == nullptr && max_items != 0)
         return fail(MPIDICT_ERR_ARGUMENT, function,
@@ -676,6 +803,31 @@ extern "C" int mpidict_local_find(const mpidict_map* map, int64_t key, void* out
         const std::size_t found = map->store->local_find(key, static_cast<std::byte*>(out_items), max_items);
         if (count != nullptr)
             *count = found;
+        return MPIDICT_OK;
+    });
+}
+
+}  // namespace
+
+extern "C" int mpidict_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items,
+                                  size_t* count) {
+    return local_find(map, c_key{key}, false, out_items, max_items, count, "mpidict_local_find");
+}
+
+extern "C" int mpidict_local_find_bytes(const mpidict_map* map, const void* key, size_t key_length, void* out_items,
+                                        size_t max_items, size_t* count) {
+    return local_find(map, c_key{0, static_cast<const std::byte*>(key), key_length}, true, out_items, max_items,
+                      count, "mpidict_local_find_bytes");
+}
+
+extern "C" int mpidict_local_foreach(const mpidict_map* map, mpidict_foreach_fn fn, void* user_data) {
+    static constexpr const char* function = "mpidict_local_foreach";
+    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
+        return code;
+    if (fn == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "fn is NULL");
+    return guarded(function, [&] {
+        map->store->local_foreach(fn, user_data);
         return MPIDICT_OK;
     });
 }
@@ -704,18 +856,26 @@ extern "C" int mpidict_map_reset_statistics(mpidict_map* map) {
 
 // ---- operations -------------------------------------------------------------------------
 
-extern "C" int mpidict_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items,
-                              mpidict_request** req) {
-    static constexpr const char* function = "mpidict_insert";
+namespace {
+
+// The checks every keyed operation starts with; `owner` gets the target rank.
+int start_keyed(mpidict_map* map, int target, const c_key& key, bool byte_key, const char* function, int& owner) {
     if (const int code = check_map(map, function, true); code != MPIDICT_OK)
         return code;
+    if (const int code = check_key(*map, key, byte_key, function); code != MPIDICT_OK)
+        return code;
+    return resolve_target(*map, target, key, function, owner);
+}
+
+int insert_items(mpidict_map* map, int target, const c_key& key, bool byte_key, const void* items, size_t n_items,
+                 mpidict_request** req, const char* function) {
     int owner = 0;
-    if (const int code = resolve_target(*map, target, key, function, owner); code != MPIDICT_OK)
+    if (const int code = start_keyed(map, target, key, byte_key, function, owner); code != MPIDICT_OK)
         return code;
     if (items == nullptr && n_items != 0)
         return fail(MPIDICT_ERR_ARGUMENT, function, "items is NULL but n_items = " + str(n_items));
-    if (n_items > map->max_items)
-        return fail(MPIDICT_ERR_ARGUMENT, function, message_limit(*map, "n_items", n_items));
+    if (const std::size_t most = max_items_for(*map, key); n_items > most)
+        return fail(MPIDICT_ERR_ARGUMENT, function, message_limit(*map, "n_items", n_items, most));
     if (req != nullptr)
         *req = nullptr;
     return guarded(function, [&] {
@@ -728,19 +888,16 @@ extern "C" int mpidict_insert(mpidict_map* map, int target, int64_t key, const v
     });
 }
 
-extern "C" int mpidict_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
-                            mpidict_request** req) {
-    static constexpr const char* function = "mpidict_find";
-    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
-        return code;
+int find_items(mpidict_map* map, int target, const c_key& key, bool byte_key, void* out_items, size_t max_items,
+               mpidict_request** req, const char* function) {
     int owner = 0;
-    if (const int code = resolve_target(*map, target, key, function, owner); code != MPIDICT_OK)
+    if (const int code = start_keyed(map, target, key, byte_key, function, owner); code != MPIDICT_OK)
         return code;
     if (out_items == nullptr && max_items != 0)
         return fail(MPIDICT_ERR_ARGUMENT, function,
                     "out_items is NULL but max_items = " + str(max_items) + " (pass max_items = 0 or a buffer)");
-    if (max_items > map->max_items)
-        return fail(MPIDICT_ERR_ARGUMENT, function, message_limit(*map, "max_items", max_items));
+    if (const std::size_t most = max_items_for(*map, key); max_items > most)
+        return fail(MPIDICT_ERR_ARGUMENT, function, message_limit(*map, "max_items", max_items, most));
     if (req != nullptr)
         *req = nullptr;
     return guarded(function, [&] {
@@ -748,18 +905,15 @@ extern "C" int mpidict_find(mpidict_map* map, int target, int64_t key, void* out
     });
 }
 
-extern "C" int mpidict_delete(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
-                              mpidict_request** req) {
-    static constexpr const char* function = "mpidict_delete";
-    if (const int code = check_map(map, function, true); code != MPIDICT_OK)
-        return code;
+int delete_items(mpidict_map* map, int target, const c_key& key, bool byte_key, void* out_items, size_t max_items,
+                 mpidict_request** req, const char* function) {
     int owner = 0;
-    if (const int code = resolve_target(*map, target, key, function, owner); code != MPIDICT_OK)
+    if (const int code = start_keyed(map, target, key, byte_key, function, owner); code != MPIDICT_OK)
         return code;
     const bool remove_all = out_items == nullptr && max_items == MPIDICT_ALL_ITEMS;
-    if (!remove_all && max_items > map->max_items)
+    if (const std::size_t most = max_items_for(*map, key); !remove_all && max_items > most)
         return fail(MPIDICT_ERR_ARGUMENT, function,
-                    message_limit(*map, "max_items", max_items) +
+                    message_limit(*map, "max_items", max_items, most) +
                         (out_items == nullptr ? "" : " (MPIDICT_ALL_ITEMS needs out_items = NULL)"));
     if (req != nullptr)
         *req = nullptr;
@@ -773,6 +927,88 @@ extern "C" int mpidict_delete(mpidict_map* map, int target, int64_t key, void* o
         }
         return deliver(*map, map->store->take(owner, key, static_cast<std::byte*>(out_items), max_items), req);
     });
+}
+
+int insert_item_if_absent(mpidict_map* map, int target, const c_key& key, bool byte_key, const void* item,
+                          mpidict_request** req, const char* function) {
+    int owner = 0;
+    if (const int code = start_keyed(map, target, key, byte_key, function, owner); code != MPIDICT_OK)
+        return code;
+    if (item == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "item is NULL");
+    if (req != nullptr)
+        *req = nullptr;
+    return guarded(function, [&] {
+        const auto* bytes = static_cast<const std::byte*>(item);
+        if (req == nullptr) {
+            map->store->async_insert_if_absent(owner, key, bytes);
+            return MPIDICT_OK;
+        }
+        return deliver(*map, map->store->insert_if_absent(owner, key, bytes), req);
+    });
+}
+
+int count_items(mpidict_map* map, int target, const c_key& key, bool byte_key, mpidict_request** req,
+                const char* function) {
+    int owner = 0;
+    if (const int code = start_keyed(map, target, key, byte_key, function, owner); code != MPIDICT_OK)
+        return code;
+    if (req == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "req is NULL; the count arrives through the request");
+    *req = nullptr;
+    return guarded(function, [&] { return deliver(*map, map->store->count(owner, key), req); });
+}
+
+c_key bytes_key(const void* key, size_t key_length) {
+    return c_key{0, static_cast<const std::byte*>(key), key_length};
+}
+
+}  // namespace
+
+extern "C" int mpidict_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items,
+                              mpidict_request** req) {
+    return insert_items(map, target, c_key{key}, false, items, n_items, req, "mpidict_insert");
+}
+extern "C" int mpidict_insert_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+                                    const void* items, size_t n_items, mpidict_request** req) {
+    return insert_items(map, target, bytes_key(key, key_length), true, items, n_items, req, "mpidict_insert_bytes");
+}
+
+extern "C" int mpidict_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
+                            mpidict_request** req) {
+    return find_items(map, target, c_key{key}, false, out_items, max_items, req, "mpidict_find");
+}
+extern "C" int mpidict_find_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items,
+                                  size_t max_items, mpidict_request** req) {
+    return find_items(map, target, bytes_key(key, key_length), true, out_items, max_items, req, "mpidict_find_bytes");
+}
+
+extern "C" int mpidict_delete(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
+                              mpidict_request** req) {
+    return delete_items(map, target, c_key{key}, false, out_items, max_items, req, "mpidict_delete");
+}
+extern "C" int mpidict_delete_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+                                    void* out_items, size_t max_items, mpidict_request** req) {
+    return delete_items(map, target, bytes_key(key, key_length), true, out_items, max_items, req,
+                        "mpidict_delete_bytes");
+}
+
+extern "C" int mpidict_insert_if_absent(mpidict_map* map, int target, int64_t key, const void* item,
+                                        mpidict_request** req) {
+    return insert_item_if_absent(map, target, c_key{key}, false, item, req, "mpidict_insert_if_absent");
+}
+extern "C" int mpidict_insert_if_absent_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+                                              const void* item, mpidict_request** req) {
+    return insert_item_if_absent(map, target, bytes_key(key, key_length), true, item, req,
+                                 "mpidict_insert_if_absent_bytes");
+}
+
+extern "C" int mpidict_count(mpidict_map* map, int target, int64_t key, mpidict_request** req) {
+    return count_items(map, target, c_key{key}, false, req, "mpidict_count");
+}
+extern "C" int mpidict_count_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+                                   mpidict_request** req) {
+    return count_items(map, target, bytes_key(key, key_length), true, req, "mpidict_count_bytes");
 }
 
 extern "C" int mpidict_wait(mpidict_request** reqs, size_t n, size_t* counts) {

@@ -4,7 +4,11 @@
  * HASH_Wait / HASH_Flush (seed 000, section 2).
  *
  * Model.  A map is created collectively over an MPI communicator.  Keys are
- * int64_t.  A key maps to a sequence of *items* in insertion order; an item is
+ * int64_t (mpidict_map_create) or byte strings of any length that fits in one
+ * message (mpidict_map_create_bytes; every keyed function then has a _bytes
+ * form taking `const void* key, size_t key_length`, and the int64_t form
+ * returns MPIDICT_ERR_ARGUMENT, as the _bytes form does on an int64_t map).
+ * A key maps to a sequence of *items* in insertion order; an item is
  * `values_per_key` values of `value_size` bytes each (a sparse-matrix entry
  * stored as a (column, value) pair is 2 values of 4 bytes), so every item has
  * item_bytes = value_size * values_per_key bytes and arrays of items are
@@ -77,6 +81,17 @@ extern "C" {
 /* ---- handles --------------------------------------------------------------- */
 
 typedef struct mpidict_map mpidict_map;         /* opaque */
+/* A key as mpidict_local_foreach shows it: `integer` for int64_t maps, `bytes`
+ * and `length` for byte-string maps (the other members are 0 / NULL). */
+typedef struct mpidict_key {
+    int64_t integer;
+    const void* bytes;
+    size_t length;
+} mpidict_key;
+/* Called by mpidict_local_foreach with a key, its n_items items (contiguous,
+ * item_bytes each; valid during the call) and the caller's pointer.  Return 0
+ * to go on, anything else to stop.  It must not call functions on the map. */
+typedef int (*mpidict_foreach_fn)(const mpidict_key* key, const void* items, size_t n_items, void* user_data);
 typedef struct mpidict_request mpidict_request; /* opaque */
 
 typedef struct mpidict_map_options {
@@ -142,6 +157,9 @@ int mpidict_map_options_init(mpidict_map_options* options);
  * disagree, every rank returns an error and *out is NULL. */
 int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t values_per_key,
                        const mpidict_map_options* options, mpidict_map** out);
+/* Collective.  The same with byte-string keys (hash placement only). */
+int mpidict_map_create_bytes(MPI_Comm comm, size_t value_size, size_t values_per_key,
+                             const mpidict_map_options* options, mpidict_map** out);
 
 /* Collective.  Completes every pending operation (as mpidict_flush), then frees
  * the stored data and the communicator.  The handle stays valid: insert, find,
@@ -162,9 +180,11 @@ int mpidict_map_rank(const mpidict_map* map, int* rank, int* size);
 
 /* Local.  The rank that owns `key` under the map's placement. */
 int mpidict_map_owner(const mpidict_map* map, int64_t key, int* rank);
+int mpidict_map_owner_bytes(const mpidict_map* map, const void* key, size_t key_length, int* rank);
 
 /* Local.  Bytes per item, and the largest n_items / max_items one operation may
- * carry (bounded by options.buffer_bytes). */
+ * carry (bounded by options.buffer_bytes; for byte-string keys, with an empty
+ * key: each byte of a key leaves room for fewer items). */
 int mpidict_map_item_bytes(const mpidict_map* map, size_t* item_bytes);
 int mpidict_map_max_items(const mpidict_map* map, size_t* max_items);
 
@@ -178,6 +198,13 @@ int mpidict_map_global_size(mpidict_map* map, size_t* keys, size_t* items);
  * out_items, without messages; *count (may be NULL) gets how many. */
 int mpidict_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items,
                        size_t* count);
+int mpidict_local_find_bytes(const mpidict_map* map, const void* key, size_t key_length, void* out_items,
+                             size_t max_items, size_t* count);
+/* Local.  Calls fn on every key of this rank's shard with its items, in no
+ * particular order, until fn returns non-zero.  No messages; other ranks'
+ * operations are not applied meanwhile (call mpidict_flush first to see them
+ * all).  With every rank calling it after a flush, each key is seen once. */
+int mpidict_local_foreach(const mpidict_map* map, mpidict_foreach_fn fn, void* user_data);
 
 /* Local.  This rank's counters; reset zeroes them. */
 int mpidict_map_statistics(const mpidict_map* map, mpidict_statistics* out);
@@ -192,6 +219,8 @@ int mpidict_map_reset_statistics(mpidict_map* map);
  * req == NULL: fire-and-forget, applied by the next mpidict_flush. */
 int mpidict_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items,
                    mpidict_request** req);
+int mpidict_insert_bytes(mpidict_map* map, int target, const void* key, size_t key_length, const void* items,
+                         size_t n_items, mpidict_request** req);
 
 /* Starts reading up to max_items of `key`'s items, oldest first, into out_items
  * (room for max_items items).  The request's count is the number of items
@@ -199,6 +228,8 @@ int mpidict_insert(mpidict_map* map, int target, int64_t key, const void* items,
  * 0.  req == NULL: the items are written by the next mpidict_flush. */
 int mpidict_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
                  mpidict_request** req);
+int mpidict_find_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items,
+                       size_t max_items, mpidict_request** req);
 
 /* Starts removing up to max_items of `key`'s items, oldest first, atomically at
  * the owner, and writes them into out_items.  The request's count is the number
@@ -208,6 +239,19 @@ int mpidict_find(mpidict_map* map, int target, int64_t key, void* out_items, siz
  * req == NULL: complete (and out_items written) by the next mpidict_flush. */
 int mpidict_delete(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
                    mpidict_request** req);
+int mpidict_delete_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items,
+                         size_t max_items, mpidict_request** req);
+/* Starts storing one item under `key` only if the key has no items (the
+ * visited-set primitive): exactly one of several concurrent attempts wins.
+ * The request's count is 1 if this call stored it, else 0 (present, or
+ * refused by a capacity limit).  req == NULL: applied by the next flush. */
+int mpidict_insert_if_absent(mpidict_map* map, int target, int64_t key, const void* item, mpidict_request** req);
+int mpidict_insert_if_absent_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+                                   const void* item, mpidict_request** req);
+/* Starts counting `key`'s items at its owner; the request's count is the
+ * number (0: absent).  req must not be NULL. */
+int mpidict_count(mpidict_map* map, int target, int64_t key, mpidict_request** req);
+int mpidict_count_bytes(mpidict_map* map, int target, const void* key, size_t key_length, mpidict_request** req);
 
 /* Waits for the n requests in reqs[0..n), writes each one's item count to
  * counts[i] (counts may be NULL), frees them and sets reqs[i] to NULL.  NULL
