@@ -90,6 +90,7 @@ check_all() {
   cxx_header absl/container/flat_hash_map.h || missing+=(libabsl-dev)
   cxx_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)   # checkpoint manifests (src/checkpoint)
   cxx_header zlib.h || missing+=(zlib1g-dev)                      # CRC-32 of checkpoint columns
+  have pkg-config || missing+=(pkgconf)                           # the consumer test's mpicc + pkg-config build
   # Go builds the history checker (tools/histcheck, Porcupine from the Go
   # module proxy over HTTPS) that the skiplist_map consistency tests run.
   have go || [ -x /usr/local/go/bin/go ] || [ -x /usr/lib/go/bin/go ] || missing+=(golang-go)

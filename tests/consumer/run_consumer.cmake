@@ -1,6 +1,7 @@
 # cmake -P script behind the consumer.find_package test. Variables (all -D):
 #   MPIDICT_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, GENERATOR, BUILD_TYPE,
-#   C_COMPILER, CXX_COMPILER, MPIEXEC, MPIEXEC_NUMPROC_FLAG, MPIEXEC_PREFLAGS
+#   C_COMPILER, CXX_COMPILER, MPIEXEC, MPIEXEC_NUMPROC_FLAG, MPIEXEC_PREFLAGS,
+#   EXAMPLES_DIR, MPI_C_WRAPPER, MPI_CXX_WRAPPER, PKG_CONFIG (may be empty)
 cmake_minimum_required(VERSION 3.25)
 
 function(run_step what)
@@ -30,6 +31,7 @@ run_step("configure" "${CMAKE_COMMAND}"
          "-DCMAKE_C_COMPILER=${C_COMPILER}"
          "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
          "-DCMAKE_PREFIX_PATH=${prefix}"
+         "-DEXAMPLES_DIR=${EXAMPLES_DIR}"
          # Only the install may satisfy find_package(mpidict), not the build tree
          # or a user package registry.
          -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
@@ -42,4 +44,37 @@ if(NOT EXISTS "${exe}")  # multi-config generators
   set(exe "${build}/${BUILD_TYPE}/mpidict_consumer")
 endif()
 run_step("run" "${MPIEXEC}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} ${exe})
+foreach(example word_count bfs_frontier visited_set)
+  set(example_exe "${build}/consumer_${example}")
+  if(NOT EXISTS "${example_exe}")
+    set(example_exe "${build}/${BUILD_TYPE}/consumer_${example}")
+  endif()
+  run_step("run ${example}" "${MPIEXEC}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} ${example_exe})
+endforeach()
+
+# Without CMake: the MPI wrappers and pkg-config, as a C or Makefile user would.
+if(PKG_CONFIG AND MPI_C_WRAPPER AND MPI_CXX_WRAPPER)
+  file(GLOB_RECURSE pc_files "${prefix}/*/mpidict-c.pc")
+  list(GET pc_files 0 pc_file)
+  get_filename_component(pc_dir "${pc_file}" DIRECTORY)
+  set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
+  foreach(package mpidict mpidict-c)
+    execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs ${package}
+                    OUTPUT_VARIABLE flags OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "consumer: pkg-config ${package} failed (${rc})")
+    endif()
+    message(STATUS "consumer: pkg-config --cflags --libs ${package}: ${flags}")
+    separate_arguments(flags_${package} UNIX_COMMAND "${flags}")
+  endforeach()
+  run_step("mpicc + pkg-config mpidict-c" "${MPI_C_WRAPPER}" -std=c99 "${EXAMPLES_DIR}/c_api_scatter.c"
+           -o "${WORK_DIR}/pc_c_api_scatter" ${flags_mpidict-c})
+  run_step("run pc_c_api_scatter" "${MPIEXEC}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${WORK_DIR}/pc_c_api_scatter")
+  run_step("mpicxx + pkg-config mpidict" "${MPI_CXX_WRAPPER}" -std=c++20 "${EXAMPLES_DIR}/word_count.cpp"
+           -o "${WORK_DIR}/pc_word_count" ${flags_mpidict})
+  run_step("run pc_word_count" "${MPIEXEC}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${WORK_DIR}/pc_word_count")
+else()
+  message(STATUS "consumer: pkg-config steps skipped (pkg-config '${PKG_CONFIG}', mpicc '${MPI_C_WRAPPER}', "
+                 "mpicxx '${MPI_CXX_WRAPPER}')")
+endif()
 message(STATUS "consumer: OK")
