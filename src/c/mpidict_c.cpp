@@ -553,6 +553,7 @@ extern "C" int mpidict_map_options_init(mpidict_map_options* options) {
     options->capacity_bytes = 0;
     options->placement = MPIDICT_PLACEMENT_HASH;
     options->expected_keys_per_rank = 0;
+    options->progress_thread = 0;
     return MPIDICT_OK;
 }
 
@@ -653,6 +654,7 @@ int create_map(MPI_Comm comm, size_t value_size, size_t values_per_key, const mp
         config.place = settings.placement == MPIDICT_PLACEMENT_CYCLIC ? mpidict::placement::cyclic
                                                                       : mpidict::placement::hash;
         config.expected_keys_per_rank = settings.expected_keys_per_rank;
+        config.runtime.progress_thread = settings.progress_thread != 0;
         config.capacity_values = settings.capacity_values;
         config.capacity_bytes = settings.capacity_bytes;
 

@@ -177,8 +177,9 @@ void engine::initialise() {
         MPI_Query_thread(&level);
         if (level < MPI_THREAD_SERIALIZED)
             throw invalid_argument_error(
-                "mpidict: progress_thread needs MPI initialised with at least MPI_THREAD_SERIALIZED "
-                "(use MPI_Init_thread)");
+                "mpidict: progress_thread needs MPI initialised by MPI_Init_thread with MPI_THREAD_MULTIPLE "
+                "(or MPI_THREAD_SERIALIZED if the program makes no MPI calls of its own while the container "
+                "lives); docs/runtime.md, 'Progress'");
     }
 }
 

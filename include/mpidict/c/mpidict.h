@@ -102,6 +102,10 @@ typedef struct mpidict_map_options {
     size_t capacity_bytes;         /* per-rank limit on stored key + item bytes (0: none) */
     int placement;                 /* MPIDICT_PLACEMENT_HASH or MPIDICT_PLACEMENT_CYCLIC; same on all ranks */
     size_t expected_keys_per_rank; /* sizing hint for the local table (0: grow as needed) */
+    int progress_thread;           /* 1: a background thread answers other ranks while this one computes
+                                      (MPI initialised with MPI_THREAD_MULTIPLE, or MPI_THREAD_SERIALIZED
+                                      if the program makes no MPI calls of its own while the map lives);
+                                      0: answers only inside mpidict calls (default) */
 } mpidict_map_options;
 
 /* Per operation kind (delete counts both forms). */
