@@ -309,6 +309,14 @@ class hash_map(_Container):
         """Appends values[i] to keys[i]'s values, for every i (async: applied by flush())."""
         self._live().insert_many(self._key.batch(keys, "keys"), self._value.batch(values, "values"))
 
+    def reduce_many(self, keys, values, op: str = "sum") -> None:
+        """Combines values[i] into keys[i]'s one value with `op` ('sum', 'min', 'max' or
+        'replace'; for bytes 'sum' concatenates): a new key starts at values[i], a key
+        with several values has them folded first.  Repeated keys are combined on this
+        rank before they are sent (async: applied by flush())."""
+        kind, size = ("", 0) if self._value.dtype is None else (self._value.dtype.kind, self._value.dtype.itemsize)
+        self._live().reduce_many(self._key.batch(keys, "keys"), self._value.batch(values, "values"), op, kind, size)
+
     def find_many(self, keys, limit: int | None = None):
         """(counts, values): counts[i] of keys[i]'s values (at most `limit`), then all
         values concatenated in key order; np.repeat(range(len(keys)), counts) maps them back."""

@@ -358,6 +358,118 @@ public:
         for (std::size_t i = 0; i < k.size(); ++i)
             m->async_insert(k.at(i), v.at(i));
     }
+    // async_reduce of every pair with a named operator (Python callables cannot
+    // run at the owner): sum (bytes: concatenation), min, max, replace.  Numbers
+    // travel as uint64 bits (see _Codec): `kind` and `size` (numpy's dtype.kind
+    // and itemsize) say what the bits are, so the operator computes on the real type.
+    void reduce_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values, const std::string& op,
+                     const std::string& kind_code, std::size_t size) {
+        auto k = kind<K>::open(keys);
+        auto v = kind<V>::open(values);
+        same_length(k, v);
+        auto each = [&](auto combine) {
+            nb::gil_scoped_release released;
+            for (std::size_t i = 0; i < k.size(); ++i)
+                m->async_reduce(k.at(i), v.at(i), combine);
+        };
+        if (op == "replace") {
+            each(mpidict::detail::replace_with_new{});
+            return;
+        }
+        if constexpr (std::is_same_v<V, std::uint64_t>) {
+            if (!dispatch_bits(kind_code, size, op, each))
+                throw nb::value_error(("reduce_many: op must be 'sum', 'min', 'max' or 'replace' (numbers of "
+                                       "numpy kinds i, u, f of 4 or 8 bytes, or i, u of 1 or 2), not '" +
+                                       op + "' on " + kind_code + std::to_string(size))
+                                          .c_str());
+        } else {
+            (void)kind_code, (void)size;
+            if (op == "sum")
+                each(std::plus<>{});
+            else if (op == "min")
+                each([](const V& a, const V& b) { return b < a ? b : a; });
+            else if (op == "max")
+                each([](const V& a, const V& b) { return a < b ? b : a; });
+            else
+                throw nb::value_error(("reduce_many: op must be 'sum', 'min', 'max' or 'replace', not '" + op + "'").c_str());
+        }
+    }
+
+private:
+    // Operators on uint64 bits holding a T (zero-extended, as _Codec stores them).
+    template <class T>
+    static T from_bits(std::uint64_t bits) {
+        T value;
+        std::memcpy(&value, &bits, sizeof(T));
+        return value;
+    }
+    template <class T>
+    static std::uint64_t to_bits(T value) {
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, &value, sizeof(T));
+        return bits;
+    }
+    template <class T>
+    struct sum_bits {
+        std::uint64_t operator()(std::uint64_t a, std::uint64_t b) const {
+            if constexpr (std::is_integral_v<T>) {  // wraps, as numpy's integers do
+                using U = std::make_unsigned_t<T>;
+                return to_bits<U>(static_cast<U>(from_bits<U>(a) + from_bits<U>(b)));
+            } else {
+                return to_bits<T>(from_bits<T>(a) + from_bits<T>(b));
+            }
+        }
+    };
+    template <class T>
+    struct min_bits {
+        std::uint64_t operator()(std::uint64_t a, std::uint64_t b) const {
+            return from_bits<T>(b) < from_bits<T>(a) ? b : a;
+        }
+    };
+    template <class T>
+    struct max_bits {
+        std::uint64_t operator()(std::uint64_t a, std::uint64_t b) const {
+            return from_bits<T>(a) < from_bits<T>(b) ? b : a;
+        }
+    };
+    template <class T, class Each>
+    static bool run_bits(const std::string& op, Each& each) {
+        if (op == "sum")
+            each(sum_bits<T>{});
+        else if (op == "min")
+            each(min_bits<T>{});
+        else if (op == "max")
+            each(max_bits<T>{});
+        else
+            return false;
+        return true;
+    }
+    template <class Each>
+    static bool dispatch_bits(const std::string& kind_code, std::size_t size, const std::string& op, Each& each) {
+        if (kind_code == "i") {
+            switch (size) {
+                case 1: return run_bits<std::int8_t>(op, each);
+                case 2: return run_bits<std::int16_t>(op, each);
+                case 4: return run_bits<std::int32_t>(op, each);
+                case 8: return run_bits<std::int64_t>(op, each);
+            }
+        } else if (kind_code == "u") {
+            switch (size) {
+                case 1: return run_bits<std::uint8_t>(op, each);
+                case 2: return run_bits<std::uint16_t>(op, each);
+                case 4: return run_bits<std::uint32_t>(op, each);
+                case 8: return run_bits<std::uint64_t>(op, each);
+            }
+        } else if (kind_code == "f") {
+            switch (size) {
+                case 4: return run_bits<float>(op, each);
+                case 8: return run_bits<double>(op, each);
+            }
+        }
+        return false;
+    }
+
+public:
     // (counts, values): counts[i] values of keys[i], concatenated in key order.
     nb::tuple find_many(const typename kind<K>::batch& keys, std::size_t limit, bool take) {
         auto k = kind<K>::open(keys);
@@ -488,6 +600,7 @@ void bind_hash_map(nb::module_& mod, const char* name) {
     auto c = nb::class_<M>(mod, name)
                  .def(nb::init<communicator, mpidict::hash_map_config>())
                  .def("insert_many", &M::insert_many)
+                 .def("reduce_many", &M::reduce_many)
                  .def("find_many", &M::find_many, "keys"_a, "limit"_a, "take"_a)
                  .def("insert_if_absent_many", &M::insert_if_absent_many)
                  .def("insert", &M::insert)

@@ -46,6 +46,44 @@ def test_hash_map_numeric(key_dtype, value_dtype, rank, size):
         m.flush()
 
 
+@pytest.mark.parametrize("value_dtype", ["int64", "float64", "int32", "float32", "uint16", "int8"])
+def test_hash_map_reduce_many(value_dtype, rank, size):
+    with mpidict.hash_map("int64", value_dtype) as m:
+        keys = np.arange(50, dtype=np.int64).repeat(3)          # every key three times per rank
+        m.reduce_many(keys, np.ones(len(keys), dtype=value_dtype))
+        signed = np.dtype(value_dtype).kind in "if"
+        low = -3 if signed else 0                                    # negative values compare as numbers
+        m.reduce_many(keys + 1000, (keys % 7 + rank + low).astype(value_dtype), op="max")
+        m.reduce_many(keys + 2000, (keys % 7 + rank + low).astype(value_dtype), op="min")
+        m.reduce_many(keys + 3000, np.full(len(keys), rank, dtype=value_dtype), op="replace")
+        m.flush()
+        every = np.arange(50, dtype=np.int64)
+        counts, values = m.find_many(every)
+        assert counts.tolist() == [1] * 50 and values.tolist() == [3 * size] * 50
+        counts, values = m.find_many(every + 1000)
+        assert values.tolist() == (every % 7 + size - 1 + low).tolist()
+        counts, values = m.find_many(every + 2000)
+        assert values.tolist() == (every % 7 + low).tolist()
+        counts, values = m.find_many(every + 3000)
+        assert counts.tolist() == [1] * 50 and all(0 <= v < size for v in values)
+        with pytest.raises(ValueError, match="op must be"):
+            m.reduce_many(every, every.astype(value_dtype), op="product")
+        if value_dtype == "int8":                                    # wraps like numpy
+            m.reduce_many(np.array([9999, 9999]), np.array([100, 100], dtype=np.int8))
+            m.flush()
+            assert m.find(9999).get().tolist() == [int(np.array(200 * size).astype(np.int8))]
+        m.flush()
+        assert m.global_size() == 200 + (1 if value_dtype == "int8" else 0)
+
+
+def test_hash_map_reduce_many_strings(rank, size):
+    with mpidict.hash_map(str, bytes) as m:
+        m.reduce_many([f"k{rank}"] * 3, [b"a", b"b", b"c"])        # sum: concatenation, in this rank's order
+        m.flush()
+        assert m.find(f"k{rank}").get() == [b"abc"]
+        m.flush()
+
+
 def test_hash_map_requests_and_take(rank, size):
     with mpidict.hash_map("int64", "int64") as m:
         request = m.insert(1000 + rank, 7)
