@@ -189,6 +189,18 @@ void run_map(std::uint8_t configuration, std::uint8_t requests, std::deque<std::
         // loopback and the real handlers; keys of rank 1 are swallowed.
         for (int index = 0; index < 12; ++index)
             map.async_insert(target_rank{index % 2}, data::key(index), data::value(index));
+        // Reduces and callable visitors (numbered 0, 1, ... in each registry at
+        // start-up), some combined at the origin, so the input's reduce and
+        // visit_callable records name real operators and visitors.
+        for (int index = 0; index < 4; ++index) {
+            map.async_reduce(target_rank{index % 2}, data::key(index), data::value(index));
+            map.async_insert_or_assign(target_rank{index % 2}, data::key(index + 4), data::value(index));
+            map.async_visit(target_rank{index % 2}, data::key(index), [](const K&, auto& values, const V& value) {
+                values.push_back(value);
+                if (values.size() > 3)
+                    values.clear();
+            }, data::value(index));
+        }
         // Ship them (to this rank's loopback; rank 1's are swallowed) and run
         // the handlers, so the input finds stored keys (and, for
         // linear_hash_map, a split under way).
