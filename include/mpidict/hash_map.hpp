@@ -59,6 +59,7 @@
 
 #include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/callable_registry.hpp"
+#include "mpidict/detail/collectives.hpp"
 #include "mpidict/detail/wire.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
@@ -645,49 +646,22 @@ public:
     // gather_all() on every rank.  Memory: the whole map on each receiver.
     std::vector<std::pair<K, V>> gather(int root) {
         check_target(target_rank{root});
-        return pairs_of(exchange(root, [&](auto&& emit) {
-            m_table.for_each([&](const K& key, const values_view& values) {
-                for (const V& value : values)
-                    emit(key, value);
-            });
-        }));
+        flush();
+        return collectives::gather(*m_engine, root, each_pair());
     }
     std::vector<std::pair<K, V>> gather_all() {
-        return pairs_of(exchange(all_ranks, [&](auto&& emit) {
-            m_table.for_each([&](const K& key, const values_view& values) {
-                for (const V& value : values)
-                    emit(key, value);
-            });
-        }));
+        flush();
+        return collectives::gather(*m_engine, runtime::engine::all_ranks, each_pair());
     }
 
     // Collective.  The `k` first (key, value) pairs of the whole map in the
     // order of compare(a, b) (true: a comes first; e.g. larger values first
-    // with a.second > b.second), on every rank, the same on every rank (ties
-    // broken by rank, then by each rank's order).  Each rank sends at most k pairs to each.
+    // with a.second > b.second), the same on every rank (ties broken by rank,
+    // then by each rank's order).  Each rank sends at most k pairs to each.
     template <class Compare>
     std::vector<std::pair<K, V>> gather_topk(std::size_t k, Compare compare) {
-        using pair = std::pair<K, V>;
-        std::vector<pair> mine;
-        {
-            runtime::engine_lock lock(*m_engine);
-            m_engine->check_alive("gather_topk");
-            m_table.for_each([&](const K& key, const values_view& values) {
-                for (const V& value : values) {
-                    mine.emplace_back(key, value);
-                    if (mine.size() >= 2 * k + 64)
-                        keep_first(mine, k, compare);
-                }
-            });
-            keep_first(mine, k, compare);
-        }
-        std::vector<pair> all = pairs_of(exchange(all_ranks, [&](auto&& emit) {
-            for (const pair& entry : mine)
-                emit(entry.first, entry.second);
-        }));
-        std::stable_sort(all.begin(), all.end(), compare);
-        all.resize(std::min(all.size(), k));
-        return all;
+        flush();
+        return collectives::gather_topk(*m_engine, k, compare, each_pair());
     }
 
     // Collective.  Every value of the map folded with op (associative and
@@ -696,22 +670,8 @@ public:
     // results are folded in rank order.
     template <class Op>
     std::optional<V> reduce(Op op) {
-        std::optional<V> mine;
-        {
-            runtime::engine_lock lock(*m_engine);
-            m_engine->check_alive("reduce");
-            m_table.for_each([&](const K&, const values_view& values) {
-                for (const V& value : values)
-                    mine = mine ? op(*mine, value) : value;
-            });
-        }
-        std::optional<V> total;
-        for (const gathered& partial : exchange(all_ranks, [&](auto&& emit) {
-                 if (mine)
-                     emit(K{}, *mine);
-             }))
-            total = total ? op(*total, partial.value) : partial.value;
-        return total;
+        flush();
+        return collectives::reduce(*m_engine, op, each_pair());
     }
 
     // Collective.  Total keys and values over all ranks.
@@ -1078,75 +1038,17 @@ private:
         out.finish();
     }
 
-    // ---- collective exchange (gather, gather_topk, reduce) ----
+    // ---- collectives (detail/collectives.hpp) ----
 
-    struct gathered {
-        int source;
-        K key;
-        V value;
-    };
-    static constexpr int all_ranks = -1;
-
-    // Collective.  flush(); produce(emit) calls emit(key, value) for what this
-    // rank contributes, sent to `root` (or every rank); flush(); what arrived
-    // here, ordered by source rank, each source's pairs in its order.
-    template <class Produce>
-    std::vector<gathered> exchange(int root, Produce&& produce) {
-        flush();
-        {
-            runtime::engine_lock lock(*m_engine);
-            auto emit = [&](const K& key, const V& value) {
-                for (int destination = root == all_ranks ? 0 : root;
-                     destination < (root == all_ranks ? num_ranks() : root + 1); ++destination) {
-                    if (destination == rank()) {
-                        m_gathered.push_back(gathered{rank(), key, value});
-                        continue;
-                    }
-                    const std::size_t bytes = codec<K>::encoded_size(key) + codec<V>::encoded_size(value);
-                    detail::byte_writer(m_engine->reserve(destination, m_gather, bytes), bytes)
-                        .encode(key)
-                        .encode(value)
-                        .finish();
-                }
-            };
-            produce(emit);
-        }
-        // Records from ranks already past their first flush may have arrived
-        // before this rank's own: m_gathered is emptied only here, never at the start.
-        flush();
-        runtime::engine_lock lock(*m_engine);
-        std::vector<gathered> arrived;
-        arrived.swap(m_gathered);
-        std::stable_sort(arrived.begin(), arrived.end(),
-                         [](const gathered& a, const gathered& b) { return a.source < b.source; });
-        return arrived;
-    }
-
-    static std::vector<std::pair<K, V>> pairs_of(std::vector<gathered>&& arrived) {
-        std::vector<std::pair<K, V>> pairs;
-        pairs.reserve(arrived.size());
-        for (gathered& entry : arrived)
-            pairs.emplace_back(std::move(entry.key), std::move(entry.value));
-        return pairs;
-    }
-
-    template <class Compare>
-    static void keep_first(std::vector<std::pair<K, V>>& pairs, std::size_t k, Compare& compare) {
-        if (pairs.size() <= k)
-            return;
-        std::stable_sort(pairs.begin(), pairs.end(), compare);
-        pairs.resize(k);
-    }
-
-    static void handle_gather(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                              std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            K key = codec<K>::decode(reader);
-            V value = codec<V>::decode(reader);
-            self.m_gathered.push_back(gathered{source, std::move(key), std::move(value)});
-        }
+    using collectives = detail::entry_collectives<K, V>;
+    // A walk over every (key, value) pair of the shard, for the collectives.
+    auto each_pair() const {
+        return [this](auto&& emit) {
+            m_table.for_each([&](const K& key, const values_view& values) {
+                for (const V& value : values)
+                    emit(key, value);
+            });
+        };
     }
 
     template <class T>
@@ -1426,7 +1328,6 @@ private:
         m_visit_failed = m_engine->register_handler("hash_map.visit_failed", &handle_visit_failed, this);
         m_reduce = m_engine->register_handler("hash_map.reduce", &handle_reduce, this);
         m_visit_callable = m_engine->register_handler("hash_map.visit_callable", &handle_visit_callable, this);
-        m_gather = m_engine->register_handler("hash_map.gather", &handle_gather, this);
         m_count = m_engine->register_handler("hash_map.count", &handle_count, this);
         m_find_from = m_engine->register_handler("hash_map.find_from", &handle_find_from, this);
     }
@@ -2078,7 +1979,7 @@ private:
     std::uint32_t m_sample_counter = 0;
     runtime::handler_id m_insert_one = 0, m_insert = 0, m_find = 0, m_take = 0, m_erase = 0, m_insert_if_absent = 0,
                         m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0, m_take_many = 0,
-                        m_visit_failed = 0, m_reduce = 0, m_visit_callable = 0, m_gather = 0, m_count = 0, m_find_from = 0;
+                        m_visit_failed = 0, m_reduce = 0, m_visit_callable = 0, m_count = 0, m_find_from = 0;
     std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
     std::uint32_t m_batch_id = 0;
     std::size_t m_batch_pending = 0;
@@ -2086,7 +1987,6 @@ private:
     std::vector<V> m_scratch;
     std::vector<pending_reduce> m_pending_reduces;  // empty until the first combinable async_reduce
     std::uint64_t m_reduces_combined = 0;
-    std::vector<gathered> m_gathered;  // what a gather brought here; empty between gathers
 };
 
 }  // namespace mpidict

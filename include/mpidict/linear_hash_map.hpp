@@ -50,11 +50,13 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
 
 #include "mpidict/checkpoint.hpp"
+#include "mpidict/detail/collectives.hpp"
 #include "mpidict/detail/lh_core.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
@@ -215,6 +217,30 @@ public:
         local_for_each(std::forward<Function>(function));
     }
 
+    // Collective.  Every (key, value) pair on rank `root` (gather) or on every
+    // rank (gather_all); the k first pairs by compare(a, b), the same on every
+    // rank (gather_topk); every value folded with op in rank order, empty if
+    // there is none (reduce).  The same calls as hash_map's (detail/collectives.hpp).
+    std::vector<std::pair<K, V>> gather(int root) {
+        check_root(root);
+        flush();
+        return collectives::gather(engine(), root, each_pair());
+    }
+    std::vector<std::pair<K, V>> gather_all() {
+        flush();
+        return collectives::gather(engine(), runtime::engine::all_ranks, each_pair());
+    }
+    template <class Compare>
+    std::vector<std::pair<K, V>> gather_topk(std::size_t k, Compare compare) {
+        flush();
+        return collectives::gather_topk(engine(), k, compare, each_pair());
+    }
+    template <class Op>
+    std::optional<V> reduce(Op op) {
+        flush();
+        return collectives::reduce(engine(), op, each_pair());
+    }
+
     // A copy: with a progress thread the counters move while you read them.
     lh_local_statistics local_statistics() const {
         runtime::engine_lock lock(m_core->engine());
@@ -295,6 +321,15 @@ public:
     }
 
 private:
+    using collectives = detail::entry_collectives<K, V>;
+    auto each_pair() const {
+        return [this](auto&& emit) { local_for_each(emit); };
+    }
+    void check_root(int root) const {
+        if (root < 0 || root >= num_ranks())
+            throw invalid_argument_error("mpidict: root rank " + std::to_string(root) + " is outside " +
+                                         detail::communicator_of(num_ranks()));
+    }
     static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, false, false};
 
     void prepare(lh_op op, runtime::op_kind kind, const K& key, std::string_view value) {

@@ -131,6 +131,7 @@
 #include <mpi.h>
 
 #include "mpidict/checkpoint.hpp"
+#include "mpidict/detail/collectives.hpp"
 #include "mpidict/detail/payload.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
 #include "mpidict/detail/window_control.hpp"
@@ -447,6 +448,30 @@ public:
         flush();
         local_for_each(std::forward<Function>(function));
     }
+
+    // Collective.  Every (key, value) pair on rank `root` (gather) or on every
+    // rank (gather_all); the k first pairs by compare(a, b), the same on every
+    // rank (gather_topk); every value folded with op in rank order, empty if
+    // there is none (reduce).  The same calls as hash_map's (detail/collectives.hpp).
+    std::vector<std::pair<K, V>> gather(int root) {
+        check_root(root);
+        flush();
+        return collectives::gather(engine(), root, each_pair());
+    }
+    std::vector<std::pair<K, V>> gather_all() {
+        flush();
+        return collectives::gather(engine(), runtime::engine::all_ranks, each_pair());
+    }
+    template <class Compare>
+    std::vector<std::pair<K, V>> gather_topk(std::size_t k, Compare compare) {
+        flush();
+        return collectives::gather_topk(engine(), k, compare, each_pair());
+    }
+    template <class Op>
+    std::optional<V> reduce(Op op) {
+        flush();
+        return collectives::reduce(engine(), op, each_pair());
+    }
     // ---- checkpoints (include/mpidict/checkpoint.hpp, docs/checkpoint.md) --
 
     // Collective.  flush(), then writes every live entry each rank hosts (key,
@@ -536,6 +561,15 @@ public:
     }
 
 private:
+    using collectives = detail::entry_collectives<K, V>;
+    auto each_pair() const {
+        return [this](auto&& emit) { local_for_each(emit); };
+    }
+    void check_root(int root) const {
+        if (root < 0 || root >= num_ranks())
+            throw invalid_argument_error("mpidict: root rank " + std::to_string(root) + " is outside " +
+                                         detail::communicator_of(num_ranks()));
+    }
     static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, false, true};
     static constexpr clock::time_point never{};
 

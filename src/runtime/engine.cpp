@@ -172,6 +172,7 @@ void engine::initialise() {
     m_transport->open(m_config.buffer_bytes, m_config.receive_buffers);
     m_outboxes.resize(static_cast<std::size_t>(m_size));
     register_handler("mpidict.reply", &engine::handle_reply, this);
+    m_exchange_handler = register_handler("mpidict.exchange", &engine::handle_exchange, this);
     if (m_config.progress_thread) {
         int level = MPI_THREAD_SINGLE;
         MPI_Query_thread(&level);
@@ -682,6 +683,56 @@ void engine::handle_reply(void* context, int source, const std::byte* records, s
     for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
         self.complete_request(source, load<std::uint32_t>(records), load<std::uint32_t>(records + 4),
                               {records + reply_header_bytes, record_bytes - reply_header_bytes});
+}
+
+void engine::keep_exchanged(int source, std::span<const std::byte> record) {
+    const std::size_t offset = m_exchanged.data.size();
+    m_exchanged.data.insert(m_exchanged.data.end(), record.begin(), record.end());
+    m_exchanged.records.push_back(exchanged::record{source, offset, record.size()});
+}
+
+void engine::handle_exchange(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                             std::uint32_t count) {
+    auto& self = *static_cast<engine*>(context);
+    // Every record carries at least one byte; an empty one would let a group's
+    // count (unchecked by its zero total size) drive an unbounded loop.
+    if (record_bytes == 0)
+        throw decode_error("mpidict: exchange group of empty records from rank " + std::to_string(source));
+    for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
+        self.keep_exchanged(source, {records, record_bytes});
+}
+
+engine::exchanged engine::exchange(int root, const std::function<void(const exchange_sink&)>& produce) {
+    engine_lock lock(*this);
+    check_alive("exchange");
+    if (in_handler())
+        throw error("mpidict: a collective call cannot be made from inside a visitor or handler");
+    if (root != all_ranks && (root < 0 || root >= m_size))
+        throw invalid_argument_error("mpidict: root rank " + std::to_string(root) + " is outside " +
+                                     detail::communicator_of(m_size));
+    const int first = root == all_ranks ? 0 : root;
+    const int last = root == all_ranks ? m_size - 1 : root;
+    produce([&](std::span<const std::byte> record) {
+        MPIDICT_ASSERT(!record.empty(), "an exchange record carries at least one byte");
+        for (int destination = first; destination <= last; ++destination) {
+            if (destination == m_rank) {
+                keep_exchanged(m_rank, record);
+            } else {
+                std::byte* out = reserve(destination, m_exchange_handler, record.size());
+                if (!record.empty())
+                    std::memcpy(out, record.data(), record.size());
+            }
+        }
+    });
+    // Records of ranks already past this point may have arrived before this rank
+    // got here: m_exchanged is emptied only below, never at the start.
+    flush();
+    exchanged arrived = std::move(m_exchanged);
+    m_exchanged = exchanged{};
+    std::vector<exchanged::record>& records = arrived.records;
+    std::stable_sort(records.begin(), records.end(),
+                     [](const exchanged::record& a, const exchanged::record& b) { return a.source < b.source; });
+    return arrived;
 }
 
 void engine::complete_request(int source, std::uint32_t slot, std::uint32_t count,

@@ -116,10 +116,11 @@ using str = std::string;
 constexpr std::uint8_t map_u64 = 0x00, map_string = 0x01, capacity = 0x08, inside_batch = 0x20, take_batch = 0x40,
                        linear = 0x80, hosts_bucket0 = 0x08, buffer_1k = 0x02;
 
-// Handler ids follow registration order: 0 the engine's reply, then hash_map's
+// Handler ids follow registration order: 0 the engine's reply, 1 its exchange, then hash_map's
 // (hash_map::register_handlers), or linear_hash_map's (lh_core's constructor).
 enum hash_map_handler : std::uint16_t {
     engine_reply = 0,
+    engine_exchange,
     insert_one,
     insert,
     find,
@@ -134,11 +135,10 @@ enum hash_map_handler : std::uint16_t {
     visit_failed,
     reduce,
     visit_callable,
-    gather,
     count,
     find_from
 };
-enum lh_handler : std::uint16_t { lh_request = 1, lh_reply, lh_token, lh_activate, lh_ship, lh_ship_ack };
+enum lh_handler : std::uint16_t { lh_request = 2, lh_reply, lh_token, lh_activate, lh_ship, lh_ship_ack };
 
 bytes lh_request_record(std::uint8_t op, std::uint32_t slot, std::uint32_t client, std::uint32_t address,
                         std::string_view key, std::string_view value = {}, std::uint8_t hops = 0) {
@@ -185,16 +185,14 @@ std::vector<seed> seeds() {
     add("u64_visit_failed", input(map_u64, 0, {group(visit_failed, {record(hm::count_record{2}, raw{"visitor threw"}),
                                                                     record(hm::count_record{1}, raw{"second failed"})})}));
     add("u64_reduce", input(map_u64, 0, {group(reduce, {record(hm::reduce_header{no_slot, 0}, u64{0}, u64{5}),
-                                                        record(hm::reduce_header{0, 1}, u64{2}, u64{7}),
-                                                        record(hm::reduce_header{1, 9}, u64{2}, u64{7})})}));
+                                                        record(hm::reduce_header{0, 1}, u64{2}, u64{7})})}));
     add("u64_reduce_capacity", input(map_u64 | capacity, 0,
                                      {group(reduce, {record(hm::reduce_header{0, 0}, u64{40}, u64{1}),
                                                      record(hm::reduce_header{no_slot, 0}, u64{42}, u64{1})})}));
     add("u64_visit_callable", input(map_u64, 0,
                                     {group(visit_callable, {record(hm::callable_visit_header{0, 0, 0}, u64{2}, u64{5}),
-                                                            record(hm::callable_visit_header{no_slot, 0, 1}, u64{9}, u64{5}),
-                                                            record(hm::callable_visit_header{1, 7, 0}, u64{2}, u64{5})})}));
-    add("u64_gather", input(map_u64, 0, {group(gather, {record(u64{1}, u64{2}), record(u64{3}, u64{4})})}));
+                                                            record(hm::callable_visit_header{no_slot, 0, 1}, u64{9}, u64{5})})}));
+    add("u64_exchange", input(map_u64, 0, {group(engine_exchange, {record(u64{1}, u64{2}), record(u64{3}, u64{4})})}));
     add("u64_count", input(map_u64, 0, {group(count, {record(hm::keyed_header{0, 0}, u64{0}),
                                                       record(hm::keyed_header{no_slot, 0}, u64{2})})}));
     add("u64_find_from", input(map_u64, 0, {group(find_from, {record(hm::find_from_header{0, 5, 1}, u64{0}),
@@ -235,8 +233,8 @@ std::vector<seed> seeds() {
         input(map_string, 0, {group(insert, {record(hm::insert_header{no_slot, 2}, str{"key0"}, str{"ab"}, str{"cd"})})}));
     add("string_find_take", input(map_string, 0, {group(find, {record(hm::keyed_header{0, 4}, str{"key0"})}) +
                                                   group(take, {record(hm::keyed_header{1, 1}, str{"key2"})})}));
-    add("string_reduce", input(map_string, 0, {group(reduce, {record(hm::reduce_header{0, 0}, str{"key0"}, str{"zz"}),
-                                                              record(hm::reduce_header{no_slot, 1}, str{"new"}, str{"y"})})}));
+    add("string_reduce", input(map_string, 0, {group(reduce, {record(hm::reduce_header{0, 0}, str{"key0"}, str{"zz"})}) +
+                                                  group(reduce, {record(hm::reduce_header{no_slot, 1}, str{"new"}, str{"y"})})}));
     add("string_visit_callable",
         input(map_string, 0, {group(visit_callable, {record(hm::callable_visit_header{0, 0, 0}, str{"key2"}, str{"w"})})}));
     add("string_visit", input(map_string, 0, {group(visit, {record(hm::visit_header{0, 0}, str{"key4"}, str{"new"})})}));

@@ -4,10 +4,15 @@
 // for_all visits every entry exactly once over the job, by its owner.  Each
 // rank inserts its own keys with the fire-and-forget form and calls for_all
 // at once, without a flush of its own: for_all must flush first, or entries
-// still in flight would be missed.
+// still in flight would be missed.  The collectives gather, gather_all,
+// gather_topk and reduce give the same results in hash_map, linear_hash_map and
+// skiplist_map.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -52,6 +57,38 @@ void expect_everything(const tally& seen, int size, const char* container) {
     MPIDICT_CHECK_MSG(ok, container);
 }
 
+// gather, gather_all, gather_topk and reduce: the same calls and results in
+// every message-based container holding key_of(r, i) -> 2 * key + 1.
+template <class Map>
+void check_collectives(Map& map, int rank, int size, const char* container) {
+    using pair = std::pair<std::uint64_t, std::uint64_t>;
+    const std::size_t total = keys_per_rank * static_cast<std::size_t>(size);
+    std::vector<pair> all = map.gather_all();
+    std::sort(all.begin(), all.end());
+    bool ok = all.size() == total;
+    for (std::size_t i = 0; ok && i < all.size(); ++i)
+        ok = all[i].first == key_of(static_cast<int>(i / keys_per_rank), i % keys_per_rank) &&
+             all[i].second == 2 * all[i].first + 1;
+    MPIDICT_CHECK_MSG(ok, std::string(container) + " gather_all");
+    const std::vector<pair> at_root = map.gather(size - 1);
+    MPIDICT_CHECK_MSG(at_root.size() == (rank == size - 1 ? total : 0), std::string(container) + " gather");
+    const std::vector<pair> top = map.gather_topk(3, [](const pair& a, const pair& b) { return a.second > b.second; });
+    const std::uint64_t last = key_of(size - 1, keys_per_rank - 1);
+    MPIDICT_CHECK_MSG(top == (std::vector<pair>{{last, 2 * last + 1}, {last - 1, 2 * last - 1}, {last - 2, 2 * last - 3}}),
+                      std::string(container) + " gather_topk");
+    std::uint64_t sum = 0;
+    for (const pair& entry : all)
+        sum += entry.second;
+    MPIDICT_CHECK_MSG(map.reduce(std::plus<>()) == sum, std::string(container) + " reduce");
+    bool refused = false;
+    try {
+        (void)map.gather(size);
+    } catch (const mpidict::invalid_argument_error&) {
+        refused = true;  // on every rank: the same bad root everywhere
+    }
+    MPIDICT_CHECK_MSG(refused, std::string(container) + " gather(bad root)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,6 +110,7 @@ int main(int argc, char** argv) {
                 }
             });
             expect_everything(seen, size, "hash_map");
+            check_collectives(map, rank, size, "hash_map");
             map.destroy();
         }
         {
@@ -92,6 +130,7 @@ int main(int argc, char** argv) {
             MPIDICT_CHECK(map.async_rejected() == 0);
             expect_everything(seen, size, "linear_hash_map");
             MPIDICT_CHECK(map.global_size() == keys_per_rank * static_cast<std::uint64_t>(size));
+            check_collectives(map, rank, size, "linear_hash_map");
             map.destroy();
         }
         {
@@ -109,6 +148,7 @@ int main(int argc, char** argv) {
             std::size_t local = 0;
             list.local_for_each([&](const std::uint64_t&, const std::uint64_t&) { ++local; });
             MPIDICT_CHECK(local == list.local_size());
+            check_collectives(list, rank, size, "skiplist_map");
             list.destroy();
         }
         {

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -204,6 +205,26 @@ public:
     // Collective.  Returns when every operation started anywhere before it has
     // been applied and answered.
     void flush();
+    // Collective, after the container's own flush().  produce(send) calls
+    // send(record) for each record this rank contributes; each goes to `root`
+    // (or to every rank, root == all_ranks) through this engine's messages, so
+    // it works over every transport.  Then flush(); returns what arrived here,
+    // ordered by source rank, each source's records in the order it sent them.
+    // A record must fit in one message (max_record_bytes()).  The containers'
+    // gather, gather_topk and reduce are built on it (detail/collectives.hpp).
+    struct exchanged {
+        struct record {
+            int source;
+            std::size_t offset;
+            std::size_t size;
+        };
+        std::vector<std::byte> data;
+        std::vector<record> records;
+        std::span<const std::byte> bytes(const record& r) const { return {data.data() + r.offset, r.size}; }
+    };
+    static constexpr int all_ranks = -1;
+    using exchange_sink = std::function<void(std::span<const std::byte>)>;
+    exchanged exchange(int root, const std::function<void(const exchange_sink&)>& produce);
     // Collective.  flush(), then stop; later calls throw use_after_destroy_error.
     void destroy();
 
@@ -312,6 +333,9 @@ private:
     [[noreturn]] void throw_destroyed(const char* operation) const;
     static void handle_reply(void* context, int source, const std::byte* records,
                              std::uint32_t record_bytes, std::uint32_t count);
+    static void handle_exchange(void* context, int source, const std::byte* records,
+                                std::uint32_t record_bytes, std::uint32_t count);
+    void keep_exchanged(int source, std::span<const std::byte> record);
     void progress_thread_main();
     void stop_progress_thread();
 
@@ -321,6 +345,8 @@ private:
     int m_size = 1;
     bool m_destroyed = false;
     std::vector<handler_entry> m_handlers;
+    handler_id m_exchange_handler = 0;
+    exchanged m_exchanged;  // what an exchange brought here; emptied only when one returns
     std::vector<outbox> m_outboxes;
     std::vector<int> m_dirty;               // destinations whose outbox holds records
     std::vector<int> m_handler_dirty;       // outboxes handlers wrote to: shipped when the message is done
