@@ -108,7 +108,7 @@ struct hash_map_op {
 };
 
 template <class K, class V, class Hash = hasher<K>>
-class hash_map {
+class hash_map : public detail::with_collectives<hash_map<K, V, Hash>, K, V> {
     static_assert(encodable<K>, "hash_map keys: see 'Key and value types' in docs/hash_map.md.");
     static_assert(encodable<V>, "hash_map values: see 'Key and value types' in docs/hash_map.md.");
     static_assert(std::equality_comparable<K>,
@@ -641,38 +641,9 @@ public:
         flush();  // nobody sends new operations before everyone has cleared
     }
 
-    // Collective.  Every (key, value) pair of the map (a key with n values
-    // gives n pairs, in their order) on rank `root`, an empty vector elsewhere;
-    // gather_all() on every rank.  Memory: the whole map on each receiver.
-    std::vector<std::pair<K, V>> gather(int root) {
-        check_target(target_rank{root});
-        flush();
-        return collectives::gather(*m_engine, root, each_pair());
-    }
-    std::vector<std::pair<K, V>> gather_all() {
-        flush();
-        return collectives::gather(*m_engine, runtime::engine::all_ranks, each_pair());
-    }
-
-    // Collective.  The `k` first (key, value) pairs of the whole map in the
-    // order of compare(a, b) (true: a comes first; e.g. larger values first
-    // with a.second > b.second), the same on every rank (ties broken by rank,
-    // then by each rank's order).  Each rank sends at most k pairs to each.
-    template <class Compare>
-    std::vector<std::pair<K, V>> gather_topk(std::size_t k, Compare compare) {
-        flush();
-        return collectives::gather_topk(*m_engine, k, compare, each_pair());
-    }
-
-    // Collective.  Every value of the map folded with op (associative and
-    // commutative, e.g. std::plus<>), the same result on every rank; empty if
-    // the map is.  Each rank folds its own values, then the ranks' partial
-    // results are folded in rank order.
-    template <class Op>
-    std::optional<V> reduce(Op op) {
-        flush();
-        return collectives::reduce(*m_engine, op, each_pair());
-    }
+    // Collective: gather(root), gather_all(), gather_topk(k, compare) and
+    // reduce(op) come from detail::with_collectives (a key with n values gives n
+    // pairs, in their order; memory: the whole map on each receiver).
 
     // Collective.  Total keys and values over all ranks.
     std::size_t global_size() { return global_sum(m_table.size(), "global_size"); }
@@ -1040,7 +1011,7 @@ private:
 
     // ---- collectives (detail/collectives.hpp) ----
 
-    using collectives = detail::entry_collectives<K, V>;
+    friend class detail::with_collectives<hash_map, K, V>;
     // A walk over every (key, value) pair of the shard, for the collectives.
     auto each_pair() const {
         return [this](auto&& emit) {

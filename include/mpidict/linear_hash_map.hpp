@@ -79,7 +79,7 @@ struct linear_hash_map_op {
 };
 
 template <class K, class V>
-class linear_hash_map {
+class linear_hash_map : public detail::with_collectives<linear_hash_map<K, V>, K, V> {
     static_assert(detail::lh_storable<K>, "linear_hash_map keys must be std::string, std::vector<std::byte> or trivially copyable.");
     static_assert(detail::lh_storable<V>, "linear_hash_map values must be std::string, std::vector<std::byte> or trivially copyable.");
     static_assert(std::is_same_v<K, std::string> || std::is_same_v<K, std::vector<std::byte>> ||
@@ -217,30 +217,6 @@ public:
         local_for_each(std::forward<Function>(function));
     }
 
-    // Collective.  Every (key, value) pair on rank `root` (gather) or on every
-    // rank (gather_all); the k first pairs by compare(a, b), the same on every
-    // rank (gather_topk); every value folded with op in rank order, empty if
-    // there is none (reduce).  The same calls as hash_map's (detail/collectives.hpp).
-    std::vector<std::pair<K, V>> gather(int root) {
-        check_root(root);
-        flush();
-        return collectives::gather(engine(), root, each_pair());
-    }
-    std::vector<std::pair<K, V>> gather_all() {
-        flush();
-        return collectives::gather(engine(), runtime::engine::all_ranks, each_pair());
-    }
-    template <class Compare>
-    std::vector<std::pair<K, V>> gather_topk(std::size_t k, Compare compare) {
-        flush();
-        return collectives::gather_topk(engine(), k, compare, each_pair());
-    }
-    template <class Op>
-    std::optional<V> reduce(Op op) {
-        flush();
-        return collectives::reduce(engine(), op, each_pair());
-    }
-
     // A copy: with a progress thread the counters move while you read them.
     lh_local_statistics local_statistics() const {
         runtime::engine_lock lock(m_core->engine());
@@ -321,14 +297,10 @@ public:
     }
 
 private:
-    using collectives = detail::entry_collectives<K, V>;
+    // The walk the collectives (gather, gather_topk, reduce) go over.
+    friend class detail::with_collectives<linear_hash_map, K, V>;
     auto each_pair() const {
         return [this](auto&& emit) { local_for_each(emit); };
-    }
-    void check_root(int root) const {
-        if (root < 0 || root >= num_ranks())
-            throw invalid_argument_error("mpidict: root rank " + std::to_string(root) + " is outside " +
-                                         detail::communicator_of(num_ranks()));
     }
     static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, false, false};
 

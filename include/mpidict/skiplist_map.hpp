@@ -189,7 +189,7 @@ struct checkpoint_type<T, void> {
 };
 
 template <class K, class V>
-class skiplist_map {
+class skiplist_map : public detail::with_collectives<skiplist_map<K, V>, K, V> {
     static_assert(requires { ordered_codec<K>::encode; },
                   "skiplist_map keys need an order-preserving encoding: integers, float/double, std::string, "
                   "std::vector<std::byte>, std::array/std::tuple/std::pair of fixed-width ones, or a specialisation "
@@ -448,30 +448,6 @@ public:
         flush();
         local_for_each(std::forward<Function>(function));
     }
-
-    // Collective.  Every (key, value) pair on rank `root` (gather) or on every
-    // rank (gather_all); the k first pairs by compare(a, b), the same on every
-    // rank (gather_topk); every value folded with op in rank order, empty if
-    // there is none (reduce).  The same calls as hash_map's (detail/collectives.hpp).
-    std::vector<std::pair<K, V>> gather(int root) {
-        check_root(root);
-        flush();
-        return collectives::gather(engine(), root, each_pair());
-    }
-    std::vector<std::pair<K, V>> gather_all() {
-        flush();
-        return collectives::gather(engine(), runtime::engine::all_ranks, each_pair());
-    }
-    template <class Compare>
-    std::vector<std::pair<K, V>> gather_topk(std::size_t k, Compare compare) {
-        flush();
-        return collectives::gather_topk(engine(), k, compare, each_pair());
-    }
-    template <class Op>
-    std::optional<V> reduce(Op op) {
-        flush();
-        return collectives::reduce(engine(), op, each_pair());
-    }
     // ---- checkpoints (include/mpidict/checkpoint.hpp, docs/checkpoint.md) --
 
     // Collective.  flush(), then writes every live entry each rank hosts (key,
@@ -561,14 +537,10 @@ public:
     }
 
 private:
-    using collectives = detail::entry_collectives<K, V>;
+    // The walk the collectives (gather, gather_topk, reduce) go over.
+    friend class detail::with_collectives<skiplist_map, K, V>;
     auto each_pair() const {
         return [this](auto&& emit) { local_for_each(emit); };
-    }
-    void check_root(int root) const {
-        if (root < 0 || root >= num_ranks())
-            throw invalid_argument_error("mpidict: root rank " + std::to_string(root) + " is outside " +
-                                         detail::communicator_of(num_ranks()));
     }
     static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, false, true};
     static constexpr clock::time_point never{};

@@ -16,17 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-static int g_rank = 0;
-static int g_size = 1;
-
-#define CHECK(condition)                                                                              \
-    do {                                                                                              \
-        if (!(condition)) {                                                                           \
-            fprintf(stderr, "[rank %d] CHECK FAILED %s:%d: %s\n  mpidict_last_error: %s\n", g_rank,    \
-                    __FILE__, __LINE__, #condition, mpidict_last_error());                            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                             \
-        }                                                                                             \
-    } while (0)
+#include "c_check.h"
 
 static double now(void) {
     struct timespec t;
@@ -81,6 +71,9 @@ int main(int argc, char** argv) {
     (void)woke;
     CHECK(mpidict_map_free(&map) == MPIDICT_OK);
 
+    /* Refused arguments with a thread asked for: no map, no thread left behind. */
+    CHECK_ERROR(mpidict_map_create(MPI_COMM_WORLD, 0, 1, &options, &map), MPIDICT_ERR_ARGUMENT, "value_size = 0");
+    CHECK(map == NULL);
     for (int round = 0; round < 20; ++round) {
         CHECK(mpidict_map_create(MPI_COMM_WORLD, 4, 2, &options, &map) == MPIDICT_OK);
         const int32_t items[2] = {round, g_rank};

@@ -15,9 +15,11 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
 #include "mpidict/runtime/engine.hpp"
 
@@ -104,6 +106,53 @@ private:
         if (pairs.size() > k)
             pairs.resize(k);
     }
+};
+
+// The four calls as members: a container derives from
+// with_collectives<itself, K, V> and offers flush(), engine(), num_ranks()
+// and a walk each_pair() (befriend this class if it is private).
+template <class Container, class K, class V>
+class with_collectives {
+    using pairs = std::vector<std::pair<K, V>>;
+    using ops = entry_collectives<K, V>;
+
+public:
+    // Collective.  Every (key, value) pair on rank `root`, an empty vector
+    // elsewhere (a key with several values gives one pair per value, in order).
+    pairs gather(int root) {
+        Container& self = container();
+        if (root < 0 || root >= self.num_ranks())
+            throw invalid_argument_error("mpidict: root rank " + std::to_string(root) + " is outside " +
+                                         communicator_of(self.num_ranks()));
+        self.flush();
+        return ops::gather(self.engine(), root, self.each_pair());
+    }
+    // Collective.  Every pair on every rank.
+    pairs gather_all() {
+        Container& self = container();
+        self.flush();
+        return ops::gather(self.engine(), runtime::engine::all_ranks, self.each_pair());
+    }
+    // Collective.  The k first pairs in the order of compare(a, b) (true: a comes
+    // first), the same on every rank (ties: lower rank first, then each rank's
+    // order).  Each rank sends at most k pairs to each.
+    template <class Compare>
+    pairs gather_topk(std::size_t k, Compare compare) {
+        Container& self = container();
+        self.flush();
+        return ops::gather_topk(self.engine(), k, compare, self.each_pair());
+    }
+    // Collective.  Every value folded with op (associative and commutative, e.g.
+    // std::plus<>), the same result on every rank; empty if there is no value.
+    template <class Op>
+    std::optional<V> reduce(Op op) {
+        Container& self = container();
+        self.flush();
+        return ops::reduce(self.engine(), op, self.each_pair());
+    }
+
+private:
+    Container& container() { return static_cast<Container&>(*this); }
 };
 
 }  // namespace mpidict::detail
