@@ -1081,6 +1081,7 @@ private:
 
     void encode_reduce(target_rank target, std::uint32_t slot, std::uint32_t op, const K& key, const V& value) {
         constexpr std::size_t header = header_bytes<wire::reduce_header>;
+        check_target(target);  // before the outbox of target.rank is looked at
         if constexpr (combinable) {
             if (slot == no_slot) {
                 if (m_pending_reduces.empty())
