@@ -220,14 +220,15 @@ public:
             throw invalid_argument_error("mpidict: fixed_value_bytes = " + std::to_string(settings.fixed_value_bytes) +
                                          " disagrees with the value type's size " + std::to_string(sizeof(V)));
         register_handlers();
-        m_engine->verify_handlers();
-        m_engine->check_same(static_cast<std::int64_t>(settings.place), "hash_map placement");
-        // One set-up round for the type sizes and the reduce operators' numbering
+        // One set-up round: the handlers, the placement, the type sizes and the
+        // numbering of reduce operators and callable visitors
         // (include/mpidict/detail/callable_registry.hpp).
-        m_engine->check_same(static_cast<std::int64_t>(
-                                 (mix64(sizeof(K) * 1000 + sizeof(V)) ^ reducers::fingerprint() ^
-                                  mix64(callable_visitors::fingerprint())) >> 1),
-                             "hash_map key/value type sizes, reduce operators or visitors (the ranks run different programs?)");
+        const std::int64_t settings_that_agree[] = {
+            static_cast<std::int64_t>(settings.place), static_cast<std::int64_t>(sizeof(K) * 1000 + sizeof(V)),
+            static_cast<std::int64_t>((reducers::fingerprint() ^ mix64(callable_visitors::fingerprint())) >> 1)};
+        m_engine->verify_handlers(settings_that_agree,
+                                  "hash_map placement, key/value type sizes, reduce operators or visitors (the ranks "
+                                  "run different programs?)");
         m_engine->start_progress_thread();
     }
 

@@ -239,17 +239,28 @@ handler_id engine::register_handler(std::string_view name, handler_function func
     return static_cast<handler_id>(m_handlers.size() - 1);
 }
 
-void engine::verify_handlers() {
+void engine::verify_handlers() { verify_handlers({}, {}); }
+
+void engine::verify_handlers(std::span<const std::int64_t> settings, std::string_view what) {
     std::uint64_t digest = 0x6d70696469637421ULL;
     for (const auto& entry : m_handlers)
         digest = mix64(digest ^ hash_bytes(entry.name.data(), entry.name.size()));
-    // Compare the count and two halves of the digest (int64 min/max is enough).
-    const std::int64_t values[3] = {static_cast<std::int64_t>(m_handlers.size()),
-                                    static_cast<std::int64_t>(digest >> 32),
-                                    static_cast<std::int64_t>(digest & 0xffffffffULL)};
-    std::int64_t minimum[3];
-    std::int64_t maximum[3];
+    // Compare the count and two halves of the digest (int64 min/max is enough),
+    // then the container's settings, in one reduction.
+    std::vector<std::int64_t> values{static_cast<std::int64_t>(m_handlers.size()),
+                                     static_cast<std::int64_t>(digest >> 32),
+                                     static_cast<std::int64_t>(digest & 0xffffffffULL)};
+    values.insert(values.end(), settings.begin(), settings.end());
+    std::vector<std::int64_t> minimum(values.size());
+    std::vector<std::int64_t> maximum(values.size());
     min_max(values, minimum, maximum);
+    for (std::size_t index = 3; index < values.size(); ++index) {
+        if (minimum[index] != maximum[index] && minimum[0] == maximum[0])
+            throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + ": rank " +
+                                            std::to_string(m_rank) + " has " + std::to_string(values[index]) +
+                                            ", others range over [" + std::to_string(minimum[index]) + ", " +
+                                            std::to_string(maximum[index]) + "]");
+    }
     for (int index = 0; index < 3; ++index) {
         if (minimum[index] != maximum[index]) {
             std::string names;

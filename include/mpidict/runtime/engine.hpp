@@ -122,6 +122,10 @@ public:
     // Collective.  Throws collective_mismatch_error on every rank if the ranks'
     // handler lists differ.
     void verify_handlers();
+    // The same round also checks that every rank passes the same `values` (the
+    // container's settings that must agree, e.g. placement and type sizes);
+    // `what` names them in the error.  One yielding reduction for all of it.
+    void verify_handlers(std::span<const std::int64_t> values, std::string_view what);
 
     // Appends a record of `bytes` for `handler` at `destination` and returns where
     // to write it; the pointer is valid until the next engine call.  Throws
