@@ -12,6 +12,11 @@
 //       baseline is as strong as we can make it: preallocated, pre-touched
 //       buffers, inserts done exactly as hash_map's bulk insert handler does
 //       them (hash once, prefetch 8 records ahead), lookups prefetched alike.
+//   (a') the ceiling: the same exchange into the fastest pre-sized single-valued
+//       table at hand, abseil's flat_hash_map (Debian's libabsl; reserved to the
+//       keys expected, prefetched alike): what a hand-written Alltoallv code with
+//       a good table does.  Printed as ceiling_*_rate and *_vs_ceiling; skipped
+//       when the build has no abseil.
 //   (b) ours: hash_map::async_insert for every key, then flush() (the map is
 //       built with expected_keys_per_rank = 1.05 x keys per rank).
 //   (c) ours: hash_map::find_many over every key, values returned through a
@@ -54,6 +59,10 @@
 #include "mpidict/hash_map.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/local/multi_table.hpp"
+
+#if MPIDICT_BENCH_HAVE_ABSL
+#include "absl/container/flat_hash_map.h"
+#endif
 
 namespace {
 
@@ -167,6 +176,43 @@ int bulk_owner(key_type key, int ranks) {
                                                   static_cast<std::size_t>(ranks)));
 }
 
+// How the baseline uses a table: our multi_table (what hash_map stores into, so
+// the baseline isolates the communication layer), or the fastest pre-sized
+// single-valued table at hand (the "ceiling": abseil's flat_hash_map, what a
+// user writing the Alltoallv by hand would pick).
+constexpr value_type not_found = ~value_type{0};
+template <class Table>
+struct table_ops;
+template <>
+struct table_ops<table_type> {
+    static std::uint64_t hash(const table_type& table, key_type key) { return table.hash_of(key); }
+    static void prefetch(const table_type& table, key_type, std::uint64_t hash) { table.prefetch_hashed(hash); }
+    static void insert(table_type& table, key_type key, std::uint64_t hash, value_type value) {
+        table.append_hashed(key, hash, value);
+    }
+    static value_type find(const table_type& table, key_type key) {
+        const auto found = table.find(key);
+        return found.empty() ? not_found : found[0];
+    }
+    static std::size_t size(const table_type& table) { return table.value_count(); }
+};
+#if MPIDICT_BENCH_HAVE_ABSL
+using ceiling_table = absl::flat_hash_map<key_type, value_type>;
+template <>
+struct table_ops<ceiling_table> {
+    static std::uint64_t hash(const ceiling_table&, key_type) { return 0; }  // absl hashes inside
+    static void prefetch(const ceiling_table& table, key_type key, std::uint64_t) { table.prefetch(key); }
+    static void insert(ceiling_table& table, key_type key, std::uint64_t, value_type value) {
+        table.emplace(key, value);
+    }
+    static value_type find(const ceiling_table& table, key_type key) {
+        const auto found = table.find(key);
+        return found == table.end() ? not_found : found->second;
+    }
+    static std::size_t size(const ceiling_table& table) { return table.size(); }
+};
+#endif
+
 class bulk_baseline {
     static constexpr std::size_t lookahead = 8;  // records, as in hash_map's insert handler
 
@@ -196,7 +242,9 @@ public:
 
     // Collective.  Sends every (key, value_of(key)) to its owner and inserts what
     // arrives into `table`; returns this rank's elapsed seconds.
-    double insert(std::span<const key_type> keys, table_type& table) {
+    template <class Table>
+    double insert(std::span<const key_type> keys, Table& table) {
+        using ops = table_ops<Table>;
         check(MPI_Barrier(m_comm), "MPI_Barrier");
         const double start = MPI_Wtime();
         std::fill(m_send_counts.begin(), m_send_counts.end(), 0);
@@ -219,24 +267,26 @@ public:
         std::uint64_t hashes[lookahead];
         const std::size_t primed = std::min(arriving, lookahead);
         for (std::size_t index = 0; index < primed; ++index) {
-            hashes[index] = table.hash_of(m_receive_pairs[index].key);
-            table.prefetch_hashed(hashes[index]);
+            hashes[index] = ops::hash(table, m_receive_pairs[index].key);
+            ops::prefetch(table, m_receive_pairs[index].key, hashes[index]);
         }
         for (std::size_t index = 0; index < arriving; ++index) {
             const std::uint64_t hash = hashes[index % lookahead];
             if (index + lookahead < arriving) {
-                hashes[index % lookahead] = table.hash_of(m_receive_pairs[index + lookahead].key);
-                table.prefetch_hashed(hashes[index % lookahead]);
+                const key_type ahead = m_receive_pairs[index + lookahead].key;
+                hashes[index % lookahead] = ops::hash(table, ahead);
+                ops::prefetch(table, ahead, hashes[index % lookahead]);
             }
-            table.append_hashed(m_receive_pairs[index].key, hash, m_receive_pairs[index].value);
+            ops::insert(table, m_receive_pairs[index].key, hash, m_receive_pairs[index].value);
         }
         return MPI_Wtime() - start;
     }
 
     // Collective.  Looks up every key at its owner and checks each value against
     // value_of(key); adds the values to `checksum` and mismatches to `errors`.
-    double find(std::span<const key_type> keys, const table_type& table, std::uint64_t& checksum,
-                std::uint64_t& errors) {
+    template <class Table>
+    double find(std::span<const key_type> keys, const Table& table, std::uint64_t& checksum, std::uint64_t& errors) {
+        using ops = table_ops<Table>;
         check(MPI_Barrier(m_comm), "MPI_Barrier");
         const double start = MPI_Wtime();
         std::fill(m_send_counts.begin(), m_send_counts.end(), 0);
@@ -258,12 +308,12 @@ public:
                             m_receive_keys.data(), m_receive_counts.data(), m_receive_offsets.data(), MPI_UINT64_T,
                             m_comm),
               "MPI_Alltoallv (keys)");
-        constexpr value_type not_found = ~value_type{0};
         for (std::size_t index = 0; index < arriving; ++index) {
-            if (index + lookahead < arriving)
-                table.prefetch_hashed(table.hash_of(m_receive_keys[index + lookahead]));
-            const auto found = table.find(m_receive_keys[index]);
-            m_replies[index] = found.empty() ? not_found : found[0];
+            if (index + lookahead < arriving) {
+                const key_type ahead = m_receive_keys[index + lookahead];
+                ops::prefetch(table, ahead, ops::hash(table, ahead));
+            }
+            m_replies[index] = ops::find(table, m_receive_keys[index]);
         }
         check(MPI_Alltoallv(m_replies.data(), m_receive_counts.data(), m_receive_offsets.data(), MPI_UINT64_T,
                             m_answers.data(), m_send_counts.data(), m_send_offsets.data(), MPI_UINT64_T, m_comm),
@@ -511,6 +561,7 @@ int run(const settings& s, const world& w) {
     }
 
     std::vector<double> ours_insert_rate, ours_find_rate, bulk_insert_rate, bulk_find_rate;
+    std::vector<double> ceiling_insert_rate, ceiling_find_rate;
     std::vector<double> insert_ratio, find_ratio;
     latency_samples latency;
     double bytes_per_pair = 0, table_bytes_per_pair = 0;
@@ -578,13 +629,35 @@ int run(const settings& s, const world& w) {
             verify(errors == 0 && checksum == expected_local && global_checksum == expected_global,
                    "baseline lookups: wrong answers or checksum mismatch");
         };
+        double ceiling_insert_seconds = 0, ceiling_find_seconds = 0;
+        auto run_ceiling = [&] {
+#if MPIDICT_BENCH_HAVE_ABSL
+            if (!bulk)
+                bulk = std::make_unique<bulk_baseline>(w, n);
+            ceiling_table table;
+            table.reserve(static_cast<std::size_t>(static_cast<double>(n) * capacity_margin));
+            ceiling_insert_seconds = max_over_ranks(bulk->insert(keys, table), w.comm);
+            verify(sum_over_ranks(table.size(), w.comm) == total_keys, "ceiling table lost values");
+            std::uint64_t checksum = 0, errors = 0;
+            ceiling_find_seconds = max_over_ranks(bulk->find(keys, table, checksum, errors), w.comm);
+            const std::uint64_t global_checksum = sum_over_ranks(checksum, w.comm);  // collective: not inside &&
+            verify(errors == 0 && checksum == expected_local && global_checksum == expected_global,
+                   "ceiling lookups: wrong answers or checksum mismatch");
+#endif
+        };
         // Rep 0 runs ours first (for the memory figure); then they alternate.
         if (rep % 2 == 0) {
             run_ours();
             run_bulk();
+            run_ceiling();
         } else {
+            run_ceiling();
             run_bulk();
             run_ours();
+        }
+        if (ceiling_insert_seconds > 0) {
+            ceiling_insert_rate.push_back(static_cast<double>(total_keys) / ceiling_insert_seconds);
+            ceiling_find_rate.push_back(static_cast<double>(total_keys) / ceiling_find_seconds);
         }
         const double keys_total = static_cast<double>(total_keys);
         ours_insert_rate.push_back(keys_total / ours_insert_seconds);
@@ -625,6 +698,25 @@ int run(const settings& s, const world& w) {
                                 mpidict::bench::summary::of(bulk_find_rate).median;
     out.ratio("find_vs_bulk", find_vs_bulk, ">= 0.8", find_vs_bulk >= find_target,
               json_object().add("paired", paired(find_ratio)));
+
+    if (ceiling_insert_rate.empty()) {
+        for (const char* metric : {"ceiling_insert_rate", "ceiling_find_rate"})
+            out.skipped(metric, "ops/s", "built without abseil (Debian libabsl-dev)");
+        for (const char* metric : {"insert_vs_ceiling", "find_vs_ceiling"})
+            out.skipped(metric, "ratio", "built without abseil (Debian libabsl-dev)");
+    } else {
+        json_object ceiling_fields;
+        ceiling_fields.add("baseline", "the bulk-synchronous exchange into absl::flat_hash_map<uint64, uint64>, "
+                                       "reserved, inserts and lookups prefetched 8 ahead");
+        out.figure("ceiling_insert_rate", ceiling_insert_rate, "ops/s", ceiling_fields);
+        out.figure("ceiling_find_rate", ceiling_find_rate, "ops/s", ceiling_fields);
+        const double insert_vs_ceiling = mpidict::bench::summary::of(ours_insert_rate).median /
+                                          mpidict::bench::summary::of(ceiling_insert_rate).median;
+        const double find_vs_ceiling = mpidict::bench::summary::of(ours_find_rate).median /
+                                        mpidict::bench::summary::of(ceiling_find_rate).median;
+        out.ratio("insert_vs_ceiling", insert_vs_ceiling, ">= 0.8", insert_vs_ceiling >= 0.8);
+        out.ratio("find_vs_ceiling", find_vs_ceiling, ">= 0.6", find_vs_ceiling >= 0.6);
+    }
 
     bool latency_met = true;
     if (w.size < 2) {
