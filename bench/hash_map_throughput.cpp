@@ -51,6 +51,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/mpi_main.hpp"
@@ -617,32 +618,29 @@ int run(const settings& s, const world& w) {
             }
             map.destroy();
         };
-        auto run_bulk = [&] {
+        // The bulk exchange into `table` (our multi_table, or the ceiling's), checked.
+        auto run_exchange = [&](auto& table, double& insert_seconds, double& find_seconds, const std::string& what) {
+            using ops = table_ops<std::remove_cvref_t<decltype(table)>>;
             if (!bulk)
                 bulk = std::make_unique<bulk_baseline>(w, n);
-            table_type table(static_cast<std::size_t>(static_cast<double>(n) * capacity_margin));
-            bulk_insert_seconds = max_over_ranks(bulk->insert(keys, table), w.comm);
-            verify(sum_over_ranks(table.value_count(), w.comm) == total_keys, "baseline table lost values");
+            insert_seconds = max_over_ranks(bulk->insert(keys, table), w.comm);
+            verify(sum_over_ranks(ops::size(table), w.comm) == total_keys, what + " table lost values");
             std::uint64_t checksum = 0, errors = 0;
-            bulk_find_seconds = max_over_ranks(bulk->find(keys, table, checksum, errors), w.comm);
+            find_seconds = max_over_ranks(bulk->find(keys, table, checksum, errors), w.comm);
             const std::uint64_t global_checksum = sum_over_ranks(checksum, w.comm);  // collective: not inside &&
             verify(errors == 0 && checksum == expected_local && global_checksum == expected_global,
-                   "baseline lookups: wrong answers or checksum mismatch");
+                   what + " lookups: wrong answers or checksum mismatch");
+        };
+        auto run_bulk = [&] {
+            table_type table(static_cast<std::size_t>(static_cast<double>(n) * capacity_margin));
+            run_exchange(table, bulk_insert_seconds, bulk_find_seconds, "baseline");
         };
         double ceiling_insert_seconds = 0, ceiling_find_seconds = 0;
         auto run_ceiling = [&] {
 #if MPIDICT_BENCH_HAVE_ABSL
-            if (!bulk)
-                bulk = std::make_unique<bulk_baseline>(w, n);
             ceiling_table table;
             table.reserve(static_cast<std::size_t>(static_cast<double>(n) * capacity_margin));
-            ceiling_insert_seconds = max_over_ranks(bulk->insert(keys, table), w.comm);
-            verify(sum_over_ranks(table.size(), w.comm) == total_keys, "ceiling table lost values");
-            std::uint64_t checksum = 0, errors = 0;
-            ceiling_find_seconds = max_over_ranks(bulk->find(keys, table, checksum, errors), w.comm);
-            const std::uint64_t global_checksum = sum_over_ranks(checksum, w.comm);  // collective: not inside &&
-            verify(errors == 0 && checksum == expected_local && global_checksum == expected_global,
-                   "ceiling lookups: wrong answers or checksum mismatch");
+            run_exchange(table, ceiling_insert_seconds, ceiling_find_seconds, "ceiling");
 #endif
         };
         // Rep 0 runs ours first (for the memory figure); then they alternate.

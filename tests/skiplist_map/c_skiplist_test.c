@@ -24,42 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int g_rank = 0;
-static int g_size = 1;
-
-static void fail_here(const char* file, int line, const char* what, const char* detail) {
-    fprintf(stderr, "[rank %d] CHECK FAILED %s:%d: %s %s\n  mpidict_last_error: %s\n", g_rank, file, line, what,
-            detail, mpidict_last_error());
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-#define CHECK(condition)                                           \
-    do {                                                           \
-        if (!(condition))                                          \
-            fail_here(__FILE__, __LINE__, #condition, "is false"); \
-    } while (0)
-
-#define CHECK_OK(call)                                                             \
-    do {                                                                           \
-        int check_code_ = (call);                                                  \
-        if (check_code_ != MPIDICT_OK)                                             \
-            fail_here(__FILE__, __LINE__, #call, mpidict_error_name(check_code_)); \
-    } while (0)
-
-/* The call must fail with `expected` and a message containing `text`. */
-#define CHECK_ERROR(call, expected, text)                                                            \
-    do {                                                                                             \
-        int check_code_ = (call);                                                                    \
-        char check_detail_[256];                                                                     \
-        if (check_code_ != (expected)) {                                                             \
-            sprintf(check_detail_, "returned %s, expected %s", mpidict_error_name(check_code_),     \
-                    mpidict_error_name(expected));                                                   \
-            fail_here(__FILE__, __LINE__, #call, check_detail_);                                     \
-        }                                                                                            \
-        if (strstr(mpidict_last_error(), (text)) == NULL)                                            \
-            fail_here(__FILE__, __LINE__, #call, "left a message without the expected text: " text); \
-    } while (0)
+#include "../c/c_check.h"
 
 enum { keys_per_rank = 150 };
 
