@@ -5,12 +5,11 @@
 // (its parts' hashes combined), so hash_map<std::tuple<std::string, int>, ...>
 // or hash_map<my_struct, std::vector<double>> needs no code from the user.
 //
-// A pair, tuple or array whose bytes are its value (trivially copyable, no
-// padding: std::pair<int, int>, std::array<std::uint64_t, 3>) keeps the primary
-// codec: its bytes, copied once.  The parts-wise codec here is for the others
-// (a part that is a string or a vector, a padded std::pair<std::uint8_t,
-// std::uint64_t>, any std::tuple of libstdc++) and for structs that list their
-// fields (padded or not).
+// A trivially copyable array (std::array<double, 3>) keeps the primary codec:
+// its bytes, copied once, on the fixed-size fast paths.  The parts-wise codec
+// here is for the others (a part that is a string or a vector; std::pair and
+// std::tuple, which libstdc++ does not make trivially copyable) and for structs
+// that list their fields (padded or not: only the members travel and are hashed).
 //
 // User structs.  Name the members once, beside the type:
 //
@@ -70,12 +69,13 @@ template <class T>
 concept tuple_like = is_std_pair<T>::value || is_std_tuple<T>::value || is_std_array<T>::value;
 
 // Types whose codec and hasher are built from their parts: structs that list
-// their fields, vectors of elements, and pairs, tuples and arrays unless their
-// bytes are the value (trivially copyable without padding: the primary codec).
+// their fields, vectors of elements, and pairs, tuples and arrays that are not
+// trivially copyable.  A trivially copyable one keeps the primary codec (its
+// bytes, on the fixed-size fast paths, as a value too); as a key it must then
+// have no padding or floating-point parts (detail::key_bytes_are_canonical).
 template <class T>
 concept composite = has_fields<T> || is_element_vector<T>::value ||
-                    (tuple_like<T> && !(std::is_trivially_copyable_v<T> &&
-                                        std::has_unique_object_representations_v<T>));
+                    (tuple_like<T> && !std::is_trivially_copyable_v<T>);
 
 // Calls f(part) for every part of a composite (a vector excepted), in order.
 template <class T, class F>
