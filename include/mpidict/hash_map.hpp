@@ -320,7 +320,7 @@ public:
         return find(target_rank{owner(key)}, key, limit);
     }
     request<std::vector<V>> find(target_rank target, const K& key, std::size_t limit = unlimited) {
-        return keyed_request(target, m_find, hash_map_op::find, key, limit);
+        return keyed_request(target, m_find, hash_map_op::find, key, limit, &decode_values);
     }
     // Up to `limit` values of `key` from its `offset`-th on (0: the oldest):
     // reads a key with more values than one message holds in pieces, without
@@ -348,18 +348,13 @@ public:
         return take(target_rank{owner(key)}, key, limit);
     }
     request<std::vector<V>> take(target_rank target, const K& key, std::size_t limit = unlimited) {
-        return keyed_request(target, m_take, hash_map_op::take, key, limit);
+        return keyed_request(target, m_take, hash_map_op::take, key, limit, &decode_values);
     }
 
     // Removes `key` and all its values; the request yields how many values it had.
     request<std::size_t> erase(const K& key) { return erase(target_rank{owner(key)}, key); }
     request<std::size_t> erase(target_rank target, const K& key) {
-        initiation_timer timer(*this, hash_map_op::erase, true);
-        check_target(target);
-        const std::uint32_t slot = m_engine->open_request(hash_map_op::erase);
-        slot_guard guard(*m_engine, slot);
-        encode_keyed(target, m_erase, slot, key, 0);
-        return request<std::size_t>(*m_engine, guard.release(), &decode_count);
+        return keyed_request(target, m_erase, hash_map_op::erase, key, 0, &decode_count);
     }
     void async_erase(const K& key) { async_erase(target_rank{owner(key)}, key); }
     void async_erase(target_rank target, const K& key) {
@@ -625,10 +620,12 @@ public:
     // key's owner, in order with this rank's other operations on the key.
     request<std::size_t> count(const K& key) { return count(target_rank{owner(key)}, key); }
     request<std::size_t> count(target_rank target, const K& key) {
-        return counting_request(target, key, &decode_count);
+        return keyed_request(target, m_count, hash_map_op::find, key, 0, &decode_count);
     }
     request<bool> contains(const K& key) { return contains(target_rank{owner(key)}, key); }
-    request<bool> contains(target_rank target, const K& key) { return counting_request(target, key, &decode_flag); }
+    request<bool> contains(target_rank target, const K& key) {
+        return keyed_request(target, m_count, hash_map_op::find, key, 0, &decode_flag);
+    }
 
     // Collective.  Removes every key; other ranks' operations started after
     // clear() returns on every rank are kept.
@@ -1023,16 +1020,6 @@ private:
         };
     }
 
-    template <class T>
-    request<T> counting_request(target_rank target, const K& key, T (*decode)(std::uint32_t, byte_reader&, const void*)) {
-        initiation_timer timer(*this, hash_map_op::find, true);
-        check_target(target);
-        const std::uint32_t slot = m_engine->open_request(hash_map_op::find);
-        slot_guard guard(*m_engine, slot);
-        encode_keyed(target, m_count, slot, key, 0);
-        return request<T>(*m_engine, guard.release(), decode);
-    }
-
     static void handle_count(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
                              std::uint32_t count) {
         auto& self = *static_cast<hash_map*>(context);
@@ -1142,15 +1129,17 @@ private:
             .finish();
     }
 
-    request<std::vector<V>> keyed_request(target_rank target, runtime::handler_id handler, runtime::op_kind kind,
-                                          const K& key, std::size_t limit) {
+    // The request form of every {slot, limit} key record: find, take, erase, count, contains.
+    template <class T>
+    request<T> keyed_request(target_rank target, runtime::handler_id handler, runtime::op_kind kind, const K& key,
+                             std::size_t limit, T (*decode)(std::uint32_t, byte_reader&, const void*)) {
         initiation_timer timer(*this, kind, true);
         check_target(target);
         const std::uint32_t slot = m_engine->open_request(kind);
         slot_guard guard(*m_engine, slot);
         const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, unlimited));
         encode_keyed(target, handler, slot, key, clamped);
-        return request<std::vector<V>>(*m_engine, guard.release(), &decode_values);
+        return request<T>(*m_engine, guard.release(), decode);
     }
 
     template <class Function>

@@ -444,28 +444,26 @@ private:
             return false;
         return true;
     }
+    template <bool Signed, class Each>
+    static bool run_integer(std::size_t size, const std::string& op, Each& each) {
+        switch (size) {
+            case 1: return run_bits<std::conditional_t<Signed, std::int8_t, std::uint8_t>>(op, each);
+            case 2: return run_bits<std::conditional_t<Signed, std::int16_t, std::uint16_t>>(op, each);
+            case 4: return run_bits<std::conditional_t<Signed, std::int32_t, std::uint32_t>>(op, each);
+            case 8: return run_bits<std::conditional_t<Signed, std::int64_t, std::uint64_t>>(op, each);
+        }
+        return false;
+    }
     template <class Each>
     static bool dispatch_bits(const std::string& kind_code, std::size_t size, const std::string& op, Each& each) {
-        if (kind_code == "i") {
-            switch (size) {
-                case 1: return run_bits<std::int8_t>(op, each);
-                case 2: return run_bits<std::int16_t>(op, each);
-                case 4: return run_bits<std::int32_t>(op, each);
-                case 8: return run_bits<std::int64_t>(op, each);
-            }
-        } else if (kind_code == "u") {
-            switch (size) {
-                case 1: return run_bits<std::uint8_t>(op, each);
-                case 2: return run_bits<std::uint16_t>(op, each);
-                case 4: return run_bits<std::uint32_t>(op, each);
-                case 8: return run_bits<std::uint64_t>(op, each);
-            }
-        } else if (kind_code == "f") {
-            switch (size) {
-                case 4: return run_bits<float>(op, each);
-                case 8: return run_bits<double>(op, each);
-            }
-        }
+        if (kind_code == "i")
+            return run_integer<true>(size, op, each);
+        if (kind_code == "u")
+            return run_integer<false>(size, op, each);
+        if (kind_code == "f" && size == 4)
+            return run_bits<float>(op, each);
+        if (kind_code == "f" && size == 8)
+            return run_bits<double>(op, each);
         return false;
     }
 
