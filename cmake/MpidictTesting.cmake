@@ -7,14 +7,15 @@
 #     One CTest test <name>. LABELS default "unit", TIMEOUT default 120.
 #
 #   mpidict_add_mpi_test(<name> [SOURCES] <src>... [RANKS <n>...] [LIBS <lib>...]
-#                        [LABELS <label>...] [TIMEOUT <s>] [ARGS <arg>...])
+#                        [LABELS <label>...] [TIMEOUT <s>] [ARGS <arg>...]
+#                        [TARGET <exe>] [ENV <VAR=value>...])
 #     One executable <name> (plain main(), no GTest) linked with mpidict; for each
 #     N in RANKS (default 1 2 3 4) a CTest test <name>.np<N> run as
 #       ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} N ${MPIEXEC_PREFLAGS} <exe>
 #       ${MPIEXEC_POSTFLAGS} <args>
 #     with TIMEOUT (default 180), PROCESSORS N, LABELS "mpi" + LABELS, and the
 #     environment MPIDICT_TEST_RANKS=N (the program should check MPI_Comm_size
-#     against it) and OMPI_MCA_rmaps_base_oversubscribe=1.
+#     against it), OMPI_MCA_rmaps_base_oversubscribe=1 and ENV.
 #
 # Sources may be given after the SOURCES keyword or directly after the name.
 
@@ -96,7 +97,7 @@ endfunction()
 function(mpidict_add_mpi_test name)
   # TARGET: the executable (default: ${name}); a second call with the same
   # TARGET and other ARGS adds tests of that program under another name.
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TIMEOUT;TARGET" "SOURCES;RANKS;LIBS;LABELS;ARGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TIMEOUT;TARGET" "SOURCES;RANKS;LIBS;LABELS;ARGS;ENV")
   set(sources ${arg_SOURCES} ${arg_UNPARSED_ARGUMENTS})
   if(NOT arg_TARGET)
     set(arg_TARGET ${name})
@@ -130,7 +131,7 @@ function(mpidict_add_mpi_test name)
       TIMEOUT ${arg_TIMEOUT}
       PROCESSORS ${n}
       LABELS "${labels}"
-      ENVIRONMENT "${MPIDICT_MPI_TEST_ENVIRONMENT};MPIDICT_TEST_RANKS=${n}"
+      ENVIRONMENT "${MPIDICT_MPI_TEST_ENVIRONMENT};MPIDICT_TEST_RANKS=${n};${arg_ENV}"
     )
   endforeach()
 endfunction()

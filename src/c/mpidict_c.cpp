@@ -57,7 +57,7 @@ constexpr std::uint64_t request_magic = 0x31716572'6469706dULL;  // "mpidreq1"
 // Bytes a message spends besides the items of one operation: the engine's group
 // header (12) and, for an insert, the hash_map record header (slot, count: 8)
 // and the key (8).  A reply needs 8 bytes less, so this bound serves both.
-constexpr std::size_t per_operation_overhead_bytes = mpidict::runtime::group_header_bytes + 8 + sizeof(key_type);
+constexpr std::size_t per_operation_overhead_bytes = mpidict::runtime::group_header_bytes + mpidict::runtime::routing_overhead_bytes + 8 + sizeof(key_type);
 constexpr std::size_t minimum_buffer_bytes = 256;               // as the engine requires
 constexpr std::size_t maximum_buffer_bytes = std::size_t{1} << 30;
 

@@ -839,7 +839,7 @@ lh_statistics lh_core::gather_statistics() {
 }  // namespace detail
 
 std::size_t linear_hash_map_config::required_buffer_bytes() const {
-    return runtime::group_header_bytes +
+    return runtime::group_header_bytes + runtime::routing_overhead_bytes +
            std::max(detail::request_header_bytes, detail::ship_header_bytes + detail::ship_entry_header_bytes) +
            max_key_bytes + max_value_bytes;
 }

@@ -35,8 +35,8 @@ double now_seconds() {
 class engine::sink final : public message_sink {
 public:
     explicit sink(engine& owner) : m_owner(owner) {}
-    void deliver(int source, std::span<const std::byte> message) override {
-        m_owner.handle_message(source, message);
+    void deliver(int source, int channel, std::span<const std::byte> message) override {
+        m_owner.handle_message(source, channel, message);
     }
 
 private:
@@ -142,34 +142,44 @@ void engine::initialise() {
         throw invalid_argument_error("mpidict: blocking_factor must be at least 1");
     if (m_config.receive_buffers == 0)
         throw invalid_argument_error("mpidict: receive_buffers must be at least 1");
-    // Every rank must agree on the message size, or a receive could truncate.
-    check_same(static_cast<std::int64_t>(m_config.buffer_bytes), "buffer_bytes");
-    // Buffers this rank cannot hold are refused, on every rank together, before
-    // any is allocated (--buffer-bytes 1Gi cost about 9 GiB per rank): at most
-    // the posted receives, one outbox per destination and the sends awaiting
-    // release, B bytes each.
+    choose_routing();
+    // One set-up round: every rank must agree on the message size (or a receive
+    // could truncate) and on the routing; and buffers this rank cannot hold are
+    // refused, on every rank together, before any is allocated (--buffer-bytes
+    // 1Gi cost about 9 GiB per rank): at most the posted receives, one outbox
+    // per peer and the sends awaiting release, B bytes each.
     {
         const double buffers = static_cast<double>(m_config.receive_buffers) +
-                               static_cast<double>(m_config.release_queue) + static_cast<double>(m_size);
+                               static_cast<double>(m_config.release_queue) + static_cast<double>(m_peer_count);
         const double needed = buffers * static_cast<double>(m_config.buffer_bytes);
         const auto available = static_cast<double>(detail::available_memory_bytes());
-        std::int64_t mine = available > 0 && needed > available ? 1 : 0;
-        std::int64_t lowest = 0;
-        std::int64_t highest = 0;
-        min_max(std::span<const std::int64_t>(&mine, 1), std::span<std::int64_t>(&lowest, 1),
-                std::span<std::int64_t>(&highest, 1));
-        if (highest != 0)
+        const std::int64_t mine[3] = {static_cast<std::int64_t>(m_config.buffer_bytes), m_routed ? 1 : 0,
+                                      available > 0 && needed > available ? 1 : 0};
+        std::int64_t lowest[3] = {};
+        std::int64_t highest[3] = {};
+        min_max(mine, lowest, highest);
+        const char* names[2] = {"buffer_bytes", "routing (0 direct, 1 grid; MPIDICT_ROUTING)"};
+        for (int index = 0; index < 2; ++index)
+            if (lowest[index] != highest[index])
+                throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(names[index]) +
+                                                ": rank " + std::to_string(m_rank) + " has " +
+                                                std::to_string(mine[index]) + ", others range over [" +
+                                                std::to_string(lowest[index]) + ", " +
+                                                std::to_string(highest[index]) + "]");
+        if (highest[2] != 0)
             throw invalid_argument_error(
-                mine != 0 ? "mpidict: rank " + std::to_string(m_rank) + " cannot hold its message buffers: " +
-                                std::to_string(m_config.receive_buffers) + " receives + " +
-                                std::to_string(m_config.release_queue) + " queued sends + " + std::to_string(m_size) +
-                                " outboxes of buffer_bytes = " + std::to_string(m_config.buffer_bytes) +
-                                " need up to " + std::to_string(static_cast<std::uint64_t>(needed)) + " bytes, but " +
-                                std::to_string(static_cast<std::uint64_t>(available)) +
-                                " are available; lower buffer_bytes"
-                          : "mpidict: another rank cannot hold its message buffers (it says why); lower buffer_bytes");
+                mine[2] != 0 ? "mpidict: rank " + std::to_string(m_rank) + " cannot hold its message buffers: " +
+                                   std::to_string(m_config.receive_buffers) + " receives + " +
+                                   std::to_string(m_config.release_queue) + " queued sends + " +
+                                   std::to_string(m_peer_count) + " outboxes of buffer_bytes = " +
+                                   std::to_string(m_config.buffer_bytes) + " need up to " +
+                                   std::to_string(static_cast<std::uint64_t>(needed)) + " bytes, but " +
+                                   std::to_string(static_cast<std::uint64_t>(available)) +
+                                   " are available; lower buffer_bytes"
+                             : "mpidict: another rank cannot hold its message buffers (it says why); lower "
+                               "buffer_bytes");
     }
-    m_transport->open(m_config.buffer_bytes, m_config.receive_buffers);
+    m_transport->open(m_config.buffer_bytes, m_config.receive_buffers, m_routed ? 2 : 1);
     m_outboxes.resize(static_cast<std::size_t>(m_size));
     register_handler("mpidict.reply", &engine::handle_reply, this);
     m_exchange_handler = register_handler("mpidict.exchange", &engine::handle_exchange, this);
@@ -181,6 +191,78 @@ void engine::initialise() {
                 "mpidict: progress_thread needs MPI initialised by MPI_Init_thread with MPI_THREAD_MULTIPLE "
                 "(or MPI_THREAD_SERIALIZED if the program makes no MPI calls of its own while the container "
                 "lives); docs/runtime.md, 'Progress'");
+    }
+}
+
+routing_mode parse_routing(std::string_view text) {
+    if (text == "direct")
+        return routing_mode::direct;
+    if (text == "grid")
+        return routing_mode::grid;
+    if (text == "automatic" || text == "auto")
+        return routing_mode::automatic;
+    throw invalid_argument_error("mpidict: routing '" + std::string(text) +
+                                 "' is none of direct, grid, automatic");
+}
+
+std::string_view routing_name(routing_mode mode) {
+    switch (mode) {
+    case routing_mode::direct:
+        return "direct";
+    case routing_mode::grid:
+        return "grid";
+    case routing_mode::automatic:
+        break;
+    }
+    return "automatic";
+}
+
+void engine::choose_routing() {
+    routing_mode mode = m_config.routing;
+    if (mode == routing_mode::automatic) {
+        if (const char* text = std::getenv("MPIDICT_ROUTING"); text != nullptr && *text != '\0')
+            mode = parse_routing(text);
+    }
+    if (mode == routing_mode::automatic)
+        mode = m_size >= automatic_grid_ranks ? routing_mode::grid : routing_mode::direct;
+    m_routed = mode == routing_mode::grid && m_size > 2;
+    if (!m_routed) {
+        m_peer_count = static_cast<std::size_t>(m_size);
+        return;
+    }
+    // c = ceil(sqrt(p)) columns; rank x sits at row x / c, column x % c.
+    int columns = 1;
+    while (columns * columns < m_size)
+        ++columns;
+    const int row = m_rank / columns;
+    const int column = m_rank % columns;
+    const int last_row = (m_size - 1) / columns;
+    const int last_row_width = m_size - last_row * columns;
+    m_next_hop.resize(static_cast<std::size_t>(m_size));
+    m_relay_channel.assign(static_cast<std::size_t>(m_size), 0);
+    m_peer_count = 0;
+    for (int destination = 0; destination < m_size; ++destination) {
+        const int to_row = destination / columns;
+        const int to_column = destination % columns;
+        int hop = destination;
+        if (to_row != row && to_column != column) {
+            // Along this rank's row to the destination's column, then down it.
+            // From the short last row, where that corner is missing, to the
+            // rank of the destination's column in the row above instead.
+            hop = row * columns + to_column;
+            if (hop >= m_size)
+                hop = (row - 1) * columns + to_column;
+        }
+        m_next_hop[static_cast<std::size_t>(destination)] = hop;
+        if (hop == destination)
+            ++m_peer_count;
+        // Relay channel: the ranks this one uses as corners (its row, and from
+        // the short last row the ranks above the gap), for every message to
+        // them, so each pair keeps one channel.  Corners forward down their
+        // column on the direct channel, which no rank ever holds back.
+        const bool corner = to_row == row ||
+                            (row == last_row && to_row == last_row - 1 && to_column >= last_row_width);
+        m_relay_channel[static_cast<std::size_t>(destination)] = corner && destination != m_rank ? 1 : 0;
     }
 }
 
@@ -216,7 +298,10 @@ void engine::progress_thread_main() {
             std::lock_guard<std::recursive_mutex> guard(m_mutex);
             if (!m_destroyed && !m_in_flush) {
                 try {
-                    progress();
+                    // Forwarded records gather while messages keep coming; a
+                    // quiet round sends them on (the owner may be computing).
+                    if (!progress())
+                        ship_forwards();
                 } catch (const std::exception& problem) {
                     std::fprintf(stderr, "mpidict: progress thread on rank %d: %s\n", m_rank, problem.what());
                     MPI_Abort(MPI_COMM_WORLD, 71);
@@ -403,53 +488,113 @@ std::byte* engine::reserve(int destination, handler_id handler, std::size_t byte
                                      std::to_string(m_config.buffer_bytes) + ", so at most " +
                                      std::to_string(max_record_bytes()) +
                                      " bytes of key and values per operation)");
+    const int hop = next_hop(destination);
+    if (hop != destination) [[unlikely]]
+        return append(hop, group_kind::routed, static_cast<std::uint32_t>(destination), handler, bytes, false);
+    return append(destination, group_kind::plain, 0, handler, bytes, false);
+}
+
+std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_id handler, std::size_t bytes,
+                          bool deferred) {
+    const std::size_t stride = bytes + (kind == group_kind::routed ? routing_overhead_bytes : 0);
+    const std::size_t header = group_header_bytes + (kind == group_kind::forwarded ? routing_overhead_bytes : 0);
     for (;;) {
-        outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
+        outbox& box = m_outboxes[static_cast<std::size_t>(to)];
         if (!box.buffer.data) {
             box.buffer = take_buffer();
             m_outbox_bytes += m_config.buffer_bytes;
             update_high_water();
         }
         const std::size_t used = box.buffer.size;
-        const bool extend = box.has_group && box.group_handler == handler &&
-                            box.group_record_bytes == bytes;
-        const std::size_t needed = bytes + (extend ? 0 : group_header_bytes);
+        const bool extend = box.has_group && box.group_handler == handler && box.group_record_bytes == bytes &&
+                            box.kind == kind && (kind != group_kind::forwarded || box.group_label == label);
+        const std::size_t needed = stride + (extend ? 0 : header);
         if (used + needed <= m_config.buffer_bytes) {
             if (used == 0)
-                m_dirty.push_back(destination);
-            if (m_handler_depth > 0 && !box.holds_handler_output) {
+                m_dirty.push_back(to);
+            if (deferred) {
+                if (!box.holds_forwards) {
+                    box.holds_forwards = true;
+                    ++m_forwards_waiting;
+                }
+            } else if (m_handler_depth > 0 && !box.holds_handler_output) {
                 // Handler output (replies, forwarded work) leaves when the message
                 // that caused it is done, so nobody waits on a rank that has
                 // returned to computing.
                 box.holds_handler_output = true;
-                m_handler_dirty.push_back(destination);
+                m_handler_dirty.push_back(to);
             }
             box.buffer.size = used + needed;
             std::byte* base = box.buffer.data.get();
+            std::byte* record = base + used;
             if (extend) {
                 std::byte* count_field = base + box.group_offset + 8;
                 store<std::uint32_t>(count_field, load<std::uint32_t>(count_field) + 1);
-                return base + used;
+            } else {
+                store<std::uint16_t>(record, handler);
+                store<std::uint16_t>(record + 2, static_cast<std::uint16_t>(kind));
+                store<std::uint32_t>(record + 4, static_cast<std::uint32_t>(bytes));
+                store<std::uint32_t>(record + 8, 1);
+                if (kind == group_kind::forwarded)
+                    store<std::uint32_t>(record + group_header_bytes, label);
+                box.has_group = true;
+                box.kind = kind;
+                box.group_offset = used;
+                box.group_handler = handler;
+                box.group_record_bytes = static_cast<std::uint32_t>(bytes);
+                box.group_label = label;
+                record += header;
             }
-            store<std::uint16_t>(base + used, handler);
-            store<std::uint16_t>(base + used + 2, 0);
-            store<std::uint32_t>(base + used + 4, static_cast<std::uint32_t>(bytes));
-            store<std::uint32_t>(base + used + 8, 1);
-            box.has_group = true;
-            box.group_offset = used;
-            box.group_handler = handler;
-            box.group_record_bytes = static_cast<std::uint32_t>(bytes);
-            return base + used + group_header_bytes;
+            if (kind == group_kind::routed) {
+                store<std::uint32_t>(record, label);
+                record += routing_overhead_bytes;
+            }
+            return record;
         }
         // Full: ship it (which may run handlers that append here), then retry.
         if (in_handler()) {
-            ship(destination, /*full=*/true);
+            ship(to, /*full=*/true);
         } else {
             const double start = now_seconds();
-            ship(destination, /*full=*/true);
+            ship(to, /*full=*/true);
             m_ship_seconds += now_seconds() - start;
         }
     }
+}
+
+void engine::forward_group(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
+                           handler_id handler, bool urgent) {
+    const std::size_t stride = std::size_t{record_bytes} + routing_overhead_bytes;
+    const handler_entry& entry = m_handlers[handler];
+    for (std::uint32_t index = 0; index < count; ++index, records += stride) {
+        const auto destination = load<std::uint32_t>(records);
+        if (destination >= static_cast<std::uint32_t>(m_size) ||
+            next_hop(static_cast<int>(destination)) != static_cast<int>(destination))
+            throw decode_error("mpidict: message from rank " + std::to_string(source) +
+                               " asks this rank to forward a record to rank " + std::to_string(destination) +
+                               ", which is not one of its peers in " + detail::communicator_of(m_size));
+        if (static_cast<int>(destination) == m_rank) {
+            entry.function(entry.context, source, records + routing_overhead_bytes, record_bytes, 1);
+            ++m_stats.records_received;
+            continue;
+        }
+        // Urgent records leave with this message's other output; the rest
+        // gather until a buffer fills or this rank waits or flushes.
+        std::byte* out = append(static_cast<int>(destination), group_kind::forwarded,
+                                static_cast<std::uint32_t>(source), handler, record_bytes, !urgent);
+        if (record_bytes != 0)
+            std::memcpy(out, records + routing_overhead_bytes, record_bytes);
+        ++m_stats.records_forwarded;
+    }
+}
+
+void engine::ship_forwards() {
+    if (m_forwards_waiting == 0 || in_handler())
+        return;
+    const std::vector<int> waiting = m_dirty;
+    for (const int destination : waiting)
+        if (m_outboxes[static_cast<std::size_t>(destination)].holds_forwards)
+            ship(destination);
 }
 
 void engine::ship(int destination, bool full) {
@@ -466,11 +611,19 @@ void engine::ship(int destination, bool full) {
     current.buffer = message_buffer{};
     ++current.generation;
     current.has_group = false;
-    current.holds_request = false;
     current.holds_handler_output = false;
+    if (current.holds_forwards) {
+        current.holds_forwards = false;
+        --m_forwards_waiting;
+    }
     m_outbox_bytes -= m_config.buffer_bytes;
     m_dirty.erase(std::remove(m_dirty.begin(), m_dirty.end(), destination), m_dirty.end());
     const std::size_t size = buffer.size;
+    if (!full && m_routed) {
+        // Tell the first hop that someone is waiting (see urgent_flag).
+        std::byte* flags = buffer.data.get() + 2;
+        store<std::uint16_t>(flags, static_cast<std::uint16_t>(load<std::uint16_t>(flags) | urgent_flag));
+    }
     if (destination == m_rank) {
         // Loopback: handled by this rank's own progress, never through MPI.
         ++m_messages_sent;
@@ -492,12 +645,15 @@ void engine::ship(int destination, bool full) {
     // receiver.  Partial ones leave because someone waits (latency mode, handler
     // replies, flush); a standard send saves the receiver's acknowledgement on
     // the critical path, and their number is bounded by waits and requests.
-    const std::uint64_t ticket = m_transport->start_send(destination, buffer.bytes(), /*synchronous=*/full);
+    const int channel = m_routed ? m_relay_channel[static_cast<std::size_t>(destination)] : 0;
+    const std::uint64_t ticket = m_transport->start_send(destination, buffer.bytes(), /*synchronous=*/full, channel);
+    if (channel == 0)
+        ++m_direct_in_flight;
     ++m_messages_sent;
     ++m_stats.messages_sent;
     m_stats.bytes_sent += size;
     m_in_flight_bytes += m_config.buffer_bytes;
-    m_in_flight.push_back(in_flight_send{ticket, std::move(buffer), destination});
+    m_in_flight.push_back(in_flight_send{ticket, std::move(buffer), destination, channel});
     update_high_water();
     if (m_config.release_queue == 0 && !in_handler()) {
         // q = 0: no deferred release; the caller waits for this send to finish.
@@ -537,6 +693,8 @@ bool engine::release_finished_sends() {
     for (auto it = m_in_flight.begin(); it != m_in_flight.end();) {
         if (m_transport->send_complete(it->ticket)) {
             m_in_flight_bytes -= m_config.buffer_bytes;
+            if (it->channel == 0)
+                --m_direct_in_flight;
             recycle(std::move(it->buffer));
             it = m_in_flight.erase(it);
             released = true;
@@ -549,10 +707,15 @@ bool engine::release_finished_sends() {
 
 bool engine::poll_once() {
     sink receiver(*this);
-    return m_transport->poll(receiver);
+    // Relay messages make this rank forward; it takes them only while its
+    // direct-channel sends, where forwarded records go, are below q.  Those
+    // always complete (every rank keeps taking direct messages), so holding
+    // relays back bounds a corner's memory without a cycle of waits.
+    const bool take_relays = m_routed && m_direct_in_flight < std::max<std::size_t>(m_config.release_queue, 1);
+    return m_transport->poll(receiver, take_relays ? 2 : 1);
 }
 
-void engine::handle_message(int source, std::span<const std::byte> message) {
+void engine::handle_message(int source, int channel, std::span<const std::byte> message) {
     if (source != m_rank) {
         ++m_stats.messages_received;
         m_stats.bytes_received += message.size();
@@ -564,11 +727,13 @@ void engine::handle_message(int source, std::span<const std::byte> message) {
     } guard{m_handler_depth};
     const std::byte* cursor = message.data();
     const std::byte* const end = message.data() + message.size();
+    const bool urgent = message.size() >= group_header_bytes && (load<std::uint16_t>(cursor + 2) & urgent_flag) != 0;
     while (cursor != end) {
         if (static_cast<std::size_t>(end - cursor) < group_header_bytes)
             throw decode_error("mpidict: message from rank " + std::to_string(source) +
                                " ends inside a group header");
         const auto handler = load<std::uint16_t>(cursor);
+        const auto kind = static_cast<group_kind>(load<std::uint16_t>(cursor + 2) & group_kind_mask);
         const auto record_bytes = load<std::uint32_t>(cursor + 4);
         const auto count = load<std::uint32_t>(cursor + 8);
         cursor += group_header_bytes;
@@ -576,14 +741,40 @@ void engine::handle_message(int source, std::span<const std::byte> message) {
             throw decode_error("mpidict: message from rank " + std::to_string(source) + " names handler " +
                                std::to_string(handler) + " but only " + std::to_string(m_handlers.size()) +
                                " are registered");
-        const std::uint64_t group_bytes = std::uint64_t{record_bytes} * count;
+        int origin = source;
+        std::uint64_t stride = record_bytes;
+        if (kind == group_kind::forwarded) {
+            if (static_cast<std::size_t>(end - cursor) < routing_overhead_bytes)
+                throw decode_error("mpidict: message from rank " + std::to_string(source) +
+                                   " ends inside a forwarded group's header");
+            const auto label = load<std::uint32_t>(cursor);
+            cursor += routing_overhead_bytes;
+            if (label >= static_cast<std::uint32_t>(m_size))
+                throw decode_error("mpidict: message from rank " + std::to_string(source) +
+                                   " forwards records from rank " + std::to_string(label) + ", outside " +
+                                   detail::communicator_of(m_size));
+            origin = static_cast<int>(label);
+        } else if (kind == group_kind::routed) {
+            if (channel != 1)
+                throw decode_error("mpidict: message from rank " + std::to_string(source) +
+                                   " carries records to forward outside the relay channel");
+            stride += routing_overhead_bytes;
+        } else if (kind != group_kind::plain) {
+            throw decode_error("mpidict: message from rank " + std::to_string(source) + " has a group of kind " +
+                               std::to_string(static_cast<unsigned>(kind)) + ", which no rank sends");
+        }
+        const std::uint64_t group_bytes = stride * count;
         if (group_bytes > static_cast<std::uint64_t>(end - cursor) || count == 0)
             throw decode_error("mpidict: message from rank " + std::to_string(source) + " has a group of " +
                                std::to_string(count) + " records of " + std::to_string(record_bytes) +
                                " bytes but only " + std::to_string(end - cursor) + " bytes remain");
-        const handler_entry& entry = m_handlers[handler];
-        entry.function(entry.context, source, cursor, record_bytes, count);
-        m_stats.records_received += count;
+        if (kind == group_kind::routed) {
+            forward_group(source, cursor, record_bytes, count, handler, urgent);
+        } else {
+            const handler_entry& entry = m_handlers[handler];
+            entry.function(entry.context, origin, cursor, record_bytes, count);
+            m_stats.records_received += count;
+        }
         cursor += group_bytes;
     }
     ++m_messages_handled;
@@ -605,7 +796,7 @@ bool engine::drain_loopback() {
     while (!m_loopback.empty()) {
         message_buffer message = std::move(m_loopback.front());
         m_loopback.pop_front();
-        handle_message(m_rank, message.bytes());
+        handle_message(m_rank, 0, message.bytes());
         recycle(std::move(message));
         active = true;
     }

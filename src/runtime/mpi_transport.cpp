@@ -130,17 +130,22 @@ public:
     int rank() const override { return m_rank; }
     int size() const override { return m_size; }
 
-    void open(std::size_t max_message_bytes, std::size_t receive_buffers) override {
+    void open(std::size_t max_message_bytes, std::size_t receive_buffers, int channels) override {
         m_max_message_bytes = max_message_bytes;
-        m_receives.resize(receive_buffers);
-        for (auto& receive : m_receives) {
-            receive.buffer.resize(max_message_bytes);
-            post(receive);
+        m_channels = std::clamp(channels, 1, max_channels);
+        for (int channel = 0; channel < m_channels; ++channel) {
+            ring& receives = m_rings[channel];
+            receives.slots.resize(receive_buffers);
+            for (auto& receive : receives.slots) {
+                receive.buffer.resize(max_message_bytes);
+                post(receive, channel);
+            }
+            receives.head = 0;
         }
-        m_head = 0;
     }
 
-    std::uint64_t start_send(int destination, std::span<const std::byte> message, bool synchronous) override {
+    std::uint64_t start_send(int destination, std::span<const std::byte> message, bool synchronous,
+                             int channel) override {
         std::uint64_t ticket;
         if (!m_free_tickets.empty()) {
             ticket = m_free_tickets.back();
@@ -152,10 +157,12 @@ public:
         MPI_Request& request = m_sends[ticket];
         const int count = static_cast<int>(message.size());
         if (synchronous)
-            check_mpi(MPI_Issend(message.data(), count, MPI_BYTE, destination, message_tag, m_communicator, &request),
+            check_mpi(MPI_Issend(message.data(), count, MPI_BYTE, destination, message_tag + channel, m_communicator,
+                                 &request),
                       "MPI_Issend");
         else
-            check_mpi(MPI_Isend(message.data(), count, MPI_BYTE, destination, message_tag, m_communicator, &request),
+            check_mpi(MPI_Isend(message.data(), count, MPI_BYTE, destination, message_tag + channel, m_communicator,
+                                &request),
                       "MPI_Isend");
         return ticket;
     }
@@ -170,10 +177,19 @@ public:
         return done != 0;
     }
 
-    bool poll(message_sink& sink) override {
-        if (m_receives.empty())
+    bool poll(message_sink& sink, int channels) override {
+        // Direct messages first: they are never held back.
+        for (int channel = 0; channel < std::min(channels, m_channels); ++channel)
+            if (poll_channel(sink, channel))
+                return true;
+        return false;
+    }
+
+    bool poll_channel(message_sink& sink, int channel) {
+        ring& receives = m_rings[channel];
+        if (receives.slots.empty())
             return false;
-        receive_slot& head = m_receives[m_head];
+        receive_slot& head = receives.slots[receives.head];
         int done = 0;
         MPI_Status status;
         check_mpi(MPI_Test(&head.request, &done, &status), "MPI_Test (receive)");
@@ -184,7 +200,7 @@ public:
         check_mpi(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
         const int source = status.MPI_SOURCE;
         // Advance first: the handler may poll again (nested progress).
-        m_head = (m_head + 1) % m_receives.size();
+        receives.head = (receives.head + 1) % receives.slots.size();
         // Copy out so the receive can be re-posted before handlers run; the
         // buffer is swapped, not copied.
         std::vector<std::byte> message;
@@ -192,7 +208,7 @@ public:
         head.buffer.swap(m_spare);
         if (head.buffer.size() != m_max_message_bytes)
             head.buffer.resize(m_max_message_bytes);
-        post(head);
+        post(head, channel);
         struct restore {
             std::vector<std::byte>& spare;
             std::vector<std::byte>& message;
@@ -201,7 +217,7 @@ public:
                     spare.swap(message);
             }
         } keep{m_spare, message};
-        sink.deliver(source, std::span<const std::byte>(message.data(), static_cast<std::size_t>(bytes)));
+        sink.deliver(source, channel, std::span<const std::byte>(message.data(), static_cast<std::size_t>(bytes)));
         return true;
     }
 
@@ -272,10 +288,12 @@ private:
         if (m_communicator == MPI_COMM_NULL)
             return;
         if (with_mpi) {
-            for (auto& receive : m_receives) {
-                if (receive.request != MPI_REQUEST_NULL) {
-                    MPI_Cancel(&receive.request);
-                    MPI_Wait(&receive.request, MPI_STATUS_IGNORE);
+            for (ring& receives : m_rings) {
+                for (auto& receive : receives.slots) {
+                    if (receive.request != MPI_REQUEST_NULL) {
+                        MPI_Cancel(&receive.request);
+                        MPI_Wait(&receive.request, MPI_STATUS_IGNORE);
+                    }
                 }
             }
             for (auto& send : m_sends) {
@@ -286,7 +304,8 @@ private:
         if (free_communicator)
             MPI_Comm_free(&m_communicator);
         m_communicator = MPI_COMM_NULL;
-        m_receives.clear();
+        for (ring& receives : m_rings)
+            receives.slots.clear();
     }
 
     // Ranks that share a node with more ranks than it has cores must give their
@@ -320,9 +339,16 @@ private:
         MPI_Request request = MPI_REQUEST_NULL;
     };
 
-    void post(receive_slot& receive) {
+    // Posted receives of one channel, matched in posting order: the head completes first.
+    struct ring {
+        std::vector<receive_slot> slots;
+        std::size_t head = 0;
+    };
+    static constexpr int max_channels = 2;
+
+    void post(receive_slot& receive, int channel) {
         check_mpi(MPI_Irecv(receive.buffer.data(), static_cast<int>(m_max_message_bytes), MPI_BYTE, MPI_ANY_SOURCE,
-                            message_tag, m_communicator, &receive.request),
+                            message_tag + channel, m_communicator, &receive.request),
                   "MPI_Irecv");
     }
 
@@ -333,8 +359,8 @@ private:
     int m_rank = 0;
     int m_size = 1;
     std::size_t m_max_message_bytes = 0;
-    std::vector<receive_slot> m_receives;
-    std::size_t m_head = 0;
+    ring m_rings[max_channels];
+    int m_channels = 1;
     std::vector<std::byte> m_spare;
     std::vector<MPI_Request> m_sends;
     std::vector<std::uint64_t> m_free_tickets;

@@ -100,6 +100,7 @@ struct sim_message {
     std::uint64_t ticket = 0;
     bool synchronous = false;
     bool injected = false;
+    int channel = 0;
     std::vector<std::byte> bytes;
     const std::byte* original = nullptr;  // the sender's buffer, compared at match time
 };
@@ -111,9 +112,11 @@ struct endpoint {
     bool opened = false;
     bool closed = false;
     std::size_t max_message_bytes = 0;
-    std::size_t receive_buffers = 1;
-    std::deque<sim_message> unexpected;  // arrived, not yet matched by a posted receive
-    std::deque<sim_message> matched;     // matched, waiting for poll()
+    std::size_t receive_buffers = 1;     // posted receives per channel
+    int channels = 1;
+    // By channel: arrived, not yet matched by a posted receive; matched, waiting for poll().
+    std::deque<sim_message> unexpected[2];
+    std::deque<sim_message> matched[2];
     std::vector<send_status> sends;      // by ticket
     std::uint64_t sums_started = 0;
     bool sum_pending = false;
@@ -438,7 +441,9 @@ public:
             m_transit.erase(found);
             const int communicator_index = message.communicator;
             const int destination = message.destination;
-            comm(communicator_index).endpoints[static_cast<std::size_t>(destination)].unexpected.push_back(std::move(message));
+            const int channel = message.channel;
+            comm(communicator_index).endpoints[static_cast<std::size_t>(destination)].unexpected[channel].push_back(
+                std::move(message));
             match(communicator_index, destination);
         }
     }
@@ -449,33 +454,35 @@ public:
         endpoint& receiver = c.endpoints[static_cast<std::size_t>(rank)];
         if (!receiver.opened || receiver.closed)
             return;
-        while (receiver.matched.size() < receiver.receive_buffers && !receiver.unexpected.empty()) {
-            sim_message message = std::move(receiver.unexpected.front());
-            receiver.unexpected.pop_front();
-            record(rank, event_kind::match, "", static_cast<std::uint64_t>(message.source), message.bytes.size(),
-                   message.id);
-            if (message.bytes.size() > receiver.max_message_bytes) {
-                fail_quietly(rank, "a message of " + std::to_string(message.bytes.size()) + " bytes from rank " +
-                                       std::to_string(message.source) + " exceeds the receive size of " +
-                                       std::to_string(receiver.max_message_bytes) + " bytes (MPI would truncate it)");
-                return;
-            }
-            if (!message.injected) {
-                endpoint& sender = c.endpoints[static_cast<std::size_t>(message.source)];
-                if (message.original && !sender.closed &&
-                    std::memcmp(message.original, message.bytes.data(), message.bytes.size()) != 0) {
-                    fail_quietly(message.source, "rank " + std::to_string(message.source) +
-                                                     " changed a send buffer before its send completed");
+        for (int channel = 0; channel < receiver.channels; ++channel) {
+            while (receiver.matched[channel].size() < receiver.receive_buffers && !receiver.unexpected[channel].empty()) {
+                sim_message message = std::move(receiver.unexpected[channel].front());
+                receiver.unexpected[channel].pop_front();
+                record(rank, event_kind::match, "", static_cast<std::uint64_t>(message.source), message.bytes.size(),
+                       message.id);
+                if (message.bytes.size() > receiver.max_message_bytes) {
+                    fail_quietly(rank, "a message of " + std::to_string(message.bytes.size()) + " bytes from rank " +
+                                           std::to_string(message.source) + " exceeds the receive size of " +
+                                           std::to_string(receiver.max_message_bytes) + " bytes (MPI would truncate it)");
                     return;
                 }
-                if (message.synchronous && message.ticket < sender.sends.size() &&
-                    sender.sends[message.ticket] == send_status::pending) {
-                    sender.sends[message.ticket] = send_status::complete;
-                    notify(message.source);
+                if (!message.injected) {
+                    endpoint& sender = c.endpoints[static_cast<std::size_t>(message.source)];
+                    if (message.original && !sender.closed &&
+                        std::memcmp(message.original, message.bytes.data(), message.bytes.size()) != 0) {
+                        fail_quietly(message.source, "rank " + std::to_string(message.source) +
+                                                         " changed a send buffer before its send completed");
+                        return;
+                    }
+                    if (message.synchronous && message.ticket < sender.sends.size() &&
+                        sender.sends[message.ticket] == send_status::pending) {
+                        sender.sends[message.ticket] = send_status::complete;
+                        notify(message.source);
+                    }
                 }
+                receiver.matched[channel].push_back(std::move(message));
+                notify(rank);
             }
-            receiver.matched.push_back(std::move(message));
-            notify(rank);
         }
     }
 
@@ -487,10 +494,12 @@ public:
         for (auto& [id, message] : m_transit)
             clear(message);
         for (auto& each : comm(communicator_index).endpoints) {
-            for (auto& message : each.unexpected)
-                clear(message);
-            for (auto& message : each.matched)
-                clear(message);
+            for (int channel = 0; channel < 2; ++channel) {
+                for (auto& message : each.unexpected[channel])
+                    clear(message);
+                for (auto& message : each.matched[channel])
+                    clear(message);
+            }
         }
     }
 
@@ -649,16 +658,18 @@ public:
     int rank() const override { return m_rank; }
     int size() const override { return m_world.size(); }
 
-    void open(std::size_t max_message_bytes, std::size_t receive_buffers) override {
+    void open(std::size_t max_message_bytes, std::size_t receive_buffers, int channels) override {
         m_world.check_holder(m_rank);
         endpoint& self = mine();
         self.opened = true;
         self.max_message_bytes = max_message_bytes;
         self.receive_buffers = std::max<std::size_t>(receive_buffers, 1);
+        self.channels = std::clamp(channels, 1, 2);
         m_world.match(m_comm, m_rank);
     }
 
-    std::uint64_t start_send(int destination, std::span<const std::byte> message, bool synchronous) override {
+    std::uint64_t start_send(int destination, std::span<const std::byte> message, bool synchronous,
+                             int channel) override {
         m_world.step(m_rank, m_world.settings().yield_on_send);
         endpoint& self = mine();
         const std::uint64_t ticket = self.sends.size();
@@ -676,6 +687,7 @@ public:
         out.destination = destination;
         out.ticket = ticket;
         out.synchronous = synchronous;
+        out.channel = std::clamp(channel, 0, 1);
         out.bytes.assign(message.begin(), message.end());
         out.original = synchronous ? message.data() : nullptr;
         m_world.enqueue(m_rank, std::move(out));
@@ -696,13 +708,17 @@ public:
         return true;
     }
 
-    bool poll(runtime::message_sink& sink) override {
+    bool poll(runtime::message_sink& sink, int channels) override {
         m_world.step(m_rank, true);
         endpoint& self = mine();
-        if (self.matched.empty())
+        // Direct messages first, as the MPI transport takes them.
+        int channel = 0;
+        while (channel < std::min(channels, self.channels) && self.matched[channel].empty())
+            ++channel;
+        if (channel >= std::min(channels, self.channels))
             return false;
-        sim_message message = std::move(self.matched.front());
-        self.matched.pop_front();
+        sim_message message = std::move(self.matched[channel].front());
+        self.matched[channel].pop_front();
         m_world.match(m_comm, m_rank);  // the ring re-posts its receive first, as MPI's does
         m_world.delivered(m_rank, message);
         // Exactly the message's size on the heap: an overread is caught by ASan.
@@ -712,7 +728,7 @@ public:
         const std::size_t bytes = message.bytes.size();
         message.bytes.clear();
         message.bytes.shrink_to_fit();
-        sink.deliver(message.source, std::span<const std::byte>(exact.get(), bytes));
+        sink.deliver(message.source, channel, std::span<const std::byte>(exact.get(), bytes));
         return true;
     }
 

@@ -124,7 +124,7 @@ std::size_t skiplist_map_config::required_buffer_bytes() const {
     const std::size_t link = 1 + node_id_bytes + 4 + max_key_bytes;
     const std::size_t alloc = node_id_bytes + 4 + 4 + max_key_bytes + 1 + 4 + 1 + std::size_t(max_height) * link + 4 +
                               (granularity / 2 + 1) * entry;
-    return runtime::group_header_bytes + alloc;
+    return runtime::group_header_bytes + runtime::routing_overhead_bytes + alloc;
 }
 
 namespace detail {

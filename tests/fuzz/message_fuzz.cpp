@@ -64,8 +64,8 @@ public:
 
     int rank() const override { return m_rank; }
     int size() const override { return 2; }
-    void open(std::size_t max_message_bytes, std::size_t) override { m_max = max_message_bytes; }
-    std::uint64_t start_send(int destination, std::span<const std::byte> message, bool) override {
+    void open(std::size_t max_message_bytes, std::size_t, int) override { m_max = max_message_bytes; }
+    std::uint64_t start_send(int destination, std::span<const std::byte> message, bool, int) override {
         // The engine must never build a message a receiver could not take.
         if (destination < 0 || destination > 1 || message.size() > m_max)
             __builtin_trap();
@@ -74,7 +74,7 @@ public:
         return m_next_ticket++;
     }
     bool send_complete(std::uint64_t) override { return true; }
-    bool poll(runtime::message_sink& sink) override {
+    bool poll(runtime::message_sink& sink, int) override {
         if (inbox.empty()) {
             if (throw_when_empty)
                 throw input_exhausted{};
@@ -89,7 +89,7 @@ public:
         std::unique_ptr<std::byte[]> exact(new std::byte[message.size() + 1]);
         if (!message.empty())
             std::memcpy(exact.get(), message.data(), message.size());
-        sink.deliver(1, std::span<const std::byte>(exact.get(), message.size()));
+        sink.deliver(1, 0, std::span<const std::byte>(exact.get(), message.size()));
         return true;
     }
     void start_sum(std::span<const std::int64_t> input, std::span<std::int64_t> output) override {

@@ -119,10 +119,11 @@ struct personality {
         std::snprintf(text, sizeof text,
                       "ranks=%d seed=%" PRIu64
                       " buffer_bytes=%zu L=%zu q=%zu receive_buffers=%zu placement=%s phases=%d ops/phase=%d "
-                      "switch_p=%.2f max_delay=%u sum_delay=%u yield_on_send=%d%s",
+                      "switch_p=%.2f max_delay=%u sum_delay=%u yield_on_send=%d routing=%s%s",
                       ranks, seed, map.runtime.buffer_bytes, map.runtime.blocking_factor, map.runtime.release_queue,
                       map.runtime.receive_buffers, funnel ? "all-keys-to-rank-0" : "hash", phases, ops_per_phase,
                       sim.switch_probability, sim.max_delay_steps, sim.max_sum_delay_steps, sim.yield_on_send ? 1 : 0,
+                      std::string(runtime::routing_name(map.runtime.routing)).c_str(),
                       fault_drop_flush ? " fault=drop-flush" : "");
         if (quiet_before_flush)
             std::strncat(text, " quiet-before-flush", sizeof text - std::strlen(text) - 1);
@@ -177,6 +178,11 @@ personality make_personality(int ranks, u64 seed, const sim_test::command_line& 
     p.chain_keys = 4 + static_cast<u32>(random.below(16));
     p.fault_drop_flush = sim_test::flag_value(cli, "--fault") == "drop-flush";
     p.quiet_before_flush = sim_test::has_flag(cli, "--quiet-before-flush");
+    // --routing direct (default), grid, or mixed (each seed picks).
+    const std::string routing = sim_test::flag_value(cli, "--routing");
+    p.map.runtime.routing = routing == "grid" || (routing == "mixed" && random.below(2) == 0)
+                                ? runtime::routing_mode::grid
+                                : runtime::routing_mode::direct;
     // A livelock fails at the step limit; normal runs take far fewer steps
     // (about 20 000 for 2 ranks, up to a million for 64).
     p.sim.max_steps = 2'000'000 + 4'000 * static_cast<u64>(ranks) * static_cast<u64>(p.ops_per_phase) *
@@ -252,8 +258,15 @@ struct shared_state {
 // polls, the high-water stays within a few buffers of q: --bound-report.)
 std::size_t in_flight_bound(const personality& config, u64 chains_started) {
     const std::size_t others = static_cast<std::size_t>(config.ranks - 1);
+    // Grid routing: a corner takes relay messages only while fewer than q of
+    // its direct sends are in flight, and one relay message makes it ship at
+    // most one buffer per column peer.
+    const std::size_t corner = config.map.runtime.routing == runtime::routing_mode::grid
+                                   ? std::max<std::size_t>(config.map.runtime.release_queue, 1) +
+                                         static_cast<std::size_t>(config.ranks)
+                                   : 0;
     return std::max<std::size_t>(config.map.runtime.release_queue, 1) +
-           others * (config.map.runtime.blocking_factor + 12) + static_cast<std::size_t>(chains_started);
+           others * (config.map.runtime.blocking_factor + 12) + static_cast<std::size_t>(chains_started) + corner;
 }
 
 // ---- one virtual rank -----------------------------------------------------------

@@ -23,7 +23,7 @@ using namespace mpidict;
 
 struct recording_sink final : runtime::message_sink {
     std::vector<std::pair<int, std::vector<std::byte>>> received;
-    void deliver(int source, std::span<const std::byte> message) override {
+    void deliver(int source, int, std::span<const std::byte> message) override {
         received.emplace_back(source, std::vector<std::byte>(message.begin(), message.end()));
     }
 };
@@ -54,7 +54,7 @@ std::vector<int> fan_in(int ranks, std::uint64_t seed, int count, sim::result& o
     std::vector<int> order;
     outcome = sim::run(ranks, seed, quick(), [&](int rank, sim::sim_context& context) {
         auto network = context.make_transport();
-        network->open(64, 1 + rank % 3);
+        network->open(64, 1 + rank % 3, 1);
         context.barrier();
         std::vector<std::vector<std::byte>> payloads;
         std::vector<std::uint64_t> tickets;
@@ -62,12 +62,12 @@ std::vector<int> fan_in(int ranks, std::uint64_t seed, int count, sim::result& o
             payloads.push_back(bytes_of(static_cast<std::uint64_t>(rank) * 1000 + static_cast<std::uint64_t>(index)));
         }
         for (int index = 0; index < count; ++index)
-            tickets.push_back(network->start_send(0, payloads[static_cast<std::size_t>(index)], true));
+            tickets.push_back(network->start_send(0, payloads[static_cast<std::size_t>(index)], true, 0));
         if (rank == 0) {
             recording_sink sink;
             std::map<int, std::uint64_t> next;
             while (sink.received.size() < static_cast<std::size_t>(ranks * count)) {
-                if (!network->poll(sink))
+                if (!network->poll(sink, 1))
                     network->idle();
             }
             for (const auto& [source, bytes] : sink.received) {
@@ -119,12 +119,12 @@ TEST(SimTransport, SameSeedSameRunDifferentSeedDifferentRun) {
 TEST(SimTransport, SynchronousSendCompletesWhenMatched) {
     const sim::result outcome = sim::run(2, 7, quick(0), [](int rank, sim::sim_context& context) {
         auto network = context.make_transport();
-        network->open(64, 1);  // one posted receive
+        network->open(64, 1, 1);  // one posted receive
         context.barrier();
         if (rank == 0) {
             const auto one = bytes_of(1), two = bytes_of(2);
-            const auto first = network->start_send(1, one, true);
-            const auto second = network->start_send(1, two, true);
+            const auto first = network->start_send(1, one, true, 0);
+            const auto second = network->start_send(1, two, true, 0);
             // The first is matched by rank 1's only receive; the second waits for
             // rank 1 to take the first (it never does before the barrier).
             while (!network->send_complete(first))
@@ -139,7 +139,7 @@ TEST(SimTransport, SynchronousSendCompletesWhenMatched) {
             context.barrier();
             recording_sink sink;
             while (sink.received.size() < 2)
-                if (!network->poll(sink))
+                if (!network->poll(sink, 1))
                     network->idle();
         }
         context.barrier();
@@ -150,7 +150,7 @@ TEST(SimTransport, SynchronousSendCompletesWhenMatched) {
 TEST(SimTransport, SumAndMinMaxOverAllRanks) {
     const sim::result outcome = sim::run(6, 3, quick(), [](int rank, sim::sim_context& context) {
         auto network = context.make_transport();
-        network->open(64, 2);
+        network->open(64, 2, 1);
         for (int round = 0; round < 3; ++round) {
             const std::int64_t input[2] = {rank + 1, round};
             std::int64_t output[2] = {-1, -1};
@@ -173,9 +173,9 @@ TEST(SimTransport, SumAndMinMaxOverAllRanks) {
 TEST(SimTransport, DeadlockIsReportedWithTheSeed) {
     const sim::result outcome = sim::run(3, 11, quick(), [](int, sim::sim_context& context) {
         auto network = context.make_transport();
-        network->open(64, 1);
+        network->open(64, 1, 1);
         recording_sink sink;
-        while (!network->poll(sink))  // nobody sends
+        while (!network->poll(sink, 1))  // nobody sends
             network->idle();
     });
     ASSERT_FALSE(outcome.ok);
@@ -197,7 +197,7 @@ TEST(SimTransport, LivelockHitsTheStepLimit) {
 TEST(SimTransport, MismatchedCollectivesAreReported) {
     const sim::result outcome = sim::run(2, 1, quick(), [](int rank, sim::sim_context& context) {
         auto network = context.make_transport();
-        network->open(64, 1);
+        network->open(64, 1, 1);
         if (rank == 0) {
             network->barrier();
         } else {
@@ -223,17 +223,17 @@ TEST(SimTransport, AThrowingRankFailsTheRunAndOthersUnwind) {
 TEST(SimTransport, ChangingASendBufferInFlightIsReported) {
     const sim::result outcome = sim::run(2, 9, quick(0), [](int rank, sim::sim_context& context) {
         auto network = context.make_transport();
-        network->open(64, 1);
+        network->open(64, 1, 1);
         context.barrier();
         if (rank == 0) {
             std::vector<std::byte> buffer = bytes_of(7);
-            const auto ticket = network->start_send(1, buffer, true);
+            const auto ticket = network->start_send(1, buffer, true, 0);
             buffer[0] = std::byte{99};  // the contract: untouched until send_complete
             while (!network->send_complete(ticket))
                 network->idle();
         } else {
             recording_sink sink;
-            while (!network->poll(sink))
+            while (!network->poll(sink, 1))
                 network->idle();
         }
     });
@@ -244,15 +244,15 @@ TEST(SimTransport, ChangingASendBufferInFlightIsReported) {
 TEST(SimTransport, OversizedMessageIsReported) {
     const sim::result outcome = sim::run(2, 4, quick(0), [](int rank, sim::sim_context& context) {
         auto network = context.make_transport();
-        network->open(rank == 1 ? 16 : 64, 1);
+        network->open(rank == 1 ? 16 : 64, 1, 1);
         context.barrier();
         if (rank == 0) {
             const std::vector<std::byte> big(32);
-            const auto ticket = network->start_send(1, big, false);
+            const auto ticket = network->start_send(1, big, false, 0);
             (void)ticket;
         } else {
             recording_sink sink;
-            while (!network->poll(sink))
+            while (!network->poll(sink, 1))
                 network->idle();
         }
     });

@@ -3,7 +3,7 @@
 //
 // Data layout.  Each destination has an outbox buffer of at most `buffer_bytes`
 // (B).  A buffer is a sequence of groups; a group is a 12-byte header
-// {u16 handler, u16 zero, u32 record_bytes, u32 count} followed by `count`
+// {u16 handler, u16 flags, u32 record_bytes, u32 count} followed by `count`
 // records of `record_bytes` each.  Consecutive records for the same handler and
 // of the same size share one group, so a stream of 16-byte inserts costs 16 bytes
 // a record on the wire and one handler call per group at the receiver.
@@ -16,6 +16,17 @@
 // sent and received and ends after two consecutive non-blocking sums agree
 // (Mattern's four-counter method).
 //
+// Routing (config::routing).  Under grid routing a record for a rank outside
+// the sender's row and column travels in a "routed" group to the corner rank,
+// each record prefixed by its final destination (4 bytes); the corner appends
+// it to its outbox for that destination in a "forwarded" group whose header
+// names the origin, so handlers see the origin as the source and replies go
+// back the same way.  Every record from one rank to another takes the same
+// path, so per-pair order is kept.  Forwarded records gather in the corner's
+// outboxes (that is what bounds message counts) and leave when a buffer fills,
+// when the corner waits or flushes, or at once when the message that brought
+// them was shipped unfilled (someone waits: urgent_flag).
+//
 // Flow control.  At most L (blocking_factor) requests are outstanding per rank;
 // starting one more first makes progress.  At most q (release_queue) sent buffers
 // wait for MPI to release them; full buffers are sent synchronously, so such a
@@ -23,7 +34,8 @@
 // every other rank floods (the N-1 pattern) holds at most p*q*B unmatched bytes.
 // Partial buffers (someone waits) use standard sends.  Handlers never
 // block: a reply sent from inside a handler may exceed q by the replies that one
-// incoming buffer generates.
+// incoming buffer generates (under grid routing, also by the records it
+// forwards: at most one buffer's worth per incoming buffer).
 //
 // Threads.  With progress_thread set, a background thread makes progress every
 // progress_interval; all entry points then serialise on one mutex (MPI needs at
@@ -51,6 +63,18 @@
 
 namespace mpidict::runtime {
 
+// How records travel.  direct: one outbox per destination, p of them.  grid:
+// the ranks form a grid of ceil(sqrt(p)) columns; a record for a rank that
+// shares neither row nor column with the sender goes first to the rank in the
+// sender's row and the destination's column, which forwards it down that
+// column (in the last, shorter row: through the sender's column and the
+// destination's row), so a rank keeps outboxes for its row and column only,
+// O(sqrt(p)) buffers and messages.  automatic: grid from
+// automatic_grid_ranks ranks on.  The environment variable MPIDICT_ROUTING
+// (direct, grid, automatic) overrides an automatic setting.
+enum class routing_mode : std::uint8_t { automatic, direct, grid };
+inline constexpr int automatic_grid_ranks = 128;
+
 struct config {
     std::size_t buffer_bytes = 64 * 1024;  // B: largest message; also bounds one record
     std::size_t blocking_factor = 4096;    // L: outstanding requests per rank
@@ -58,7 +82,13 @@ struct config {
     std::size_t receive_buffers = 8;       // pre-posted receives
     bool progress_thread = false;
     std::chrono::microseconds progress_interval{100};
+    routing_mode routing = routing_mode::automatic;
 };
+
+// Parses "direct", "grid" or "automatic" (MPIDICT_ROUTING, command-line flags);
+// throws invalid_argument_error naming the text otherwise.
+routing_mode parse_routing(std::string_view text);
+std::string_view routing_name(routing_mode mode);
 
 using handler_id = std::uint16_t;
 
@@ -68,6 +98,10 @@ using handler_function = void (*)(void* context, int source, const std::byte* re
                                   std::uint32_t record_bytes, std::uint32_t count);
 
 inline constexpr std::size_t group_header_bytes = 12;
+// What routing adds to a record at most: its final destination on the first
+// hop, or the group's origin on the second.  Containers that size buffers for
+// their largest record add it (routing may be chosen automatically).
+inline constexpr std::size_t routing_overhead_bytes = 4;
 inline constexpr std::size_t reply_header_bytes = 8;  // {u32 slot, u32 count}
 
 class engine;
@@ -114,7 +148,13 @@ public:
     std::weak_ptr<const bool> lifetime() const { return m_lifetime; }
 
     // Largest record payload a single message can carry.
-    std::size_t max_record_bytes() const { return m_config.buffer_bytes - group_header_bytes; }
+    std::size_t max_record_bytes() const {
+        return m_config.buffer_bytes - group_header_bytes - (m_routed ? routing_overhead_bytes : 0);
+    }
+    // The routing in effect (never automatic) and the ranks this rank keeps
+    // outboxes for (p under direct routing, its row and column under grid).
+    routing_mode routing() const { return m_routed ? routing_mode::grid : routing_mode::direct; }
+    std::size_t peer_count() const { return m_peer_count; }
 
     // Local.  Adds a handler; every rank must register the same names in the same
     // order, which verify_handlers() checks.
@@ -136,7 +176,7 @@ public:
     // record still waiting) while the generation is the one read after the
     // reserve.  Every other engine call may ship, so read it again each time.
     std::uint64_t outbox_generation(int destination) const {
-        return m_outboxes[static_cast<std::size_t>(destination)].generation;
+        return m_outboxes[static_cast<std::size_t>(next_hop(destination))].generation;
     }
 
     // Local.  Names an operation kind of the owning container for the statistics
@@ -294,20 +334,34 @@ private:
         handler_function function;
         void* context;
     };
+    // A group's kind, in the low bits of its header's flags (bytes 2-3).
+    // plain: records for this rank from the sender.  routed (first hop): each
+    // record is preceded by its final destination (u32); the receiver forwards
+    // it.  forwarded (second hop): the header carries the records' origin (u32)
+    // after the count; the receiver handles them as the origin's.
+    enum class group_kind : std::uint16_t { plain = 0, routed = 1, forwarded = 2 };
+    static constexpr std::uint16_t group_kind_mask = 0x3;
+    // On a message's first group only: the sender shipped it before it was full
+    // (someone waits, or a flush); what the receiver forwards from it leaves as
+    // soon as the message is handled instead of waiting to fill a buffer.
+    static constexpr std::uint16_t urgent_flag = 0x8000;
     struct outbox {
         message_buffer buffer;
         std::size_t group_offset = 0;  // start of the open group, if any
         bool has_group = false;
+        group_kind kind = group_kind::plain;
         handler_id group_handler = 0;
         std::uint32_t group_record_bytes = 0;
-        bool holds_request = false;   // latency mode: ship when someone waits
+        std::uint32_t group_label = 0;      // a forwarded group's origin
         bool holds_handler_output = false;  // listed in m_handler_dirty
+        bool holds_forwards = false;        // forwarded records gathering (counted in m_forwards_waiting)
         std::uint64_t generation = 0;       // shipments so far (outbox_generation)
     };
     struct in_flight_send {
         std::uint64_t ticket;
         message_buffer buffer;
         int destination;
+        int channel;
     };
     enum class slot_state : std::uint8_t { free, pending, done, abandoned };
     struct request_slot {
@@ -323,6 +377,18 @@ private:
     friend class engine_lock;
 
     void initialise();
+    void choose_routing();
+    int next_hop(int destination) const {
+        return m_routed ? m_next_hop[static_cast<std::size_t>(destination)] : destination;
+    }
+    // Appends one record of `bytes` to the outbox for `to` and returns where
+    // they go.  `label`: the final destination (routed) or origin (forwarded).
+    // `deferred`: gathering forwarded records, not shipped with handler output.
+    std::byte* append(int to, group_kind kind, std::uint32_t label, handler_id handler, std::size_t bytes,
+                      bool deferred);
+    void forward_group(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
+                       handler_id handler, bool urgent);
+    void ship_forwards();
     void drop_everything();  // the local teardown of abandon() and abandon_at_finalize()
     void ship(int destination, bool full = false);
     void wait_for_queue_space();
@@ -330,7 +396,7 @@ private:
     bool drain_loopback();
     void backoff(bool active, unsigned& idle_rounds);
     bool poll_once();
-    void handle_message(int source, std::span<const std::byte> message);
+    void handle_message(int source, int channel, std::span<const std::byte> message);
     void update_high_water();
     message_buffer take_buffer();
     void recycle(message_buffer&& buffer);
@@ -352,6 +418,12 @@ private:
     handler_id m_exchange_handler = 0;
     exchanged m_exchanged;  // what an exchange brought here; emptied only when one returns
     std::vector<outbox> m_outboxes;
+    bool m_routed = false;
+    std::size_t m_peer_count = 0;
+    std::vector<int> m_next_hop;            // grid routing: the rank a record for each destination goes to first
+    std::vector<std::uint8_t> m_relay_channel;  // grid routing: 1 for the peers this rank sends on the relay channel
+    std::size_t m_direct_in_flight = 0;     // sends on channel 0 awaiting release
+    std::size_t m_forwards_waiting = 0;     // outboxes gathering forwarded records
     std::vector<int> m_dirty;               // destinations whose outbox holds records
     std::vector<int> m_handler_dirty;       // outboxes handlers wrote to: shipped when the message is done
     std::deque<in_flight_send> m_in_flight;

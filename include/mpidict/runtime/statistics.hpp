@@ -41,6 +41,7 @@ struct statistics {
     std::uint64_t bytes_sent = 0;
     std::uint64_t bytes_received = 0;
     std::uint64_t records_received = 0;
+    std::uint64_t records_forwarded = 0;  // grid routing: records this rank passed on for others
     std::uint64_t loopback_messages = 0;  // buffers this rank addressed to itself
     std::uint64_t waits = 0;              // wait()/wait_all() calls that had to progress
     std::uint64_t window_stalls = 0;      // starts that waited because L requests were outstanding

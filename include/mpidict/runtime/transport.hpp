@@ -3,7 +3,13 @@
 // engine needs only four things: send a buffer to a rank (and learn when the
 // buffer may be reused), hand over arrived buffers one at a time in MPI's
 // per-pair order, a non-blocking sum across ranks for termination detection,
-// and a blocking min/max for collective consistency checks.  MPI implements it
+// and a blocking min/max for collective consistency checks.
+//
+// Channels.  Messages travel on channel 0 (direct) or, when the transport was
+// opened with two channels, channel 1 (relay: messages a rank must forward,
+// under grid routing).  Order holds per pair and channel; a receiver may stop
+// taking relay messages for a while (poll with one channel) while it keeps
+// taking direct ones.  MPI implements it
 // in src/runtime/mpi_transport.cpp; a deterministic in-process transport can
 // implement it for simulation without touching any container.
 
@@ -18,7 +24,7 @@ namespace mpidict::runtime {
 
 class message_sink {
 public:
-    virtual void deliver(int source, std::span<const std::byte> message) = 0;
+    virtual void deliver(int source, int channel, std::span<const std::byte> message) = 0;
 
 protected:
     ~message_sink() = default;
@@ -32,19 +38,21 @@ public:
     virtual int size() const = 0;
 
     // Prepares to receive messages of at most `max_message_bytes` (collective in
-    // spirit: every rank passes the same number).
-    virtual void open(std::size_t max_message_bytes, std::size_t receive_buffers) = 0;
+    // spirit: every rank passes the same numbers) on `channels` (1 or 2)
+    // channels, `receive_buffers` posted receives each.
+    virtual void open(std::size_t max_message_bytes, std::size_t receive_buffers, int channels) = 0;
 
     // Starts sending; `message` must stay untouched until send_complete(ticket)
     // returns true.  A synchronous send completes only once the destination has
     // matched it, which is what bounds memory at a receiver that falls behind.
-    virtual std::uint64_t start_send(int destination, std::span<const std::byte> message,
-                                     bool synchronous) = 0;
+    virtual std::uint64_t start_send(int destination, std::span<const std::byte> message, bool synchronous,
+                                     int channel) = 0;
     virtual bool send_complete(std::uint64_t ticket) = 0;
 
-    // Delivers at most one arrived message; returns false if none was ready.
-    // Messages from one source arrive in the order they were sent.
-    virtual bool poll(message_sink& sink) = 0;
+    // Delivers at most one arrived message of channels [0, channels); returns
+    // false if none was ready.  Messages from one source on one channel arrive
+    // in the order they were sent.
+    virtual bool poll(message_sink& sink, int channels) = 0;
 
     // Non-blocking element-wise sum over all ranks; one may be in progress at a time.
     virtual void start_sum(std::span<const std::int64_t> input, std::span<std::int64_t> output) = 0;
