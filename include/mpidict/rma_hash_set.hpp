@@ -572,12 +572,20 @@ private:
         detail::check_mpi(MPI_Win_flush(target, m_window->handle()), "MPI_Win_flush");
     }
 
+    // The compare operand of MPI_Compare_and_swap: MPI reads it only, but some
+    // implementations (SimGrid SMPI) declare it void*, and a non-blocking
+    // swap needs it alive until the epoch completes, hence one static word.
+    static std::uint64_t& compare_zero() {
+        static std::uint64_t word = 0;
+        return word;
+    }
+
     probe_result probe_rma_lock_free(const key& k, bool insert) {
         const MPI_Win window = m_window->handle();
         const int target = k.owner;
         const std::uint64_t published = (k.fingerprint << 2) | state_published;
         const std::uint64_t busy = (k.fingerprint << 2) | state_busy;
-        const std::uint64_t zero = 0;
+        std::uint64_t& zero = compare_zero();
         const std::uint64_t one = 1;
         std::array<std::uint64_t, slot_words> slot{};
         std::size_t index = k.home;
@@ -661,7 +669,7 @@ private:
             std::array<std::uint64_t, slot_words> readback{};
         };
         constexpr std::size_t in_flight = 1024;
-        static constexpr std::uint64_t zero = 0;
+        std::uint64_t& zero = compare_zero();
         static constexpr std::uint64_t one = 1;
         const MPI_Win window = m_window->handle();
         std::vector<flight> flights;

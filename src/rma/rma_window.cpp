@@ -156,10 +156,15 @@ rma_window::rma_window(MPI_Comm communicator, std::size_t bytes_per_rank, bool a
     // off from where RMA operations land.  Whole cache lines avoid it.
     : m_bytes_per_rank(checked_bytes(bytes_per_rank)) {
     {
+#if MPIDICT_SMPI
+        // SimGrid SMPI has no MPI_Comm_idup.
+        check_mpi(MPI_Comm_dup(communicator, &m_comm), "MPI_Comm_dup");
+#else
         // MPI_Comm_idup, polled with yields: a blocking dup busy-polls.
         MPI_Request request = MPI_REQUEST_NULL;
         check_mpi(MPI_Comm_idup(communicator, &m_comm, &request), "MPI_Comm_idup");
         wait(request);
+#endif
     }
     MPI_Comm_set_errhandler(m_comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(m_comm, &m_rank);

@@ -104,9 +104,14 @@ public:
         MPI_Initialized(&initialised);
         if (!initialised)
             throw mpi_error("mpidict: MPI is not initialised; call MPI_Init before creating a container");
+#if MPIDICT_SMPI
+        // SimGrid SMPI has no MPI_Comm_idup; simulated ranks never share a core.
+        check_mpi(MPI_Comm_dup(communicator, &m_communicator), "MPI_Comm_dup");
+#else
         MPI_Request duplicating = MPI_REQUEST_NULL;
         check_mpi(MPI_Comm_idup(communicator, &m_communicator, &duplicating), "MPI_Comm_idup");
         wait_yielding(duplicating, "MPI_Comm_idup", 200);  // before the idle policy is known
+#endif
         check_mpi(MPI_Comm_set_errhandler(m_communicator, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
         check_mpi(MPI_Comm_rank(m_communicator, &m_rank), "MPI_Comm_rank");
         check_mpi(MPI_Comm_size(m_communicator, &m_size), "MPI_Comm_size");

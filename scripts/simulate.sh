@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Runs the real benchmark binaries on simulated clusters with SimGrid SMPI
+# (docs/scaling.md).  Builds the library and bench/scaling with smpicc/smpicxx
+# (-DMPIDICT_SMPI=ON) in build-smpi/, then runs bench/scaling on the fat-tree
+# platforms in scripts/simgrid/ (one rank per node, 100 Gb/s, 1 us links) at
+# each rank count and routing, appending its JSON lines, tagged with the
+# platform and the simulator's own wall-clock cost, to the output file.
+#
+#   scripts/simulate.sh                                   16 64 256 ranks, both routings
+#   scripts/simulate.sh --ranks "16 64 256 1024" --phases hash_map --keys-per-rank 2000
+#   scripts/simulate.sh --routing grid --out /tmp/grid.jsonl
+#
+# Options: --ranks "P ..." (16 64 256 1024 have platforms), --routing "direct grid",
+# --phases all|hash_map|rma|linear, --keys-per-rank N, --buffer-bytes B,
+# --timeout S (per run, default 1800), --out FILE (default build-smpi/scaling.jsonl).
+#
+# Simulated time: MPI_Wtime under SMPI.  Computation between MPI calls is
+# measured on this machine and replayed at smpi/host-speed (1 Gflop/s, the
+# platform's node speed, so a burst costs what it cost here).  An MPI_Test or
+# MPI_Iprobe that finds nothing costs 1 us of simulated time (SMPI's default,
+# 100 us, would dominate every polling loop; docs/scaling.md).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+ranks="16 64 256"
+routings="direct grid"
+phases="all"
+keys=2000
+buffer=65536
+limit=1800
+out="$root/build-smpi/scaling.jsonl"
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --ranks) ranks="$2"; shift 2 ;;
+    --routing) routings="$2"; shift 2 ;;
+    --phases) phases="$2"; shift 2 ;;
+    --keys-per-rank) keys="$2"; shift 2 ;;
+    --buffer-bytes) buffer="$2"; shift 2 ;;
+    --timeout) limit="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "simulate.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
+  esac
+done
+
+if ! command -v smpicxx > /dev/null || ! command -v smpirun > /dev/null; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get > /dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev
+  else
+    echo "simulate.sh: SimGrid SMPI is missing; install Debian's libsimgrid-dev (smpicc, smpicxx, smpirun)" >&2
+    exit 1
+  fi
+fi
+
+build="$root/build-smpi"
+if [[ ! -f "$build/build.ninja" ]]; then
+  CC=smpicc CXX=smpicxx cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMPIDICT_SMPI=ON \
+    -DMPIDICT_BUILD_TESTS=OFF -DBUILD_TESTING=OFF -DMPIDICT_BUILD_PYTHON=OFF -DMPIDICT_BUILD_TOOLS=OFF \
+    -DMPIDICT_BUILD_APPS=OFF -DMPIDICT_BUILD_EXAMPLES=OFF > "$build.configure.log" 2>&1 ||
+    { cat "$build.configure.log" >&2; exit 1; }
+fi
+cmake --build "$build" --target bench_scaling > /dev/null
+
+mkdir -p "$(dirname "$out")"
+for p in $ranks; do
+  platform="$here/simgrid/fattree-$p.xml"
+  hosts="$here/simgrid/hosts-$p.txt"
+  if [[ ! -f "$platform" ]]; then
+    echo "simulate.sh: no platform for $p ranks ($platform)" >&2
+    exit 2
+  fi
+  for routing in $routings; do
+    log="$build/run-$p-$routing-$phases.log"
+    start=$(date +%s.%N)
+    status=0
+    timeout "$limit" smpirun -np "$p" -platform "$platform" -hostfile "$hosts" \
+      --cfg=smpi/host-speed:1Gf --cfg=smpi/test:1e-6 --cfg=smpi/iprobe:1e-6 --log=root.thres:critical \
+      "$build/bench/scaling" --keys-per-rank "$keys" --buffer-bytes "$buffer" --routing "$routing" \
+      --phases "$phases" > "$log.json" 2> "$log" || status=$?
+    wall=$(echo "$(date +%s.%N) - $start" | bc)
+    if [[ $status -ne 0 ]]; then
+      echo "simulate.sh: $p ranks, $routing: exit $status after ${wall}s (log: $log)" >&2
+      continue
+    fi
+    # Each line gets the run's platform, routing asked for and simulator cost.
+    sed -e "s|}\$|,\"platform\":\"fattree-$p\",\"routing_asked\":\"$routing\",\"phases\":\"$phases\",\"simulator_seconds\":$wall}|" \
+      "$log.json" >> "$out"
+    echo "simulate.sh: $p ranks, $routing, $phases: ${wall}s of simulation" >&2
+  done
+done
+echo "simulate.sh: results in $out" >&2
