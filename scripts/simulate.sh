@@ -79,7 +79,7 @@ for p in $ranks; do
       --cfg=smpi/host-speed:1Gf --cfg=smpi/test:1e-6 --cfg=smpi/iprobe:1e-6 --log=root.thres:critical \
       "$build/bench/scaling" --keys-per-rank "$keys" --buffer-bytes "$buffer" --routing "$routing" \
       --phases "$phases" > "$log.json" 2> "$log" || status=$?
-    wall=$(echo "$(date +%s.%N) - $start" | bc)
+    wall=$(printf "%.2f" "$(echo "$(date +%s.%N) - $start" | bc)")
     if [[ $status -ne 0 ]]; then
       echo "simulate.sh: $p ranks, $routing: exit $status after ${wall}s (log: $log)" >&2
       continue

@@ -23,8 +23,10 @@ using namespace mpidict;
 
 struct recording_sink final : runtime::message_sink {
     std::vector<std::pair<int, std::vector<std::byte>>> received;
-    void deliver(int source, int, std::span<const std::byte> message) override {
+    std::vector<int> channels;
+    void deliver(int source, int channel, std::span<const std::byte> message) override {
         received.emplace_back(source, std::vector<std::byte>(message.begin(), message.end()));
+        channels.push_back(channel);
     }
 };
 
@@ -141,6 +143,53 @@ TEST(SimTransport, SynchronousSendCompletesWhenMatched) {
             while (sink.received.size() < 2)
                 if (!network->poll(sink, 1))
                     network->idle();
+        }
+        context.barrier();
+    });
+    EXPECT_TRUE(outcome.ok) << outcome.failure << "\n" << outcome.trace;
+}
+
+// Grid routing's two channels: a receiver polling one channel never gets a
+// relay message (and its synchronous sender stays unmatched past the posted
+// receives), direct ones still arrive, and each channel keeps its own order.
+TEST(SimTransport, RelayChannelWaitsUntilTaken) {
+    const sim::result outcome = sim::run(2, 11, quick(20), [](int rank, sim::sim_context& context) {
+        auto network = context.make_transport();
+        network->open(64, 1, 2);  // one posted receive per channel
+        context.barrier();
+        if (rank == 0) {
+            std::vector<std::vector<std::byte>> payloads;
+            for (std::uint64_t value = 0; value < 6; ++value)
+                payloads.push_back(bytes_of(value));
+            std::vector<std::uint64_t> tickets;
+            for (std::uint64_t value = 0; value < 6; ++value)
+                tickets.push_back(network->start_send(1, payloads[value], true, value % 2 == 0 ? 1 : 0));
+            context.barrier();  // rank 1 has taken the direct ones only
+            for (int round = 0; round < 200; ++round)
+                if (network->send_complete(tickets[4]))
+                    context.fail("a relay send was matched while the receiver took no relay messages");
+            context.barrier();
+            for (const auto ticket : tickets)
+                while (!network->send_complete(ticket))
+                    network->idle();
+        } else {
+            recording_sink sink;
+            while (sink.received.size() < 3)
+                if (!network->poll(sink, 1))
+                    network->idle();
+            for (int round = 0; round < 200; ++round)
+                if (network->poll(sink, 1))
+                    context.fail("a relay message arrived while only the direct channel was polled");
+            context.barrier();
+            context.barrier();
+            while (sink.received.size() < 6)
+                if (!network->poll(sink, 2))
+                    network->idle();
+            std::vector<std::uint64_t> direct, relay;
+            for (std::size_t index = 0; index < 6; ++index)
+                (sink.channels[index] == 0 ? direct : relay).push_back(value_of(sink.received[index].second));
+            if (direct != std::vector<std::uint64_t>{1, 3, 5} || relay != std::vector<std::uint64_t>{0, 2, 4})
+                context.fail("channels mixed up or reordered");
         }
         context.barrier();
     });

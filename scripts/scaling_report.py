@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Turns the JSON lines of scripts/simulate.sh (bench/scaling under SimGrid SMPI)
+into the weak-scaling tables and docs/figures/scaling_*.png, written into
+docs/scaling.md between the markers <!-- scaling:begin --> and <!-- scaling:end -->.
+
+    /usr/bin/python3 scripts/scaling_report.py FILE.jsonl [FILE.jsonl ...]
+
+Efficiency at p ranks = time at the smallest p measured (16) / time at p, for the
+same phase and routing (weak scaling: the keys per rank stay fixed, so perfect
+scaling keeps the time constant).  Rows of runs that did not finish are absent.
+Needs matplotlib (Debian: python3-matplotlib).
+"""
+
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = os.path.join(ROOT, "docs", "scaling.md")
+PHASES = [("hash_map_insert_seconds", "hash_map insert"), ("hash_map_find_seconds", "hash_map find"),
+          ("rma_hash_set_insert_seconds", "rma_hash_set insert"),
+          ("linear_hash_map_grow_seconds", "linear_hash_map growth")]
+
+
+def load(paths):
+    runs = {}  # (ranks, routing asked) -> {metric: value, ...}
+    for path in paths:
+        with open(path) as lines:
+            for line in lines:
+                line = re.sub(r":\.(\d)", r":0.\1", line.strip())  # bc's ".08" in older files
+                if not line:
+                    continue
+                row = json.loads(line)
+                key = (row["ranks"], row["routing_asked"])
+                entry = runs.setdefault(key, {})
+                entry[row["metric"]] = row["value"]
+                entry.setdefault("simulator_seconds", {})[row.get("phases", "all")] = row["simulator_seconds"]
+                entry["keys_per_rank"] = row["keys_per_rank"]
+    return runs
+
+
+def efficiency_table(runs):
+    out = []
+    for metric, title in PHASES:
+        points = {(p, r): v[metric] for (p, r), v in runs.items() if metric in v}
+        if not points:
+            continue
+        ranks = sorted({p for p, _ in points})
+        out.append(f"**{title}** (simulated seconds from a barrier to the slowest rank's end; efficiency vs {ranks[0]} ranks)\n")
+        out.append("| ranks | " + " | ".join(f"{r} s | {r} eff." for r in ("direct", "grid")) + " |")
+        out.append("|---|" + "---|" * 4)
+        for p in ranks:
+            cells = []
+            for routing in ("direct", "grid"):
+                t = points.get((p, routing))
+                base = points.get((ranks[0], routing))
+                if t is None:
+                    cells += ["not run", ""]
+                else:
+                    cells += [f"{t:.4g}", f"{base / t:.0%}" if base else ""]
+            out.append(f"| {p} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out
+
+
+def memory_table(runs):
+    out = ["**Per-rank buffers** (hash_map's engine: outboxes + sends in flight, largest over ranks; "
+           "outboxes kept; messages sent per rank; records a rank forwarded)\n",
+           "| ranks | routing | buffer high-water | peers | messages / rank | forwarded / rank | simulator wall s |",
+           "|---|---|---|---|---|---|---|"]
+    for (p, routing) in sorted(runs):
+        v = runs[(p, routing)]
+        if "hash_map_buffer_bytes_high_water" not in v:
+            continue
+        wall = v["simulator_seconds"].get("hash_map", max(v["simulator_seconds"].values()))
+        out.append(f"| {p} | {routing} | {v['hash_map_buffer_bytes_high_water'] / 2**20:.2f} MiB | "
+                   f"{v['hash_map_peers']:.0f} | {v['hash_map_messages_per_rank']:.0f} | "
+                   f"{v['hash_map_records_forwarded_per_rank']:.0f} | {wall:.0f} |")
+    out.append("")
+    return out
+
+
+def plot(runs):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for metric, title in PHASES[:2]:
+        for routing, style in (("direct", "--"), ("grid", "-")):
+            points = sorted((p, v[metric]) for (p, r), v in runs.items() if r == routing and metric in v)
+            if len(points) < 2:
+                continue
+            base = points[0][1]
+            left.plot([p for p, _ in points], [base / t for _, t in points], style, marker="o",
+                      label=f"{title}, {routing}")
+    left.axhline(0.8, color="grey", linewidth=0.8)
+    left.set_xscale("log", base=2)
+    left.set_xlabel("simulated ranks (one per node, fat tree)")
+    left.set_ylabel("weak-scaling efficiency vs 16 ranks")
+    left.legend(fontsize=8)
+    for routing, style in (("direct", "--"), ("grid", "-")):
+        points = sorted((p, v["hash_map_buffer_bytes_high_water"] / 2**20) for (p, r), v in runs.items()
+                        if r == routing and "hash_map_buffer_bytes_high_water" in v)
+        if points:
+            right.plot([p for p, _ in points], [m for _, m in points], style, marker="o", label=routing)
+    right.axhline(8, color="grey", linewidth=0.8)
+    right.set_xscale("log", base=2)
+    right.set_yscale("log", base=2)
+    right.set_xlabel("simulated ranks")
+    right.set_ylabel("per-rank buffer memory (MiB, high-water)")
+    right.legend(fontsize=8)
+    figure.tight_layout()
+    path = os.path.join(ROOT, "docs", "figures", "scaling_hash_map.png")
+    figure.savefig(path, dpi=110)
+    return "![weak scaling and buffer memory](figures/scaling_hash_map.png)\n"
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    runs = load(sys.argv[1:])
+    section = efficiency_table(runs) + memory_table(runs) + [plot(runs)]
+    with open(DOC) as f:
+        text = f.read()
+    begin, end = "<!-- scaling:begin -->", "<!-- scaling:end -->"
+    if begin not in text or end not in text:
+        print(f"scaling_report: {DOC} lacks the markers {begin} / {end}", file=sys.stderr)
+        return 1
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(DOC, "w") as f:
+        f.write(head + begin + "\n" + "\n".join(section) + "\n" + end + tail)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
