@@ -921,7 +921,11 @@ NB_MODULE(_core, mod) {
         .def_rw("buffer_bytes", &mpidict::runtime::config::buffer_bytes)
         .def_rw("blocking_factor", &mpidict::runtime::config::blocking_factor)
         .def_rw("release_queue", &mpidict::runtime::config::release_queue)
-        .def_rw("progress_thread", &mpidict::runtime::config::progress_thread);
+        .def_rw("progress_thread", &mpidict::runtime::config::progress_thread)
+        .def_prop_rw(
+            "routing", [](const mpidict::runtime::config& c) { return std::string(mpidict::runtime::routing_name(c.routing)); },
+            [](mpidict::runtime::config& c, const std::string& text) { c.routing = mpidict::runtime::parse_routing(text); },
+            "'automatic' (grid from 128 ranks on), 'direct' or 'grid' (docs/runtime.md, Routing)");
     nb::class_<mpidict::hash_map_config>(mod, "HashMapConfig")
         .def(nb::init<>())
         .def_rw("runtime", &mpidict::hash_map_config::runtime)

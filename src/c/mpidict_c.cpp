@@ -554,6 +554,7 @@ extern "C" int mpidict_map_options_init(mpidict_map_options* options) {
     options->placement = MPIDICT_PLACEMENT_HASH;
     options->expected_keys_per_rank = 0;
     options->progress_thread = 0;
+    options->routing = MPIDICT_ROUTING_AUTOMATIC;
     return MPIDICT_OK;
 }
 
@@ -598,6 +599,10 @@ int create_map(MPI_Comm comm, size_t value_size, size_t values_per_key, const mp
                       str(minimum_buffer_bytes) + ", " + str(maximum_buffer_bytes) + "]";
         } else if (settings.blocking_factor == 0) {
             problem = "options.blocking_factor = 0; at least 1 request must be allowed in flight";
+        } else if (settings.routing != MPIDICT_ROUTING_AUTOMATIC && settings.routing != MPIDICT_ROUTING_DIRECT &&
+                   settings.routing != MPIDICT_ROUTING_GRID) {
+            problem = "options.routing = " + std::to_string(settings.routing) +
+                      " is none of MPIDICT_ROUTING_AUTOMATIC, MPIDICT_ROUTING_DIRECT, MPIDICT_ROUTING_GRID";
         } else if (settings.placement != MPIDICT_PLACEMENT_HASH && settings.placement != MPIDICT_PLACEMENT_CYCLIC) {
             problem = "options.placement = " + std::to_string(settings.placement) +
                       " is neither MPIDICT_PLACEMENT_HASH (0) nor MPIDICT_PLACEMENT_CYCLIC (1)";
@@ -655,6 +660,9 @@ int create_map(MPI_Comm comm, size_t value_size, size_t values_per_key, const mp
                                                                       : mpidict::placement::hash;
         config.expected_keys_per_rank = settings.expected_keys_per_rank;
         config.runtime.progress_thread = settings.progress_thread != 0;
+        config.runtime.routing = settings.routing == MPIDICT_ROUTING_GRID     ? mpidict::runtime::routing_mode::grid
+                                 : settings.routing == MPIDICT_ROUTING_DIRECT ? mpidict::runtime::routing_mode::direct
+                                                                              : mpidict::runtime::routing_mode::automatic;
         config.capacity_values = settings.capacity_values;
         config.capacity_bytes = settings.capacity_bytes;
 

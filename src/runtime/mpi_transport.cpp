@@ -279,7 +279,7 @@ public:
         if (++m_idle_calls < idle_calls_before_sleep) {
             sched_yield();
         } else {
-            const timespec pause{0, idle_sleep_ns};
+            const timespec pause{0, m_idle_sleep_ns};
             nanosleep(&pause, nullptr);
         }
     }
@@ -337,6 +337,12 @@ private:
                                              "' is not one of: sleep, yield, auto (unset or empty: auto)");
         }
         idle_calls_before_sleep = oversubscribed ? 2 : 1000;
+#if MPIDICT_SMPI
+        // Under SimGrid a yield lets no simulated time pass and every poll is a
+        // simulation step: an idle rank sleeps (simulated) at once, and briefly.
+        idle_calls_before_sleep = 0;
+        m_idle_sleep_ns = 2'000;
+#endif
     }
 
     struct receive_slot {
@@ -357,7 +363,7 @@ private:
                   "MPI_Irecv");
     }
 
-    static constexpr long idle_sleep_ns = 10'000;
+    long m_idle_sleep_ns = 10'000;
     unsigned m_idle_calls = 0;
     unsigned idle_calls_before_sleep = 1000;
     MPI_Comm m_communicator = MPI_COMM_NULL;

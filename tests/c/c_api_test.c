@@ -81,6 +81,10 @@ static void test_matrix_scatter(void) {
     options.placement = MPIDICT_PLACEMENT_CYCLIC;
     options.blocking_factor = blocking_factor_l;
     options.buffer_bytes = 1024; /* small: many messages even for this small matrix */
+    options.routing = 7;
+    CHECK_ERROR(mpidict_map_create(MPI_COMM_WORLD, sizeof(int32_t), 2, &options, &map), MPIDICT_ERR_ARGUMENT,
+                "options.routing = 7");
+    options.routing = MPIDICT_ROUTING_GRID; /* through corner ranks from 3 ranks on: same answers */
     CHECK_OK(mpidict_map_create(MPI_COMM_WORLD, sizeof(int32_t), 2, &options, &map));
     CHECK(sizeof(entry) == 8);
     {

@@ -414,6 +414,20 @@ def test_progress_thread(rank, size):
         m.flush()
 
 
+def test_routing(rank, size):
+    # Grid routing (docs/runtime.md) gives the answers direct routing gives.
+    for routing in ("direct", "grid"):
+        with mpidict.hash_map("int64", "int64", routing=routing) as m:
+            keys = np.arange(rank * 300, rank * 300 + 300, dtype=np.int64)
+            m.insert_many(keys, keys * 2)
+            m.flush()
+            counts, values = m.find_many(np.arange(300 * size, dtype=np.int64))
+            assert counts.tolist() == [1] * (300 * size) and values.tolist() == [2 * k for k in range(300 * size)]
+            m.flush()
+    with pytest.raises(mpidict.InvalidArgumentError, match="'diagonal'"):
+        mpidict.hash_map("int64", "int64", routing="diagonal")
+
+
 def test_mpi_mismatch_is_refused(monkeypatch):
     # Another MPI under mpi4py (as the PyPI wheel or Debian's Open MPI build would
     # bring): the check run at import refuses it, naming both libraries.

@@ -78,6 +78,10 @@ extern "C" {
 #define MPIDICT_PLACEMENT_HASH 0   /* owner = hash(key) mod p (default) */
 #define MPIDICT_PLACEMENT_CYCLIC 1 /* owner = key mod p (key read as unsigned) */
 
+#define MPIDICT_ROUTING_AUTOMATIC 0 /* direct below 128 ranks, grid from there (MPIDICT_ROUTING overrides) */
+#define MPIDICT_ROUTING_DIRECT 1    /* one buffer per destination rank */
+#define MPIDICT_ROUTING_GRID 2      /* through a corner rank of a sqrt(p) grid: O(sqrt p) buffers per rank */
+
 /* ---- handles --------------------------------------------------------------- */
 
 typedef struct mpidict_map mpidict_map;         /* opaque */
@@ -106,6 +110,9 @@ typedef struct mpidict_map_options {
                                       (MPI initialised with MPI_THREAD_MULTIPLE, or MPI_THREAD_SERIALIZED
                                       if the program makes no MPI calls of its own while the map lives);
                                       0: answers only inside mpidict calls (default) */
+    int routing;                   /* MPIDICT_ROUTING_AUTOMATIC (default: grid from 128 ranks on),
+                                      MPIDICT_ROUTING_DIRECT or MPIDICT_ROUTING_GRID (docs/runtime.md,
+                                      "Routing"); the routing in effect must agree on all ranks */
 } mpidict_map_options;
 
 /* Per operation kind (delete counts both forms). */
