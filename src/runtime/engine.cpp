@@ -495,7 +495,8 @@ std::byte* engine::reserve(int destination, handler_id handler, std::size_t byte
 }
 
 std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_id handler, std::size_t bytes,
-                          bool deferred) {
+                          bool deferred, std::uint32_t wanted, std::uint32_t* granted) {
+    MPIDICT_ASSERT(wanted == 1 || kind != group_kind::routed, "routed records are appended one at a time");
     const std::size_t stride = bytes + (kind == group_kind::routed ? routing_overhead_bytes : 0);
     const std::size_t header = group_header_bytes + (kind == group_kind::forwarded ? routing_overhead_bytes : 0);
     for (;;) {
@@ -508,8 +509,21 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
         const std::size_t used = box.buffer.size;
         const bool extend = box.has_group && box.group_handler == handler && box.group_record_bytes == bytes &&
                             box.kind == kind && (kind != group_kind::forwarded || box.group_label == label);
-        const std::size_t needed = stride + (extend ? 0 : header);
-        if (used + needed <= m_config.buffer_bytes) {
+        const std::size_t opening = extend ? 0 : header;
+        // Records that fit after the group header (if one opens); one record,
+        // the common case, without a division.
+        std::uint32_t fitting = 0;
+        if (used + opening <= m_config.buffer_bytes) {
+            const std::size_t room = m_config.buffer_bytes - used - opening;
+            if (wanted == 1 || stride == 0)
+                fitting = room >= stride ? wanted : 0;
+            else
+                fitting = static_cast<std::uint32_t>(std::min<std::size_t>(wanted, room / stride));
+        }
+        if (fitting > 0) {
+            if (granted != nullptr)
+                *granted = fitting;
+            const std::size_t needed = opening + fitting * stride;
             if (used == 0)
                 m_dirty.push_back(to);
             if (deferred) {
@@ -529,12 +543,12 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
             std::byte* record = base + used;
             if (extend) {
                 std::byte* count_field = base + box.group_offset + 8;
-                store<std::uint32_t>(count_field, load<std::uint32_t>(count_field) + 1);
+                store<std::uint32_t>(count_field, load<std::uint32_t>(count_field) + fitting);
             } else {
                 store<std::uint16_t>(record, handler);
                 store<std::uint16_t>(record + 2, static_cast<std::uint16_t>(kind));
                 store<std::uint32_t>(record + 4, static_cast<std::uint32_t>(bytes));
-                store<std::uint32_t>(record + 8, 1);
+                store<std::uint32_t>(record + 8, fitting);
                 if (kind == group_kind::forwarded)
                     store<std::uint32_t>(record + group_header_bytes, label);
                 box.has_group = true;
@@ -565,26 +579,61 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
 void engine::forward_group(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
                            handler_id handler, bool urgent) {
     const std::size_t stride = std::size_t{record_bytes} + routing_overhead_bytes;
-    const handler_entry& entry = m_handlers[handler];
-    for (std::uint32_t index = 0; index < count; ++index, records += stride) {
-        const auto destination = load<std::uint32_t>(records);
+    if (m_forward_counts.size() != static_cast<std::size_t>(m_size))
+        m_forward_counts.assign(static_cast<std::size_t>(m_size), 0);
+    // Bucket the records by destination (a corner forwards to its column only:
+    // few buckets), keeping each bucket in arrival order, then copy each bucket
+    // as runs: one group header and one count update per run, not per record.
+    m_forward_destinations.clear();
+    for (std::uint32_t index = 0; index < count; ++index) {
+        const auto destination = load<std::uint32_t>(records + index * stride);
         if (destination >= static_cast<std::uint32_t>(m_size) ||
             next_hop(static_cast<int>(destination)) != static_cast<int>(destination))
             throw decode_error("mpidict: message from rank " + std::to_string(source) +
                                " asks this rank to forward a record to rank " + std::to_string(destination) +
                                ", which is not one of its peers in " + detail::communicator_of(m_size));
-        if (static_cast<int>(destination) == m_rank) {
-            entry.function(entry.context, source, records + routing_overhead_bytes, record_bytes, 1);
-            ++m_stats.records_received;
+        if (m_forward_counts[destination]++ == 0)
+            m_forward_destinations.push_back(static_cast<int>(destination));
+    }
+    m_forward_order.resize(count);
+    std::uint32_t start = 0;
+    for (const int destination : m_forward_destinations) {
+        const std::uint32_t bucket = m_forward_counts[static_cast<std::size_t>(destination)];
+        m_forward_counts[static_cast<std::size_t>(destination)] = start;  // now the bucket's cursor
+        start += bucket;
+    }
+    for (std::uint32_t index = 0; index < count; ++index)
+        m_forward_order[m_forward_counts[load<std::uint32_t>(records + index * stride)]++] = index;
+    const handler_entry& entry = m_handlers[handler];
+    std::uint32_t next = 0;
+    for (const int destination : m_forward_destinations) {
+        const std::uint32_t end = m_forward_counts[static_cast<std::size_t>(destination)];
+        m_forward_counts[static_cast<std::size_t>(destination)] = 0;
+        const auto payload = [&](std::uint32_t at) {
+            return records + std::size_t{m_forward_order[at]} * stride + routing_overhead_bytes;
+        };
+        if (destination == m_rank) {
+            // Records for this rank itself (it is the corner of its own row):
+            // contiguous, then one handler call.
+            m_forward_scratch.resize(std::size_t{end - next} * record_bytes);
+            for (std::uint32_t at = next; at < end; ++at)
+                std::memcpy(m_forward_scratch.data() + std::size_t{at - next} * record_bytes, payload(at), record_bytes);
+            entry.function(entry.context, source, m_forward_scratch.data(), record_bytes, end - next);
+            m_stats.records_received += end - next;
+            next = end;
             continue;
         }
         // Urgent records leave with this message's other output; the rest
         // gather until a buffer fills or this rank waits or flushes.
-        std::byte* out = append(static_cast<int>(destination), group_kind::forwarded,
-                                static_cast<std::uint32_t>(source), handler, record_bytes, !urgent);
-        if (record_bytes != 0)
-            std::memcpy(out, records + routing_overhead_bytes, record_bytes);
-        ++m_stats.records_forwarded;
+        while (next < end) {
+            std::uint32_t granted = 0;
+            std::byte* out = append(destination, group_kind::forwarded, static_cast<std::uint32_t>(source), handler,
+                                    record_bytes, !urgent, end - next, &granted);
+            for (std::uint32_t at = next; at < next + granted; ++at, out += record_bytes)
+                std::memcpy(out, payload(at), record_bytes);
+            m_stats.records_forwarded += granted;
+            next += granted;
+        }
     }
 }
 

@@ -381,11 +381,14 @@ private:
     int next_hop(int destination) const {
         return m_routed ? m_next_hop[static_cast<std::size_t>(destination)] : destination;
     }
-    // Appends one record of `bytes` to the outbox for `to` and returns where
-    // they go.  `label`: the final destination (routed) or origin (forwarded).
-    // `deferred`: gathering forwarded records, not shipped with handler output.
+    // Appends records of `bytes` each to the outbox for `to` and returns where
+    // they go: one, or up to `wanted` consecutive ones of one group (how many
+    // in *granted; at least one, shipping a full buffer first if need be).
+    // `label`: the final destination (routed, one record at a time) or the
+    // origin (forwarded).  `deferred`: gathering forwarded records, not
+    // shipped with handler output.
     std::byte* append(int to, group_kind kind, std::uint32_t label, handler_id handler, std::size_t bytes,
-                      bool deferred);
+                      bool deferred, std::uint32_t wanted = 1, std::uint32_t* granted = nullptr);
     void forward_group(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
                        handler_id handler, bool urgent);
     void ship_forwards();
@@ -423,6 +426,13 @@ private:
     std::vector<int> m_next_hop;            // grid routing: the rank a record for each destination goes to first
     std::vector<std::uint8_t> m_relay_channel;  // grid routing: 1 for the peers this rank sends on the relay channel
     std::size_t m_direct_in_flight = 0;     // sends on channel 0 awaiting release
+    // forward_group's scratch: per-destination counts (zero between calls), the
+    // destinations of one group, its records' order by destination, and the
+    // records for this rank itself made contiguous.
+    std::vector<std::uint32_t> m_forward_counts;
+    std::vector<int> m_forward_destinations;
+    std::vector<std::uint32_t> m_forward_order;
+    std::vector<std::byte> m_forward_scratch;
     std::size_t m_forwards_waiting = 0;     // outboxes gathering forwarded records
     std::vector<int> m_dirty;               // destinations whose outbox holds records
     std::vector<int> m_handler_dirty;       // outboxes handlers wrote to: shipped when the message is done
