@@ -4,6 +4,7 @@
 // smpicxx and runs it on a described cluster at 16-1024 ranks).
 //
 // Phases, each from a barrier to the slowest rank's end:
+//   empty_flush        one hash_map flush with nothing to send (the fixed cost)
 //   hash_map_insert    async_insert of every key, then flush
 //   hash_map_find      find_many of every key (all hits, values checked)
 //   rma_hash_set_insert insert_if_absent_many of every key
@@ -53,15 +54,7 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_choice("phases", &s.phases, {"all", "hash_map", "rma", "linear"}, "which containers to run");
 }
 
-template <class Step>
-double timed(MPI_Comm comm, Step&& step) {
-    MPI_Barrier(comm);
-    const double start = MPI_Wtime();
-    step();
-    double mine = MPI_Wtime() - start, slowest = 0;
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-    return slowest;
-}
+using mpidict::bench::slowest_seconds;
 
 std::uint64_t largest(MPI_Comm comm, std::uint64_t value) {
     std::uint64_t result = 0;
@@ -108,16 +101,21 @@ int run(const settings& s, const mpidict::bench::world& w) {
         config.expected_keys_per_rank = n;
         mpidict::hash_map<std::uint64_t, std::uint64_t> map(w.comm, config);
         out.context().add("routing", std::string(mpidict::runtime::routing_name(map.engine().routing())));
-        const double insert = timed(w.comm, [&] {
+        // What a phase pays regardless of its keys: one flush with nothing to
+        // send (its termination detection: at least two reductions).
+        out.figure("empty_flush_seconds", slowest_seconds(w.comm, [&] { map.flush(); }), "s");
+        const double insert = slowest_seconds(w.comm, [&] {
             for (const std::uint64_t key : keys)
                 map.async_insert(key, key ^ 0x5555);
             map.flush();
         });
         out.figure("hash_map_insert_seconds", insert, "s");
+        out.figure("hash_map_insert_messages_per_rank",
+                   static_cast<double>(total(w.comm, map.stats().messages_sent)) / w.size, "messages");
         out.figure("hash_map_insert_rate", all_keys / insert, "ops/s");
         const std::uint64_t stored = map.global_size();
         wrong += stored == n * std::uint64_t(w.size) ? 0 : 1;
-        const double find = timed(w.comm, [&] {
+        const double find = slowest_seconds(w.comm, [&] {
             map.find_many(std::span<const std::uint64_t>(keys), 1, [&](std::size_t at, const auto& values) {
                 if (values.size() != 1 || values[0] != (keys[at] ^ 0x5555))
                     ++wrong;
@@ -134,7 +132,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
         config.expected_per_rank = n;
         mpidict::rma_hash_set<std::uint64_t> set(w.comm, config);
         std::uint64_t inserted = 0;
-        const double insert = timed(w.comm, [&] {
+        const double insert = slowest_seconds(w.comm, [&] {
             inserted = set.insert_if_absent_many(std::span<const std::uint64_t>(keys)).inserted;
             set.flush();
         });
@@ -158,7 +156,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
         config.max_value_bytes = 8;
         mpidict::linear_hash_map<std::uint64_t, std::uint64_t> map(w.comm, config);
         constexpr std::uint64_t rounds = 16;
-        const double grow = timed(w.comm, [&] {
+        const double grow = slowest_seconds(w.comm, [&] {
             for (std::uint64_t round = 0; round < rounds; ++round) {
                 for (std::uint64_t index = round * n / rounds; index < (round + 1) * n / rounds; ++index)
                     map.async_insert(keys[index], keys[index]);

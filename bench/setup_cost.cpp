@@ -39,16 +39,7 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
     parser.add_count("reps", &s.reps, "repetitions; medians are reported", 1, 10000, "R");
 }
 
-// Seconds from a barrier until every rank has run `step` (the slowest rank's time).
-template <class Step>
-double timed(MPI_Comm comm, Step&& step) {
-    MPI_Barrier(comm);
-    const double start = MPI_Wtime();
-    step();
-    double mine = MPI_Wtime() - start, slowest = 0;
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-    return slowest;
-}
+using mpidict::bench::slowest_seconds;
 
 int run(const settings& s, const mpidict::bench::world& w) {
     mpidict::bench::report out(bench_name, w.size, 0, w.rank == 0);
@@ -56,10 +47,10 @@ int run(const settings& s, const mpidict::bench::world& w) {
     std::int64_t in = 1, result = 0;
     for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
         MPI_Comm copy = MPI_COMM_NULL;
-        duplicate.push_back(timed(w.comm, [&] { MPI_Comm_dup(w.comm, &copy); }));
+        duplicate.push_back(slowest_seconds(w.comm, [&] { MPI_Comm_dup(w.comm, &copy); }));
         MPI_Comm_free(&copy);
-        blocking.push_back(timed(w.comm, [&] { MPI_Allreduce(&in, &result, 1, MPI_INT64_T, MPI_SUM, w.comm); }));
-        yielding.push_back(timed(w.comm, [&] {
+        blocking.push_back(slowest_seconds(w.comm, [&] { MPI_Allreduce(&in, &result, 1, MPI_INT64_T, MPI_SUM, w.comm); }));
+        yielding.push_back(slowest_seconds(w.comm, [&] {
             MPI_Request request;
             MPI_Iallreduce(&in, &result, 1, MPI_INT64_T, MPI_SUM, w.comm, &request);
             for (int done = 0; !done;) {
@@ -71,26 +62,26 @@ int run(const settings& s, const mpidict::bench::world& w) {
         // Each timed from the barrier to the constructor's return; destroyed after.
         {
             std::unique_ptr<mpidict::hash_map<std::uint64_t, std::uint64_t>> map;
-            hash.push_back(timed(w.comm, [&] { map = std::make_unique<mpidict::hash_map<std::uint64_t, std::uint64_t>>(w.comm); }));
+            hash.push_back(slowest_seconds(w.comm, [&] { map = std::make_unique<mpidict::hash_map<std::uint64_t, std::uint64_t>>(w.comm); }));
             map->destroy();
         }
         {
             std::unique_ptr<mpidict::linear_hash_map<std::uint64_t, std::uint64_t>> map;
-            linear.push_back(timed(w.comm, [&] {
+            linear.push_back(slowest_seconds(w.comm, [&] {
                 map = std::make_unique<mpidict::linear_hash_map<std::uint64_t, std::uint64_t>>(w.comm);
             }));
             map->destroy();
         }
         {
             std::unique_ptr<mpidict::skiplist_map<std::uint64_t, std::uint64_t>> list;
-            skiplist.push_back(timed(w.comm, [&] {
+            skiplist.push_back(slowest_seconds(w.comm, [&] {
                 list = std::make_unique<mpidict::skiplist_map<std::uint64_t, std::uint64_t>>(w.comm);
             }));
             list->destroy();
         }
         {
             std::unique_ptr<mpidict::rma_hash_set<std::uint64_t>> set;
-            rma.push_back(timed(w.comm, [&] { set = std::make_unique<mpidict::rma_hash_set<std::uint64_t>>(w.comm); }));
+            rma.push_back(slowest_seconds(w.comm, [&] { set = std::make_unique<mpidict::rma_hash_set<std::uint64_t>>(w.comm); }));
             set->destroy();
         }
     }

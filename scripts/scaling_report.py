@@ -19,6 +19,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "scaling.md")
 PHASES = [("hash_map_insert_seconds", "hash_map insert"), ("hash_map_find_seconds", "hash_map find"),
+          ("empty_flush_seconds", "empty flush (the fixed cost of every phase)"),
           ("rma_hash_set_insert_seconds", "rma_hash_set insert"),
           ("linear_hash_map_grow_seconds", "linear_hash_map growth")]
 

@@ -12,11 +12,15 @@
 #
 # Options: --ranks "P ..." (16 64 256 1024 have platforms), --routing "direct grid",
 # --phases all|hash_map|rma|linear, --keys-per-rank N, --buffer-bytes B,
-# --timeout S (per run, default 1800), --out FILE (default build-smpi/scaling.jsonl).
+# --timeout S (per run, default 1800), --compute no|yes (default no),
+# --out FILE (default build-smpi/scaling.jsonl).
 #
-# Simulated time: MPI_Wtime under SMPI.  Computation between MPI calls is
-# measured on this machine and replayed at smpi/host-speed (1 Gflop/s, the
-# platform's node speed, so a burst costs what it cost here).  An MPI_Test or
+# Simulated time: MPI_Wtime under SMPI.  With --compute no (the default) the
+# computation between MPI calls takes no simulated time: the curves show what
+# the network and the library's messages cost, the same on a loaded machine.
+# With --compute yes it is measured on this machine and replayed at
+# smpi/host-speed (1 Gflop/s, the platform's node speed, so a burst costs what
+# it cost here), which a busy machine inflates.  An MPI_Test or
 # MPI_Iprobe that finds nothing costs 1 us of simulated time (SMPI's default,
 # 100 us, would dominate every polling loop; docs/scaling.md).
 set -euo pipefail
@@ -29,6 +33,7 @@ phases="all"
 keys=2000
 buffer=65536
 limit=1800
+compute=no
 out="$root/build-smpi/scaling.jsonl"
 
 while [[ $# -gt 0 ]]; do
@@ -39,6 +44,7 @@ while [[ $# -gt 0 ]]; do
     --keys-per-rank) keys="$2"; shift 2 ;;
     --buffer-bytes) buffer="$2"; shift 2 ;;
     --timeout) limit="$2"; shift 2 ;;
+    --compute) compute="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "simulate.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
@@ -76,7 +82,8 @@ for p in $ranks; do
     start=$(date +%s.%N)
     status=0
     timeout "$limit" smpirun -np "$p" -platform "$platform" -hostfile "$hosts" \
-      --cfg=smpi/host-speed:1Gf --cfg=smpi/test:1e-6 --cfg=smpi/iprobe:1e-6 --log=root.thres:critical \
+      --cfg=smpi/host-speed:1Gf --cfg=smpi/simulate-computation:$compute \
+      --cfg=smpi/test:1e-6 --cfg=smpi/iprobe:1e-6 --log=root.thres:critical \
       "$build/bench/scaling" --keys-per-rank "$keys" --buffer-bytes "$buffer" --routing "$routing" \
       --phases "$phases" > "$log.json" 2> "$log" || status=$?
     wall=$(printf "%.2f" "$(echo "$(date +%s.%N) - $start" | bc)")
@@ -85,7 +92,7 @@ for p in $ranks; do
       continue
     fi
     # Each line gets the run's platform, routing asked for and simulator cost.
-    sed -e "s|}\$|,\"platform\":\"fattree-$p\",\"routing_asked\":\"$routing\",\"phases\":\"$phases\",\"simulator_seconds\":$wall}|" \
+    sed -e "s|}\$|,\"platform\":\"fattree-$p\",\"routing_asked\":\"$routing\",\"phases\":\"$phases\",\"compute\":\"$compute\",\"simulator_seconds\":$wall}|" \
       "$log.json" >> "$out"
     echo "simulate.sh: $p ranks, $routing, $phases: ${wall}s of simulation" >&2
   done

@@ -28,6 +28,18 @@ struct world {
     int size = 1;
 };
 
+// Seconds from a barrier until every rank has run `step`: the slowest rank's
+// time, on every rank (MPI_Wtime, so simulated time under SimGrid SMPI).
+template <class Step>
+double slowest_seconds(MPI_Comm comm, Step&& step) {
+    MPI_Barrier(comm);
+    const double start = MPI_Wtime();
+    step();
+    double mine = MPI_Wtime() - start, slowest = 0;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return slowest;
+}
+
 template <class Settings, class Declare, class Run>
 int mpi_main(int argc, char** argv, const char* name, const char* description, Declare&& declare, Run&& run) {
     return support::mpi_main(argc, argv, name, [&](int count, char** words, MPI_Comm comm) {

@@ -93,6 +93,19 @@ bytes group(std::uint16_t handler, const std::vector<bytes>& records) {
     return out;
 }
 
+// Grid routing's second hop (docs/runtime.md, "Message format"): a forwarded
+// group names its origin after the header.  (Routed groups, the first hop, are
+// refused on the direct channel, the only one the fuzzer delivers on.)
+bytes forwarded_group(std::uint16_t handler, std::uint32_t origin, const std::vector<bytes>& records) {
+    const std::size_t size = records.front().size();
+    bytes out = record(group_header{handler, 2, static_cast<std::uint32_t>(size),
+                                    static_cast<std::uint32_t>(records.size())},
+                       std::uint32_t{origin});
+    for (const bytes& each : records)
+        out.insert(out.end(), each.begin(), each.end());
+    return out;
+}
+
 bytes operator+(bytes left, const bytes& right) {
     left.insert(left.end(), right.begin(), right.end());
     return left;
@@ -169,6 +182,7 @@ std::vector<seed> seeds() {
             records.push_back(record(k, k));
         add("u64_insert_one_capacity", input(map_u64 | capacity, 0, {group(insert_one, records)}));
     }
+    add("u64_insert_forwarded", input(map_u64, 0, {forwarded_group(insert_one, 1, {record(u64{4}, u64{40}), record(u64{6}, u64{60})})}));
     add("u64_insert_request",
         input(map_u64, 0, {group(insert, {record(hm::insert_header{3, 2}, u64{6}, u64{60}, u64{61})})}));
     add("u64_insert_async", input(map_u64 | capacity, 0,

@@ -24,8 +24,10 @@
 // back the same way.  Every record from one rank to another takes the same
 // path, so per-pair order is kept.  Forwarded records gather in the corner's
 // outboxes (that is what bounds message counts) and leave when a buffer fills,
-// when the corner waits or flushes, or at once when the message that brought
-// them was shipped unfilled (someone waits: urgent_flag).
+// when the corner waits or flushes (in a flush, once a round brings nothing
+// more), or soon when the message that brought them was shipped unfilled
+// because someone waits (urgent_flag): after the polling loop of progress()
+// that handled it, or with that message's other output when handled elsewhere.
 //
 // Flow control.  At most L (blocking_factor) requests are outstanding per rank;
 // starting one more first makes progress.  At most q (release_queue) sent buffers
@@ -342,8 +344,9 @@ private:
     enum class group_kind : std::uint16_t { plain = 0, routed = 1, forwarded = 2 };
     static constexpr std::uint16_t group_kind_mask = 0x3;
     // On a message's first group only: the sender shipped it before it was full
-    // (someone waits, or a flush); what the receiver forwards from it leaves as
-    // soon as the message is handled instead of waiting to fill a buffer.
+    // because someone waits (not for a flush, where every rank ships what it
+    // gathered each round); what the receiver forwards from it leaves as soon
+    // as the message is handled instead of waiting to fill a buffer.
     static constexpr std::uint16_t urgent_flag = 0x8000;
     struct outbox {
         message_buffer buffer;
@@ -392,6 +395,8 @@ private:
     void forward_group(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
                        handler_id handler, bool urgent);
     void ship_forwards();
+    // flush's shipping: everything, except forwarded records while `active`.
+    void ship_settling(bool active);
     void drop_everything();  // the local teardown of abandon() and abandon_at_finalize()
     void ship(int destination, bool full = false);
     void wait_for_queue_space();
@@ -434,6 +439,8 @@ private:
     std::vector<std::uint32_t> m_forward_order;
     std::vector<std::byte> m_forward_scratch;
     std::size_t m_forwards_waiting = 0;     // outboxes gathering forwarded records
+    bool m_polling = false;                 // inside progress()'s polling loop
+    bool m_urgent_forwards = false;         // that loop forwarded urgent records: ship after it
     std::vector<int> m_dirty;               // destinations whose outbox holds records
     std::vector<int> m_handler_dirty;       // outboxes handlers wrote to: shipped when the message is done
     std::deque<in_flight_send> m_in_flight;
