@@ -48,8 +48,8 @@ def efficiency_table(runs):
         if not points:
             continue
         ranks = sorted({p for p, _ in points})
-        out.append(f"**{title}** (simulated seconds from a barrier to the slowest rank's end; efficiency vs {ranks[0]} ranks)\n")
-        out.append("| ranks | " + " | ".join(f"{r} s | {r} eff." for r in ("direct", "grid")) + " |")
+        out.append(f"**{title}** (simulated ms from a barrier to the slowest rank's end; efficiency vs {ranks[0]} ranks)\n")
+        out.append("| ranks | " + " | ".join(f"{r} ms | {r} eff." for r in ("direct", "grid")) + " |")
         out.append("|---|" + "---|" * 4)
         for p in ranks:
             cells = []
@@ -59,7 +59,7 @@ def efficiency_table(runs):
                 if t is None:
                     cells += ["not run", ""]
                 else:
-                    cells += [f"{t:.4g}", f"{base / t:.0%}" if base else ""]
+                    cells += [f"{t * 1e3:.3f}", f"{base / t:.0%}" if base else ""]
             out.append(f"| {p} | " + " | ".join(cells) + " |")
         out.append("")
     return out
@@ -68,16 +68,17 @@ def efficiency_table(runs):
 def memory_table(runs):
     out = ["**Per-rank buffers** (hash_map's engine: outboxes + sends in flight, largest over ranks; "
            "outboxes kept; messages sent per rank; records a rank forwarded)\n",
-           "| ranks | routing | buffer high-water | peers | messages / rank | forwarded / rank | simulator wall s |",
-           "|---|---|---|---|---|---|---|"]
+           "| ranks | routing | buffer high-water | peers | messages / rank (insert phase) | messages / rank (all) | forwarded / rank | simulator wall s |",
+           "|---|---|---|---|---|---|---|---|"]
     for (p, routing) in sorted(runs):
         v = runs[(p, routing)]
         if "hash_map_buffer_bytes_high_water" not in v:
             continue
         wall = v["simulator_seconds"].get("hash_map", max(v["simulator_seconds"].values()))
         out.append(f"| {p} | {routing} | {v['hash_map_buffer_bytes_high_water'] / 2**20:.2f} MiB | "
-                   f"{v['hash_map_peers']:.0f} | {v['hash_map_messages_per_rank']:.0f} | "
-                   f"{v['hash_map_records_forwarded_per_rank']:.0f} | {wall:.0f} |")
+                   f"{v['hash_map_peers']:.0f} | {v.get('hash_map_insert_messages_per_rank', float('nan')):.0f} | "
+                   f"{v['hash_map_messages_per_rank']:.0f} | "
+                   f"{v['hash_map_records_forwarded_per_rank']:.0f} | {wall:.1f} |")
     out.append("")
     return out
 
