@@ -646,22 +646,21 @@ void engine::ship_settling(bool active) {
     // that one message per column peer carries its whole row's records, not
     // one per incoming message (at the end of a phase every row peer's last
     // buffer arrives at about the same time); once a round is quiet they go.
-    if (!active || m_forwards_waiting == 0) {
+    if (!active || m_forwards_waiting == 0)
         ship_all();
-        return;
-    }
-    const std::vector<int> waiting = m_dirty;
-    for (const int destination : waiting)
-        if (!m_outboxes[static_cast<std::size_t>(destination)].holds_forwards)
-            ship(destination);
+    else
+        ship_outboxes(/*holding_forwards=*/false);
 }
 
 void engine::ship_forwards() {
-    if (m_forwards_waiting == 0 || in_handler())
-        return;
-    const std::vector<int> waiting = m_dirty;
+    if (m_forwards_waiting != 0 && !in_handler())
+        ship_outboxes(/*holding_forwards=*/true);
+}
+
+void engine::ship_outboxes(bool holding_forwards) {
+    const std::vector<int> waiting = m_dirty;  // ship() edits m_dirty
     for (const int destination : waiting)
-        if (m_outboxes[static_cast<std::size_t>(destination)].holds_forwards)
+        if (m_outboxes[static_cast<std::size_t>(destination)].holds_forwards == holding_forwards)
             ship(destination);
 }
 

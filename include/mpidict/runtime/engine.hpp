@@ -397,6 +397,8 @@ private:
     void ship_forwards();
     // flush's shipping: everything, except forwarded records while `active`.
     void ship_settling(bool active);
+    // Ships the non-empty outboxes that do (or do not) hold gathered forwards.
+    void ship_outboxes(bool holding_forwards);
     void drop_everything();  // the local teardown of abandon() and abandon_at_finalize()
     void ship(int destination, bool full = false);
     void wait_for_queue_space();
