@@ -1146,10 +1146,29 @@ void engine::flush() {
         previous[0] = totals[0];
         previous[1] = totals[1];
     }
-    // Every send was matched and handled; let the last ones release their buffers.
-    while (!m_in_flight.empty()) {
-        if (!release_finished_sends())
-            m_transport->idle();
+    // Every counted send was matched and handled; let those release their
+    // buffers.  Keep serving meanwhile: a rank whose reduction completed first
+    // may already have sent new work here, and handling it (a reply, a record
+    // forwarded by a corner, a server's forward) may have put sends to a rank
+    // that is itself in this loop in flight; such a send completes only while
+    // its receiver polls.  (Waiting without polling deadlocked two LH*LH
+    // servers under grid routing.)  Only the sends counted by the flush are
+    // waited for, so new work arriving forever cannot hold the flush.
+    std::vector<std::uint64_t> counted;
+    for (const in_flight_send& send : m_in_flight)
+        counted.push_back(send.ticket);
+    unsigned idle_rounds = 0;
+    while (!counted.empty()) {
+        bool active = progress();
+        if (!m_dirty.empty()) {
+            ship_all();
+            active = true;
+        }
+        std::erase_if(counted, [&](std::uint64_t ticket) {
+            return std::none_of(m_in_flight.begin(), m_in_flight.end(),
+                                [&](const in_flight_send& send) { return send.ticket == ticket; });
+        });
+        backoff(active, idle_rounds);
     }
     m_stats.barrier_seconds += now_seconds() - start;
 }

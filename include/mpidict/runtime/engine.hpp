@@ -69,9 +69,10 @@ namespace mpidict::runtime {
 // the ranks form a grid of ceil(sqrt(p)) columns; a record for a rank that
 // shares neither row nor column with the sender goes first to the rank in the
 // sender's row and the destination's column, which forwards it down that
-// column (in the last, shorter row: through the sender's column and the
-// destination's row), so a rank keeps outboxes for its row and column only,
-// O(sqrt(p)) buffers and messages.  automatic: grid from
+// column (from the last, shorter row, where that corner may be missing: to the
+// rank of the destination's column in the row above), so a rank keeps outboxes
+// for its row and column only (plus, in the last row, the ranks above its
+// gap): O(sqrt(p)) buffers and messages.  automatic: grid from
 // automatic_grid_ranks ranks on.  The environment variable MPIDICT_ROUTING
 // (direct, grid, automatic) overrides an automatic setting.
 enum class routing_mode : std::uint8_t { automatic, direct, grid };
