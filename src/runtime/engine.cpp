@@ -26,6 +26,14 @@ constexpr std::size_t minimum_buffer_bytes = 256;
 constexpr std::size_t maximum_buffer_bytes = std::size_t{1} << 30;
 using detail::load;
 using detail::store;
+
+// The set-up checks' refusal: ranks passed different values of `what`.
+[[noreturn]] void throw_disagreement(int rank, std::string_view what, std::int64_t mine, std::int64_t lowest,
+                                     std::int64_t highest) {
+    throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + ": rank " +
+                                    std::to_string(rank) + " has " + std::to_string(mine) + ", others range over [" +
+                                    std::to_string(lowest) + ", " + std::to_string(highest) + "]");
+}
 }  // namespace
 
 double now_seconds() {
@@ -161,11 +169,7 @@ void engine::initialise() {
         const char* names[2] = {"buffer_bytes", "routing (0 direct, 1 grid; MPIDICT_ROUTING)"};
         for (int index = 0; index < 2; ++index)
             if (lowest[index] != highest[index])
-                throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(names[index]) +
-                                                ": rank " + std::to_string(m_rank) + " has " +
-                                                std::to_string(mine[index]) + ", others range over [" +
-                                                std::to_string(lowest[index]) + ", " +
-                                                std::to_string(highest[index]) + "]");
+                throw_disagreement(m_rank, names[index], mine[index], lowest[index], highest[index]);
         if (highest[2] != 0)
             throw invalid_argument_error(
                 mine[2] != 0 ? "mpidict: rank " + std::to_string(m_rank) + " cannot hold its message buffers: " +
@@ -341,10 +345,7 @@ void engine::verify_handlers(std::span<const std::int64_t> settings, std::string
     min_max(values, minimum, maximum);
     for (std::size_t index = 3; index < values.size(); ++index) {
         if (minimum[index] != maximum[index] && minimum[0] == maximum[0])
-            throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + ": rank " +
-                                            std::to_string(m_rank) + " has " + std::to_string(values[index]) +
-                                            ", others range over [" + std::to_string(minimum[index]) + ", " +
-                                            std::to_string(maximum[index]) + "]");
+            throw_disagreement(m_rank, what, values[index], minimum[index], maximum[index]);
     }
     for (int index = 0; index < 3; ++index) {
         if (minimum[index] != maximum[index]) {
@@ -371,12 +372,7 @@ void engine::reduce_serving(std::span<const std::int64_t> input, std::span<std::
     m_transport->start_sum(input, output);
     unsigned idle_rounds = 0;
     while (!m_transport->sum_complete()) {
-        bool active = progress();
-        if (!m_dirty.empty()) {
-            ship_settling(active);
-            active = true;
-        }
-        backoff(active, idle_rounds);
+        backoff(serve_round(/*settling=*/true), idle_rounds);
     }
 }
 
@@ -426,10 +422,7 @@ void engine::check_same(std::int64_t value, std::string_view what, bool serve) {
         min_max(std::span<const std::int64_t>(&value, 1), std::span<std::int64_t>(&minimum, 1),
                 std::span<std::int64_t>(&maximum, 1));
         if (minimum != maximum)
-            throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + ": rank " +
-                                            std::to_string(m_rank) + " has " + std::to_string(value) +
-                                            ", others range over [" + std::to_string(minimum) + ", " +
-                                            std::to_string(maximum) + "]");
+            throw_disagreement(m_rank, what, value, minimum, maximum);
         return;
     }
     // Equality through sums (which can progress while they wait): every rank adds
@@ -650,6 +643,18 @@ void engine::ship_settling(bool active) {
         ship_all();
     else
         ship_outboxes(/*holding_forwards=*/false);
+}
+
+bool engine::serve_round(bool settling) {
+    bool active = progress();
+    if (!m_dirty.empty()) {
+        if (settling)
+            ship_settling(active);
+        else
+            ship_all();
+        active = true;
+    }
+    return active;
 }
 
 void engine::ship_forwards() {
@@ -1076,12 +1081,7 @@ void engine::wait_request(std::uint32_t slot) {
     ship_all();
     unsigned idle_rounds = 0;
     while (m_requests[slot].state != slot_state::done) {
-        bool active = progress();
-        if (!m_dirty.empty()) {
-            ship_all();  // handlers may have queued records others wait for
-            active = true;
-        }
-        backoff(active, idle_rounds);
+        backoff(serve_round(), idle_rounds);  // handlers may have queued records others wait for
     }
     m_stats[m_requests[slot].kind].completion_seconds += now_seconds() - start;
 }
@@ -1159,11 +1159,7 @@ void engine::flush() {
         counted.push_back(send.ticket);
     unsigned idle_rounds = 0;
     while (!counted.empty()) {
-        bool active = progress();
-        if (!m_dirty.empty()) {
-            ship_all();
-            active = true;
-        }
+        const bool active = serve_round();
         std::erase_if(counted, [&](std::uint64_t ticket) {
             return std::none_of(m_in_flight.begin(), m_in_flight.end(),
                                 [&](const in_flight_send& send) { return send.ticket == ticket; });

@@ -362,7 +362,6 @@ private:
         std::vector<receive_slot> slots;
         std::size_t head = 0;
     };
-    static constexpr int max_channels = 2;
 
     void post(receive_slot& receive, int channel) {
         check_mpi(MPI_Irecv(receive.buffer.data(), static_cast<int>(m_max_message_bytes), MPI_BYTE, MPI_ANY_SOURCE,

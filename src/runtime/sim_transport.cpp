@@ -115,8 +115,8 @@ struct endpoint {
     std::size_t receive_buffers = 1;     // posted receives per channel
     int channels = 1;
     // By channel: arrived, not yet matched by a posted receive; matched, waiting for poll().
-    std::deque<sim_message> unexpected[2];
-    std::deque<sim_message> matched[2];
+    std::deque<sim_message> unexpected[runtime::max_channels];
+    std::deque<sim_message> matched[runtime::max_channels];
     std::vector<send_status> sends;      // by ticket
     std::uint64_t sums_started = 0;
     bool sum_pending = false;
@@ -494,7 +494,7 @@ public:
         for (auto& [id, message] : m_transit)
             clear(message);
         for (auto& each : comm(communicator_index).endpoints) {
-            for (int channel = 0; channel < 2; ++channel) {
+            for (int channel = 0; channel < runtime::max_channels; ++channel) {
                 for (auto& message : each.unexpected[channel])
                     clear(message);
                 for (auto& message : each.matched[channel])
@@ -664,7 +664,7 @@ public:
         self.opened = true;
         self.max_message_bytes = max_message_bytes;
         self.receive_buffers = std::max<std::size_t>(receive_buffers, 1);
-        self.channels = std::clamp(channels, 1, 2);
+        self.channels = std::clamp(channels, 1, runtime::max_channels);
         m_world.match(m_comm, m_rank);
     }
 
@@ -687,7 +687,7 @@ public:
         out.destination = destination;
         out.ticket = ticket;
         out.synchronous = synchronous;
-        out.channel = std::clamp(channel, 0, 1);
+        out.channel = std::clamp(channel, 0, runtime::max_channels - 1);
         out.bytes.assign(message.begin(), message.end());
         out.original = synchronous ? message.data() : nullptr;
         m_world.enqueue(m_rank, std::move(out));

@@ -231,12 +231,7 @@ public:
         ship_all();
         unsigned idle_rounds = 0;
         while (!done()) {
-            bool active = progress();
-            if (!m_dirty.empty()) {
-                ship_all();
-                active = true;
-            }
-            backoff(active, idle_rounds);
+            backoff(serve_round(), idle_rounds);
         }
     }
     // Seconds spent sending full buffers from inside reserve() (the slow path of
@@ -398,6 +393,9 @@ private:
     void ship_forwards();
     // flush's shipping: everything, except forwarded records while `active`.
     void ship_settling(bool active);
+    // One round of a waiting loop: progress, then ship what handlers queued
+    // (settling: as flush does, see ship_settling).  True if anything happened.
+    bool serve_round(bool settling = false);
     // Ships the non-empty outboxes that do (or do not) hold gathered forwards.
     void ship_outboxes(bool holding_forwards);
     void drop_everything();  // the local teardown of abandon() and abandon_at_finalize()

@@ -22,6 +22,9 @@
 
 namespace mpidict::runtime {
 
+// Channels a transport offers: 0 direct, 1 relay.
+inline constexpr int max_channels = 2;
+
 class message_sink {
 public:
     virtual void deliver(int source, int channel, std::span<const std::byte> message) = 0;
