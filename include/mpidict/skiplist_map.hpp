@@ -114,6 +114,7 @@
 // its tower.
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -699,6 +700,7 @@ private:
         std::vector<std::pair<std::uint64_t, std::uint32_t>> order, scratch;
         std::vector<K> sorted;
         std::vector<std::optional<V>> found;
+        std::vector<std::uint32_t> position_of;
         std::string a;
         for (std::size_t start = 0; start < keys.size(); start += sorted_find_chunk) {
             const std::size_t count = std::min(sorted_find_chunk, keys.size() - start);
@@ -712,18 +714,25 @@ private:
             // per node at most; the order inside a group does not matter).
             detail::radix_sort_by_prefix(order, scratch, 3);
             sorted.clear();
-            for (const auto& [prefix, index] : order)
-                sorted.push_back(keys[start + index]);
+            position_of.resize(count);
+            for (std::size_t position = 0; position < count; ++position) {
+                sorted.push_back(keys[start + order[position].second]);
+                position_of[order[position].second] = static_cast<std::uint32_t>(position);
+            }
+            // Answers land in key order (nearly the order they arrive in);
+            // the results go out in index order through position_of, in a
+            // loop of independent reads rather than one random write per
+            // answer while answers arrive.
             found.assign(count, std::nullopt);
             batched(skiplist_map_op::find, detail::skiplist_core::op::find, std::span<const K>(sorted), nullptr,
                     false,
                     [&](std::size_t position, std::uint8_t status, std::string_view value) {
                         if (status == detail::skiplist_core::status_hit)
-                            found[order[position].second] = detail::from_payload<V>(value);
+                            found[position] = detail::from_payload<V>(value);
                     },
                     [](std::size_t) {});
             for (std::size_t index = 0; index < count; ++index)
-                on_result(start + index, std::as_const(found[index]));
+                on_result(start + index, std::as_const(found[position_of[index]]));
         }
     }
 
@@ -757,16 +766,18 @@ private:
         const bool adaptive = m_core->config().adaptive_window;
         const double started = runtime::now_seconds();
         m_window_control.start_batch(started);
-        std::vector<std::uint8_t> ready(std::min(window, std::max<std::size_t>(count, 1)), 0);
+        // Rings of a power-of-two length (a mask, not a division, per key).
+        std::vector<std::uint8_t> ready(std::bit_ceil(std::min(window, std::max<std::size_t>(count, 1))), 0);
+        const std::size_t ring = ready.size() - 1;
         std::vector<std::uint64_t> hashes(distinct ? ready.size() : 0);
         std::unordered_map<std::uint64_t, std::uint32_t> in_flight;  // key hash -> keys in flight (distinct)
         std::string failure;
         std::size_t sent = 0, done = 0;
         m_core->begin_batch([&](std::uint32_t index, std::uint8_t status, std::string_view value) {
-            if (index >= sent || index < done || ready[index % ready.size()] != 0)
+            if (index >= sent || index < done || ready[index & ring] != 0)
                 throw decode_error("mpidict: skiplist_map batch answer for key " + std::to_string(index) +
                                    ", which is not in flight");
-            ready[index % ready.size()] = 1;
+            ready[index & ring] = 1;
             if (adaptive && m_window_control.answered())
                 m_window_control.end_epoch(runtime::now_seconds());
             if (status == detail::skiplist_core::status_full) {
@@ -781,10 +792,10 @@ private:
             ~end_guard() { core.end_batch(); }
         } guard{*m_core};
         auto deliver_ready = [&] {
-            while (done < sent && ready[done % ready.size()] != 0) {
-                ready[done % ready.size()] = 0;
+            while (done < sent && ready[done & ring] != 0) {
+                ready[done & ring] = 0;
                 if (distinct) {
-                    auto entry = in_flight.find(hashes[done % ready.size()]);
+                    auto entry = in_flight.find(hashes[done & ring]);
                     if (--entry->second == 0)
                         in_flight.erase(entry);
                 }
@@ -800,18 +811,23 @@ private:
             m_core->check_key(key.size());
             const std::string_view payload = values ? detail::payload_of((*values)[index]) : std::string_view();
             m_core->check_value(payload.size());
-            if (index - deliver_ready() >= m_window_control.window())
+            if (index - deliver_ready() >= m_window_control.window()) {
+                m_core->close_batch_record();
                 engine.wait_until([&] { return index - deliver_ready() < m_window_control.window(); });
+            }
             if (distinct) {
                 const std::uint64_t hash = hash_bytes(key.data(), key.size());
-                if (in_flight.count(hash) != 0)  // its earlier occurrence first
+                if (in_flight.count(hash) != 0) {  // its earlier occurrence first
+                    m_core->close_batch_record();
                     engine.wait_until([&] { return deliver_ready() == index; });
+                }
                 ++in_flight[hash];
-                hashes[index % ready.size()] = hash;
+                hashes[index & ring] = hash;
             }
             m_core->send_batch_point(operation, static_cast<std::uint32_t>(index), key, payload);
             sent = index + 1;
         }
+        m_core->close_batch_record();
         auto& statistics = engine.stats()[kind];
         statistics.operations += count;
         statistics.initiation_seconds += runtime::now_seconds() - started;

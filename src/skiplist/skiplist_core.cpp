@@ -23,6 +23,9 @@ namespace {
 
 constexpr std::size_t node_id_bytes = 12;
 constexpr std::size_t header_bytes = 4 + 4 + 1 + 1;  // slot, generation, level byte, hops byte
+// A direct-find record's header (level byte, batch slot, segments) and a
+// segment's (node slot, generation, first index, keys).
+constexpr std::size_t direct_header_bytes = 1 + 4 + 4, direct_segment_bytes = 4 + 4 + 4 + 4;
 constexpr std::size_t entry_overhead = 4 + 4 + 8;  // key and value lengths, expiry
 constexpr std::uint64_t unlimited = std::numeric_limits<std::uint64_t>::max();
 
@@ -524,6 +527,8 @@ void skiplist_core::begin_batch(batch_answer on_answer, std::size_t keys, bool f
     // before), so in the shortcut modes each goes straight to its node.  The
     // broken test modes keep the ordinary records they were built to break.
     m_batch_direct = finds && direct_finds();
+    if (m_batch_direct)
+        m_direct.assign(static_cast<std::size_t>(m_engine->size()), direct_record{});
     // A flat copy of the directory pays for itself when the batch is not much
     // smaller than the directory (copying costs about as much as a few lookups
     // in the std::map per entry).
@@ -539,6 +544,8 @@ bool skiplist_core::direct_finds() const {
 
 void skiplist_core::end_batch() {
     m_batch_answer = nullptr;
+    m_direct.clear();  // (what a batch that threw left unsent is dropped)
+    m_direct_open.clear();
     m_batch_direct = m_batch_flat = false;
 }
 
@@ -613,22 +620,12 @@ skiplist_node_id skiplist_core::flat_entry_point(std::string_view key) const {
 }
 
 void skiplist_core::send_batch_point(op kind, std::uint32_t index, std::string_view key, std::string_view value) {
-    const std::uint32_t slot = batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1));
+    const std::uint32_t slot = batch_slot();
     if (m_batch_direct && kind == op::find) {
         const skiplist_node_id to = m_batch_flat ? flat_entry_point(key) : entry_point(key);
         if (!(to == m_head)) {
-            // The direct-find record: the node, the level byte a point record
-            // would start with, the batch, the index and the key.
             ++m_stats.shortcut_entries;
-            const std::size_t bytes = 4 + 4 + 1 + 4 + 4 + key.size();
-            detail::byte_writer(m_engine->reserve(to.rank, m_h_find_direct, bytes), bytes)
-                .put(to.slot)
-                .put(to.generation)
-                .put(entry_level_byte(to))
-                .put(slot)
-                .put(index)
-                .put_bytes(key)
-                .finish();
+            add_direct_find(to, index, key);
             return;
         }
     }
@@ -656,86 +653,215 @@ void skiplist_core::send_batch_point(op kind, std::uint32_t index, std::string_v
         .finish();
 }
 
+std::size_t skiplist_core::direct_record_limit() const {
+    // Long enough for a few hundred keys (a few dozen nodes' shares of a large
+    // batch) and for one key of the largest size, never longer than a record
+    // can be.
+    return std::min(m_engine->max_record_bytes(),
+                    std::max<std::size_t>(16 * 1024, direct_header_bytes + direct_segment_bytes + 4 + m_config.max_key_bytes));
+}
+
+void skiplist_core::add_direct_find(skiplist_node_id to, std::uint32_t index, std::string_view key) {
+    direct_record& record = m_direct[static_cast<std::size_t>(to.rank)];
+    const std::size_t entry = 4 + key.size();
+    bool continues = record.count != 0 && record.node == to && record.next_index == index;
+    if (direct_header_bytes + record.segments.size() + entry + (continues ? 0 : direct_segment_bytes) >
+        direct_record_limit()) {
+        send_direct_record(to.rank);
+        continues = false;
+    }
+    if (!record.listed) {
+        record.listed = true;
+        m_direct_open.push_back(to.rank);
+    }
+    auto append = [&](std::uint32_t word) { record.segments.append(reinterpret_cast<const char*>(&word), sizeof word); };
+    if (!continues) {
+        append(to.slot);
+        append(to.generation);
+        append(index);
+        record.keys_at = record.segments.size();
+        append(0);
+        ++record.count;
+        record.node = to;
+    }
+    std::uint32_t keys;
+    std::memcpy(&keys, record.segments.data() + record.keys_at, sizeof keys);
+    ++keys;
+    std::memcpy(record.segments.data() + record.keys_at, &keys, sizeof keys);
+    append(static_cast<std::uint32_t>(key.size()));
+    record.segments.append(key);
+    record.next_index = index + 1;
+}
+
+void skiplist_core::send_direct_record(int destination) {
+    direct_record& record = m_direct[static_cast<std::size_t>(destination)];
+    if (record.count == 0)
+        return;
+    // The level byte a point record would start with (the same for every
+    // node but the head), the batch, and the segments.
+    const std::size_t bytes = direct_header_bytes + record.segments.size();
+    detail::byte_writer(m_engine->reserve(destination, m_h_find_direct, bytes), bytes)
+        .put(entry_level_byte(record.node))
+        .put(batch_slot())
+        .put(record.count)
+        .put_bytes(record.segments)
+        .finish();
+    record.segments.clear();
+    record.count = 0;
+}
+
+void skiplist_core::close_batch_record() {
+    for (const int destination : m_direct_open) {
+        send_direct_record(destination);
+        m_direct[static_cast<std::size_t>(destination)].listed = false;
+    }
+    m_direct_open.clear();
+}
+
 void skiplist_core::on_find_direct(void* self, int source, const std::byte* records, std::uint32_t bytes,
                                    std::uint32_t count) {
     auto* core = static_cast<skiplist_core*>(self);
-    // A group of direct finds is a series of independent random memory
-    // accesses (node, run, key bytes): start loading the node of the record
-    // `ahead` places on, and its run half as far, while handling this one.
-    constexpr std::uint32_t ahead = 16;
-    auto slot_of = [&](std::uint32_t index) {
-        std::uint32_t slot;
-        std::memcpy(&slot, records + std::size_t(index) * bytes, sizeof slot);
-        return slot;
-    };
-    const bool prefetch = bytes >= 4 && count > 1;
-    for (std::uint32_t index = 0; index < count; ++index) {
-        if (prefetch) {
-            if (index + ahead < count) {
-                const std::uint32_t slot = slot_of(index + ahead);
-                if (slot < core->m_nodes.size()) {
-                    const char* at = reinterpret_cast<const char*>(&core->m_nodes[slot]);
-                    __builtin_prefetch(at);
-                    __builtin_prefetch(at + 64);
-                    __builtin_prefetch(at + 128);
-                }
-            }
-            if (index + ahead / 2 < count) {
-                const std::uint32_t slot = slot_of(index + ahead / 2);
-                if (slot < core->m_nodes.size())
-                    core->m_nodes[slot].run.prefetch();
-            }
-        }
-        core->handle_find_direct(source, std::string_view(reinterpret_cast<const char*>(records) +
-                                                              std::size_t(index) * bytes,
-                                                          bytes));
-    }
+    for_each_record(records, bytes, count, [&](std::string_view record) { core->handle_find_direct(source, record); });
 }
 
 void skiplist_core::handle_find_direct(int source, std::string_view record) {
     record_reader in(record);
-    const skiplist_node_id id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
     const auto level_byte = in.get<std::uint8_t>();
     const auto slot = in.get<std::uint32_t>();
-    const auto index = in.get<std::uint32_t>();
-    const std::string_view key = in.rest();
-    if ((slot & batch_slot_bit) == 0 || (level_byte & route_shortcut) == 0 || key.size() > m_config.max_key_bytes)
-        throw decode_error("mpidict: skiplist_map direct find record with a bad slot, level byte or key size");
-    if (live(id)) {
-        node& here = m_nodes[id.slot];
-        // Not while holding or splitting (then the ordinary way queues it).
-        if (here.holds == 0 && !here.allocating && !here.holding_records() &&
-            key >= std::string_view(here.separator)) {
-            if (here.earliest_expiry != 0)
-                purge_expired(here, clock_now());
-            const std::size_t position = here.run.lower_bound(key);
-            const bool present = here.run.holds_at(position, key);
-            // A key the run holds is this node's; an absent one is if it lies
-            // below the successor's separator (what forward_level would find
-            // on every level).
-            const link* next = here.tower.empty() ? nullptr : &here.tower[0];
-            if (present || (next && next->set && (next->to.null() || key < std::string_view(next->separator)))) {
-                ++m_stats.handled;
-                const std::string_view value = present ? here.run.value(position) : std::string_view();
-                const std::size_t bytes = 4 + 4 + 1 + value.size();
-                detail::byte_writer(m_engine->reserve(source, m_h_found_direct, bytes), bytes)
-                    .put(slot)
-                    .put(index)
-                    .put(present ? status_hit : status_miss)
-                    .put_bytes(value)
-                    .finish();
-                return;
-            }
+    const auto segments = in.get<std::uint32_t>();
+    if ((slot & batch_slot_bit) == 0 || (level_byte & route_shortcut) == 0 || segments == 0 ||
+        segments > record.size() / direct_segment_bytes)
+        throw decode_error("mpidict: skiplist_map direct find record with a bad slot, level byte or segment count");
+    struct segment {
+        skiplist_node_id id;
+        std::uint32_t first, count;
+        std::size_t keys_from;
+    };
+    std::vector<segment> parts(segments);
+    std::vector<std::string_view> keys;
+    for (segment& part : parts) {
+        part.id = skiplist_node_id{rank(), in.get<std::uint32_t>(), in.get<std::uint32_t>()};
+        part.first = in.get<std::uint32_t>();
+        part.count = in.get<std::uint32_t>();
+        part.keys_from = keys.size();
+        if (part.count == 0 || part.count > record.size() / 4 || part.first > no_slot - part.count)
+            throw decode_error("mpidict: skiplist_map direct find record with a bad key count");
+        for (std::uint32_t index = 0; index < part.count; ++index) {
+            keys.push_back(in.get_bytes());
+            if (keys.back().size() > m_config.max_key_bytes)
+                throw decode_error("mpidict: skiplist_map direct find record with a key of " +
+                                   std::to_string(keys.back().size()) + " bytes");
         }
     }
-    // Otherwise the ordinary way from here: the point record send_batch_point
-    // would have sent to this node (a gone node or one above the key sends it
+    if (!in.empty())
+        throw decode_error("mpidict: skiplist_map direct find record with bytes after its keys");
+
+    // The answers: {u32 index, u8 status, (hit) u32 value bytes, value}*
+    // after the batch slot; a record as long as a record may be.
+    std::string answers;
+    const std::size_t room = m_engine->max_record_bytes() - 4;
+    auto send_answers = [&] {
+        if (answers.empty())
+            return;
+        const std::size_t bytes = 4 + answers.size();
+        detail::byte_writer(m_engine->reserve(source, m_h_found_direct, bytes), bytes)
+            .put(slot)
+            .put_bytes(answers)
+            .finish();
+        answers.clear();
+    };
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> passed_on;  // (segment, key) sent on the ordinary way
+    std::uint64_t answered = 0;
+    // Each segment is a series of dependent loads (node, tower, run): start
+    // loading the node two segments on and the tower and run of the next one.
+    auto prefetch_node = [&](const segment& part) {
+        if (part.id.slot < m_nodes.size()) {
+            const char* at = reinterpret_cast<const char*>(&m_nodes[part.id.slot]);
+            for (std::size_t line = 0; line < sizeof(node); line += 64)
+                prefetch_line(at + line);
+        }
+    };
+    auto prefetch_run = [&](const segment& part) {
+        if (part.id.slot < m_nodes.size()) {
+            const node& ahead = m_nodes[part.id.slot];
+            ahead.run.prefetch();
+            prefetch_line(ahead.tower.data());
+        }
+    };
+    if (segments > 0)
+        prefetch_node(parts[0]);
+    if (segments > 1)
+        prefetch_node(parts[1]);
+    for (std::uint32_t which = 0; which < segments; ++which) {
+        const segment& part = parts[which];
+        if (which + 2 < segments)
+            prefetch_node(parts[which + 2]);
+        if (which + 1 < segments)
+            prefetch_run(parts[which + 1]);
+        // The node answers the keys in its range, unless it is holding or
+        // splitting (then the ordinary way queues them).
+        node* here = live(part.id) ? &m_nodes[part.id.slot] : nullptr;
+        if (here && (here->holds != 0 || here->allocating || here->holding_records()))
+            here = nullptr;
+        if (here && here->earliest_expiry != 0)
+            purge_expired(*here, clock_now());
+        // A key is this node's if the run holds it, or if it lies at or above
+        // the separator and below the successor's (what forward_level would
+        // find on every level).
+        const link* next = here && !here->tower.empty() && here->tower[0].set ? &here->tower[0] : nullptr;
+        // Comparisons by 8-byte prefixes first (sorted_run::compare).
+        const std::string_view floor = here ? std::string_view(here->separator) : std::string_view();
+        const std::uint64_t floor_prefix = sorted_run::prefix_of(floor);
+        const std::string_view ceiling = next && !next->to.null() ? std::string_view(next->separator) : std::string_view();
+        const std::uint64_t ceiling_prefix = sorted_run::prefix_of(ceiling);
+        std::size_t position = 0;
+        std::string_view previous;
+        std::uint64_t previous_prefix = 0;
+        for (std::uint32_t index = 0; index < part.count; ++index) {
+            const std::string_view key = keys[part.keys_from + index];
+            const std::uint64_t prefix = sorted_run::prefix_of(key);
+            bool hit = false, miss = false;
+            if (here && sorted_run::compare(key, prefix, floor, floor_prefix) >= 0) {
+                // Ascending keys (a sorted batch) move forward from the last one.
+                position = index > 0 && sorted_run::compare(key, prefix, previous, previous_prefix) >= 0
+                               ? here->run.seek(key, prefix, position)
+                               : here->run.lower_bound(key, prefix, 0, here->run.size());
+                hit = here->run.holds_at(position, key, prefix);
+                miss = !hit && next &&
+                       (next->to.null() || sorted_run::compare(key, prefix, ceiling, ceiling_prefix) < 0);
+            }
+            previous = key;
+            previous_prefix = prefix;
+            if (!hit && !miss) {
+                passed_on.emplace_back(which, index);
+                continue;
+            }
+            const std::string_view value = hit ? here->run.value(position) : std::string_view();
+            const std::size_t entry = 4 + 1 + (hit ? 4 + value.size() : 0);
+            if (answers.size() + entry > room)
+                send_answers();
+            const std::size_t at = answers.size();
+            answers.resize(at + entry);
+            detail::byte_writer out(reinterpret_cast<std::byte*>(answers.data() + at), entry);
+            out.put(part.first + index).put(hit ? status_hit : status_miss);
+            if (hit)
+                out.put(static_cast<std::uint32_t>(value.size())).put_bytes(value);
+            ++answered;
+        }
+    }
+    m_stats.handled += answered;
+    send_answers();
+    // The others the ordinary way from here: the point record send_batch_point
+    // would have sent to the node (a gone node or one above the key sends it
     // to the head, counted as a failed shortcut).
-    record_writer point;
-    point.put(id.slot).put(id.generation).put(level_byte).put(std::uint8_t{0});
-    point.put(static_cast<std::uint8_t>(op::find)).put(static_cast<std::int32_t>(source)).put(slot).put(index);
-    point.put(expiry_time{0}).put_bytes(key).put_bytes({});
-    handle_point(source, point.bytes());
+    for (const auto& [which, index] : passed_on) {
+        const segment& part = parts[which];
+        record_writer point;
+        point.put(part.id.slot).put(part.id.generation).put(level_byte).put(std::uint8_t{0});
+        point.put(static_cast<std::uint8_t>(op::find)).put(static_cast<std::int32_t>(source)).put(slot);
+        point.put(part.first + index).put(expiry_time{0}).put_bytes(keys[part.keys_from + index]).put_bytes({});
+        handle_point(source, point.bytes());
+    }
 }
 
 void skiplist_core::on_found_direct(void* self, int source, const std::byte* records, std::uint32_t bytes,
@@ -747,14 +873,21 @@ void skiplist_core::on_found_direct(void* self, int source, const std::byte* rec
 void skiplist_core::handle_found_direct(int, std::string_view record) {
     record_reader in(record);
     const auto slot = in.get<std::uint32_t>();
-    const auto index = in.get<std::uint32_t>();
-    const auto status = in.get<std::uint8_t>();
-    const std::string_view value = in.rest();
-    if ((slot & batch_slot_bit) == 0 || (status != status_hit && status != status_miss))
-        throw decode_error("mpidict: skiplist_map direct find answer with a bad slot or status");
-    ++m_stats.answers;  // no hop: the node the directory named answered
-    if (m_batch_answer && (slot & ~batch_slot_bit) == (m_batch_id & (batch_slot_bit / 2 - 1)))
-        m_batch_answer(index, status, value);
+    if ((slot & batch_slot_bit) == 0)
+        throw decode_error("mpidict: skiplist_map direct find answer with a bad slot");
+    const bool current = m_batch_answer && slot == batch_slot();
+    while (!in.empty()) {
+        const auto index = in.get<std::uint32_t>();
+        const auto status = in.get<std::uint8_t>();
+        std::string_view value;
+        if (status == status_hit)
+            value = in.get_bytes();
+        else if (status != status_miss)
+            throw decode_error("mpidict: skiplist_map direct find answer with a bad status");
+        ++m_stats.answers;  // no hop: the node the directory named answered
+        if (current)
+            m_batch_answer(index, status, value);
+    }
 }
 
 void skiplist_core::on_point_reply(void* self, int source, const std::byte* records, std::uint32_t bytes,
@@ -784,7 +917,7 @@ void skiplist_core::handle_point_reply(int source, std::string_view record) {
         if (status > status_full)
             throw decode_error("mpidict: skiplist_map batch answer with a bad status");
         learn_route(separator, answered_by);
-        if (m_batch_answer && (slot & ~batch_slot_bit) == (m_batch_id & (batch_slot_bit / 2 - 1)))
+        if (m_batch_answer && slot == batch_slot())
             m_batch_answer(ticket, status, value);
         return;
     }

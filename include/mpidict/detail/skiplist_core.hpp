@@ -88,13 +88,18 @@ public:
     using batch_answer = std::function<void(std::uint32_t index, std::uint8_t status, std::string_view value)>;
     static constexpr std::uint32_t batch_slot_bit = 0x80000000u;  // request slots are far below
     // keys, finds: the batch's size and whether it only finds (find_many): such
-    // a batch, in the modes that use shortcuts, sends each key straight to the
-    // node the directory names as a short direct-find record, which that node
-    // answers at once when the key is in its range (else the record continues
-    // the ordinary way from there); a large one first copies the directory
-    // into a flat sorted array (flat_entry_point).
+    // a batch, in the modes that use shortcuts, sends its keys straight to the
+    // nodes the directory names, in direct-find records (one per destination
+    // rank, naming many nodes, each with a run of keys): a node answers the
+    // keys in its range with one pass over its run, prefetching the next
+    // nodes of the record, and sends each other key on the ordinary way from
+    // there.  A large batch first copies the directory into a flat sorted
+    // array (flat_entry_point).
     void begin_batch(batch_answer on_answer, std::size_t keys = 0, bool finds = false);
     void send_batch_point(op kind, std::uint32_t index, std::string_view key, std::string_view value);
+    // Sends the direct-find records still gathering keys: the front end
+    // calls it before it waits for answers.
+    void close_batch_record();
     // Whether a find batch started now would send direct-find records (the
     // modes with shortcuts; then the keys' order within it is free).
     bool direct_finds() const;
@@ -385,6 +390,25 @@ private:
     std::uint64_t m_flat_version = ~std::uint64_t{0};
     bool m_batch_direct = false;  // this batch sends direct-find records
     bool m_batch_flat = false;    // ... and looks them up in the flat copy
+    // The direct-find records being gathered, one per destination rank: runs
+    // of consecutive keys (consecutive indices) that name the same node, each
+    // a segment {u32 node slot, u32 generation, u32 first index, u32 count,
+    // {u32 bytes, key}*}.  A record is sent when the next key would make it
+    // longer than direct_record_limit(), and by close_batch_record.
+    struct direct_record {
+        std::string segments;
+        std::uint32_t count = 0;        // segments
+        skiplist_node_id node{};        // the last segment's node
+        std::uint32_t next_index = 0;   // the index that continues the last segment
+        std::size_t keys_at = 0;        // where the last segment's key count is
+        bool listed = false;            // in m_direct_open
+    };
+    std::vector<direct_record> m_direct;  // per rank, while a direct batch runs
+    std::vector<int> m_direct_open;       // ranks whose record may hold segments
+    std::size_t direct_record_limit() const;
+    void add_direct_find(skiplist_node_id to, std::uint32_t index, std::string_view key);
+    void send_direct_record(int destination);
+    std::uint32_t batch_slot() const { return batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1)); }
     void rebuild_flat_routes();
     skiplist_node_id flat_entry_point(std::string_view key) const;
     struct ticket_state {

@@ -16,6 +16,7 @@
 // value() are valid until the run is next changed.
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -28,6 +29,18 @@
 #include "mpidict/error.hpp"
 
 namespace mpidict::detail {
+
+// Asks the processor to start loading the cache line at `address`.  GCC 12's
+// dead-code elimination drops __builtin_prefetch in some functions (every one
+// in skiplist_core.cpp at -O2 and -O3), so on x86 this is an instruction the
+// compiler must keep.
+inline void prefetch_line(const void* address) {
+#if defined(__x86_64__) || defined(__i386__)
+    asm volatile("prefetcht0 (%0)" : : "r"(address));
+#else
+    __builtin_prefetch(address);
+#endif
+}
 
 class sorted_run {
 public:
@@ -49,6 +62,14 @@ public:
     // The first 8 bytes of a key as a big-endian number (missing bytes 0): if
     // prefix(a) < prefix(b) then a < b; equal prefixes decide nothing.
     static std::uint64_t prefix_of(std::string_view key) {
+        if (key.size() >= 8) {
+            std::uint64_t word;
+            std::memcpy(&word, key.data(), sizeof word);
+            if constexpr (std::endian::native == std::endian::little)
+                return __builtin_bswap64(word);
+            else
+                return word;
+        }
         unsigned char bytes[8] = {};
         std::memcpy(bytes, key.data(), std::min<std::size_t>(8, key.size()));
         std::uint64_t value = 0;
@@ -57,37 +78,65 @@ public:
         return value;
     }
 
-    // The first index at or after `from` whose key is not below `key`.
-    std::size_t lower_bound(std::string_view wanted, std::size_t from = 0) const {
-        const std::uint64_t prefix = prefix_of(wanted);
+    // a.compare(b) for keys whose prefixes (prefix_of) are pa and pb: the
+    // prefixes decide unless they are equal; then two keys of at most 8 bytes
+    // differ only in length (the shorter one is the longer one's beginning,
+    // as its missing bytes count as zeros), and longer ones compare bytes.
+    static int compare(std::string_view a, std::uint64_t pa, std::string_view b, std::uint64_t pb) {
+        if (pa != pb)
+            return pa < pb ? -1 : 1;
+        if (a.size() <= 8 && b.size() <= 8)
+            return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
+        return a.compare(b);
+    }
+
+    // The first index at or after `from` whose key is not below `key`.  With
+    // `to`, the prefixes are searched in [from, to) only: the caller knows the
+    // first prefix not below the key's lies there, or that `to` is size().
+    std::size_t lower_bound(std::string_view wanted, std::size_t from = 0,
+                            std::size_t to = std::numeric_limits<std::size_t>::max()) const {
+        return lower_bound(wanted, prefix_of(wanted), from, to);
+    }
+    std::size_t lower_bound(std::string_view wanted, std::uint64_t prefix, std::size_t from, std::size_t to) const {
         // Entries with a smaller prefix are below, a larger one above: only the
         // (usually empty or single) run of equal prefixes needs the key bytes.
         std::size_t low = std::min(from, size());
+        const std::size_t end = std::max(low, std::min(to, size()));
         // Branch-free halving (the comparisons of a lookup are unpredictable).
-        for (std::size_t length = size() - low; length > 1;) {
+        for (std::size_t length = end - low; length > 1;) {
             const std::size_t half = length / 2;
             low = m_prefixes[low + half - 1] < prefix ? low + half : low;
             length -= half;
         }
-        if (low < size() && m_prefixes[low] < prefix)
+        if (low < end && m_prefixes[low] < prefix)
             ++low;
-        while (low < size() && m_prefixes[low] == prefix && key(low) < wanted)
+        while (low < size() && m_prefixes[low] == prefix && compare(key(low), prefix, wanted, prefix) < 0)
             ++low;
         return low;
+    }
+    // lower_bound for a key known not to lie below index `from`'s key: gallops
+    // forward from `from` (steps 1, 2, 4, ...) and halves the last step, so a
+    // series of ascending keys in one run costs about the distance moved.
+    std::size_t seek(std::string_view wanted, std::uint64_t prefix, std::size_t from) const {
+        std::size_t low = std::min(from, size()), step = 1;
+        while (low + step <= size() && m_prefixes[low + step - 1] < prefix) {
+            low += step;
+            step *= 2;
+        }
+        return lower_bound(wanted, prefix, low, std::min(size(), low + step));
     }
     // Asks the processor to start loading what a lookup reads first (batched
     // lookups issue this for a later key before handling the current one).
     void prefetch() const {
-        const char* first = reinterpret_cast<const char*>(m_prefixes.data());
-        const std::size_t bytes = m_prefixes.size() * sizeof(std::uint64_t);
-        for (std::size_t at = 0; at < bytes && at < 1024; at += 64)
-            __builtin_prefetch(first + at);
-        const char* offsets = reinterpret_cast<const char*>(m_offsets.data());
-        for (std::size_t at = 0; at < m_offsets.size() * sizeof(std::uint32_t) && at < 512; at += 64)
-            __builtin_prefetch(offsets + at);
+        prefetch_bytes(m_prefixes.data(), m_prefixes.size() * sizeof(std::uint64_t), 1024);
+        prefetch_bytes(m_offsets.data(), m_offsets.size() * sizeof(std::uint32_t), 512);
+        prefetch_bytes(m_bytes.data(), m_bytes.size(), 2048);
     }
     bool holds_at(std::size_t index, std::string_view wanted) const {
         return index < size() && key(index) == wanted;
+    }
+    bool holds_at(std::size_t index, std::string_view wanted, std::uint64_t prefix) const {
+        return index < size() && m_prefixes[index] == prefix && compare(key(index), prefix, wanted, prefix) == 0;
     }
 
     // Inserts before `index` (the caller keeps the order).  `key_bytes` and
@@ -196,6 +245,11 @@ public:
     }
 
 private:
+    static void prefetch_bytes(const void* data, std::size_t bytes, std::size_t at_most) {
+        const char* first = static_cast<const char*>(data);
+        for (std::size_t at = 0; at < bytes && at < at_most; at += 64)
+            prefetch_line(first + at);
+    }
     static std::uint32_t load(const char* at) {
         std::uint32_t value;
         std::memcpy(&value, at, sizeof value);
