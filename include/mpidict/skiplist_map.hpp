@@ -694,7 +694,7 @@ private:
     // order costs several cache misses per key on both sides).  A chunk holds
     // its keys in key order and their results: at most sorted_find_chunk keys,
     // about (sizeof(K) + sizeof(std::optional<V>) + 16) bytes each.
-    static constexpr std::size_t sorted_find_minimum = 4096, sorted_find_chunk = std::size_t{1} << 20;
+    static constexpr std::size_t sorted_find_minimum = 4096, sorted_find_chunk = std::size_t{1} << 19;
     template <class Function>
     void find_many_sorted(std::span<const K> keys, Function& on_result) {
         std::vector<std::pair<std::uint64_t, std::uint32_t>> order, scratch;
@@ -713,9 +713,14 @@ private:
             // Grouped by their top three differing bytes (thousands of groups
             // per node at most; the order inside a group does not matter).
             detail::radix_sort_by_prefix(order, scratch, 3);
+            // Gathers and scatters over arrays larger than the caches: the
+            // element `ahead` places on is requested while this one is copied.
+            constexpr std::size_t ahead = 16;
             sorted.clear();
             position_of.resize(count);
             for (std::size_t position = 0; position < count; ++position) {
+                if (position + ahead < count)
+                    detail::prefetch_line(&keys[start + order[position + ahead].second]);
                 sorted.push_back(keys[start + order[position].second]);
                 position_of[order[position].second] = static_cast<std::uint32_t>(position);
             }
@@ -731,8 +736,11 @@ private:
                             found[position] = detail::from_payload<V>(value);
                     },
                     [](std::size_t) {});
-            for (std::size_t index = 0; index < count; ++index)
+            for (std::size_t index = 0; index < count; ++index) {
+                if (index + ahead < count)
+                    detail::prefetch_line(&found[position_of[index + ahead]]);
                 on_result(start + index, std::as_const(found[position_of[index]]));
+            }
         }
     }
 

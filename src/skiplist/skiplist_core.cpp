@@ -597,6 +597,11 @@ skiplist_node_id skiplist_core::flat_entry_point(std::string_view key) const {
     // Below the first separator's prefix: the head; above the last one's: the
     // last entry or its equals; else the key's bucket bounds the search (every
     // separator before it is smaller, every one after it larger).
+    // Keys of a sorted batch mostly fall between the same two separators as
+    // the key before: prefixes strictly between them decide that alone.
+    if (m_flat_hint < m_flat.size() && m_flat[m_flat_hint].prefix < prefix &&
+        (m_flat_hint + 1 == m_flat.size() || prefix < m_flat[m_flat_hint + 1].prefix))
+        return m_flat_ids[m_flat_hint];
     auto from = m_flat.begin(), to = m_flat.end();
     if (!m_flat_buckets.empty()) {
         if (prefix < m_flat.front().prefix)
@@ -616,7 +621,8 @@ skiplist_node_id skiplist_core::flat_entry_point(std::string_view key) const {
     });
     if (after == m_flat.begin())
         return m_head;
-    return m_flat_ids[static_cast<std::size_t>(after - m_flat.begin()) - 1];
+    m_flat_hint = static_cast<std::size_t>(after - m_flat.begin()) - 1;
+    return m_flat_ids[m_flat_hint];
 }
 
 void skiplist_core::send_batch_point(op kind, std::uint32_t index, std::string_view key, std::string_view value) {

@@ -421,7 +421,13 @@ std::deque<std::vector<std::byte>> record_skiplist(int rank, bool caller_only, s
         transport.inbox = std::move(inbox);
         while (!transport.inbox.empty())
             list.engine().progress();
-        act(list);
+        // A wait inside `act` (find_many) ends when nothing is left to deliver.
+        transport.throw_when_empty = true;
+        try {
+            act(list);
+        } catch (const input_exhausted&) {
+        }
+        transport.throw_when_empty = false;
         list.engine().ship_all();
         list.engine().progress();
         list.engine().ship_all();
@@ -451,6 +457,18 @@ std::vector<mpidict::fuzz::seed> mpidict::fuzz::skiplist_seeds() {
                                                          (void)list.range_from("key3", range_options{2, false});
                                                          (void)list.prefix("key1");
                                                      }))});
+    // Direct-find records (find_many in mode none through the directory):
+    // entries planted for nodes of this rank's list; runs of repeated keys.
+    all.push_back({"skiplist_direct_finds", skiplist_input(skiplist, 0, record_skiplist(1, false, {}, [](fuzz_list& list) {
+                                                               list.set_consistency(skiplist_consistency::none);
+                                                               list.remember_route_for_testing("key0", skiplist_node_id{0, 1, 1});
+                                                               list.remember_route_for_testing("key5", skiplist_node_id{0, 2, 1});
+                                                               std::vector<std::string> keys;
+                                                               for (int index = 0; index < 60; ++index)
+                                                                   keys.push_back("key" + std::to_string(index / 3 % 12));
+                                                               list.find_many(std::span<const std::string>(keys),
+                                                                              [](std::size_t, const std::optional<std::string>&) {});
+                                                           }))});
     // Answers to the pending requests of a caller-only rank 0: its requests,
     // recorded, go to a real list on rank 1, whose answers are the seed.
     for (const int requests : {6, 12}) {

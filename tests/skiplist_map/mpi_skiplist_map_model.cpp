@@ -556,6 +556,65 @@ void run_direct_finds(int rank, int size) {
     }
 }
 
+// find_many's direct records and their answers where neither fits one
+// record: long string keys and values in the smallest buffer the map accepts,
+// so a rank's keys for one node span several records, and a node's answers
+// for one record several answer records.  Every answer must still be right and
+// delivered once, in index order.
+void run_direct_finds_split(int rank, int size) {
+    using string_map = mpidict::skiplist_map<std::string, std::string>;
+    mpidict::skiplist_map_config config;
+    config.granularity = 8;
+    config.max_key_bytes = 700;
+    config.max_value_bytes = 3000;
+    config.consistency = mpidict::skiplist_consistency::none;
+    config.runtime.buffer_bytes = config.required_buffer_bytes();
+    string_map map(MPI_COMM_WORLD, config);
+    auto key_of = [](int owner, int i) {
+        // 300-600 bytes; the number first, so keys spread over the list.
+        std::string key = std::to_string(i * 7919 % 1000 + 1000) + "/" + std::to_string(owner) + "/";
+        key.append(static_cast<std::size_t>(300 + i * 37 % 300), static_cast<char>('a' + i % 26));
+        return key;
+    };
+    auto value_of = [](const std::string& key) {
+        std::string value = key.substr(0, 8);
+        value.append(1000 + key.size() * 3 % 2000, 'v');
+        return value;
+    };
+    std::vector<std::string> own, own_values;
+    for (int i = 0; i < 300; ++i) {
+        own.push_back(key_of(rank, i));
+        own_values.push_back(value_of(own.back()));
+    }
+    map.insert_many(std::span<const std::string>(own), std::span<const std::string>(own_values));
+    map.flush();
+    // 14 copies of every rank's keys plus absent ones: over the 4096 keys
+    // that make find_many sort them.
+    std::vector<std::string> wanted;
+    for (int copy = 0; copy < 14; ++copy)
+        for (int owner = 0; owner < size; ++owner)
+            for (int i = copy; i < 300; i += 14 / size + 1)
+                wanted.push_back(key_of(owner, i));
+    for (int i = 0; i < 4200; ++i)
+        wanted.push_back(key_of(size + rank, i % 300) + "absent");
+    std::mt19937_64 random(static_cast<std::uint64_t>(rank) + 11);
+    std::shuffle(wanted.begin(), wanted.end(), random);
+    std::size_t seen = 0;
+    map.find_many(std::span<const std::string>(wanted), [&](std::size_t index, const std::optional<std::string>& value) {
+        MPIDICT_CHECK_MSG(index == seen, "find_many delivered index " + std::to_string(index) + " out of order");
+        ++seen;
+        const std::string& key = wanted[index];
+        if (key.ends_with("absent"))
+            MPIDICT_CHECK_MSG(!value.has_value(), "found an absent key");
+        else
+            MPIDICT_CHECK_MSG(value && *value == value_of(key), "a stored key was not found or had a wrong value");
+    });
+    MPIDICT_CHECK(seen == wanted.size());
+    MPIDICT_CHECK(map.local_statistics().shortcut_entries > 0);
+    MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+    map.flush();
+}
+
 int main(int argc, char** argv) {
     return mpidict::testing::run_mpi_test(argc, argv, [](int rank, int size) {
         mpidict::testing::watchdog guard(rank, std::chrono::seconds(150), "mpi_skiplist_map_model");
@@ -572,5 +631,6 @@ int main(int argc, char** argv) {
         run_unlink(rank, size);
         run_paging(rank, size);
         run_direct_finds(rank, size);
+        run_direct_finds_split(rank, size);
     });
 }

@@ -386,6 +386,7 @@ private:
         return static_cast<std::size_t>((prefix >> m_flat_shift) & ((std::uint64_t{1} << m_flat_bucket_bits) - 1));
     }
     std::vector<skiplist_node_id> m_flat_ids;
+    mutable std::size_t m_flat_hint = 0;  // the entry flat_entry_point returned last
     std::string m_flat_bytes;
     std::uint64_t m_flat_version = ~std::uint64_t{0};
     bool m_batch_direct = false;  // this batch sends direct-find records
