@@ -30,10 +30,11 @@
 
 namespace mpidict::detail {
 
-// Asks the processor to start loading the cache line at `address`.  GCC 12's
-// dead-code elimination drops __builtin_prefetch in some functions (every one
-// in skiplist_core.cpp at -O2 and -O3), so on x86 this is an instruction the
-// compiler must keep.
+// Asks the processor to start loading the cache line at `address`.  GCC
+// counts __builtin_prefetch as free of side effects, so a function that only
+// prefetches can be found pure and a call to it deleted (GCC 12 at -O2 and -O3
+// kept none of skiplist_core.cpp's prefetches; -fno-tree-dce kept them): on
+// x86 this is an instruction the compiler must keep.
 inline void prefetch_line(const void* address) {
 #if defined(__x86_64__) || defined(__i386__)
     asm volatile("prefetcht0 (%0)" : : "r"(address));
