@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "mpidict/detail/prefetch.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/hash.hpp"
 
@@ -171,13 +172,10 @@ public:
 
     bool contains(const K& key) const { return !find(key).empty(); }
 
-    // Hints the cache that `key` will be looked up soon (bulk inserts).
-    // always_inline: GCC 12 otherwise drops the call to a function whose only
-    // effect is a prefetch (seen in bench/, docs/benchmarks-hash_map.md).
-    [[gnu::always_inline]] void prefetch(const K& key) const {
-        if (!m_slots.empty())
-            __builtin_prefetch(&m_slots[home(m_hash(key))], 1);
-    }
+    // Hints the cache that `key` will be looked up soon (bulk inserts and
+    // finds).  detail::prefetch_line, not __builtin_prefetch: GCC drops calls
+    // to functions whose only effect is the latter (detail/prefetch.hpp).
+    void prefetch(const K& key) const { prefetch_hashed(m_hash(key)); }
 
     // Appends values in order; returns how many it stored (all of them).
     template <class Iterator>
@@ -202,9 +200,13 @@ public:
         push(s, value);
         return added;
     }
-    [[gnu::always_inline]] void prefetch_hashed(std::uint64_t hash) const {
-        if (!m_slots.empty())
-            __builtin_prefetch(&m_slots[home(hash)], 1);
+    void prefetch_hashed(std::uint64_t hash) const {
+        if (m_slots.empty())
+            return;
+        // Both ends: a slot may straddle two cache lines.
+        const char* at = reinterpret_cast<const char*>(&m_slots[home(hash)]);
+        detail::prefetch_line(at);
+        detail::prefetch_line(at + sizeof(slot) - 1);
     }
 
     // Single-valued update: a new key stores `value`; an existing key's values
