@@ -7,8 +7,12 @@
 // {key, u32 count, u32 spill, first value}: a key with one value, the common
 // case, lives entirely in its slot (24 bytes for 8-byte keys and values); values
 // 2..count live in a side vector indexed by `spill`.  count == 0 marks an empty
-// slot.  Deletion shifts later slots back (no tombstones), so probe sequences
-// never degrade with churn.
+// slot.  Beside the slots, one tag byte per slot (0: empty, else 0x80 | the
+// hash's low 7 bits; the first 16 repeated after the last), so a probe compares
+// 16 tags at once and reads a slot only where its tag matches: a miss usually
+// ends in the tag array (1 byte per slot, far more of it stays in cache than of
+// the slots), a hit reads one slot.  Deletion shifts later slots back (no
+// tombstones), so probe sequences never degrade with churn.
 //
 // Invariants.  Every stored key sits in the run of occupied slots that starts at
 // its home slot; load stays at most max_load (default 0.8), so unsuccessful
@@ -26,6 +30,10 @@
 #include <span>
 #include <utility>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "mpidict/detail/prefetch.hpp"
 #include "mpidict/error.hpp"
@@ -134,7 +142,8 @@ public:
 
     // Bytes this table holds on the heap (slots plus spilled values), approximately.
     std::size_t memory_bytes() const {
-        std::size_t bytes = m_slots.capacity() * sizeof(slot) + m_spill.capacity() * sizeof(std::vector<V>);
+        std::size_t bytes = m_slots.capacity() * sizeof(slot) + m_tags.capacity() +
+                            m_spill.capacity() * sizeof(std::vector<V>);
         bytes += m_spilled_values * sizeof(V);
         return bytes;
     }
@@ -147,7 +156,7 @@ public:
                                          std::to_string(max_keys(m_max_load)) + ")");
         const auto wanted = static_cast<std::size_t>(static_cast<double>(keys) / m_max_load) + 1;
         if (wanted > m_slots.size())
-            rehash(std::max<std::size_t>(wanted, 8));
+            rehash(std::max<std::size_t>(wanted, group));
     }
 
     values_view find(const K& key) const {
@@ -203,10 +212,10 @@ public:
     void prefetch_hashed(std::uint64_t hash) const {
         if (m_slots.empty())
             return;
-        // Both ends: a slot may straddle two cache lines.
-        const char* at = reinterpret_cast<const char*>(&m_slots[home(hash)]);
-        detail::prefetch_line(at);
-        detail::prefetch_line(at + sizeof(slot) - 1);
+        // The tags a probe reads first and the home slot.
+        const std::size_t index = home(hash);
+        detail::prefetch_line(&m_tags[index]);
+        detail::prefetch_line(&m_slots[index]);
     }
 
     // Single-valued update: a new key stores `value`; an existing key's values
@@ -241,22 +250,12 @@ public:
     bool insert_if_absent(const K& key, const V& value) {
         grow_if_needed();
         const std::uint64_t h = m_hash(key);
-        std::size_t index = home(h);
-        for (;;) {
-            slot& s = m_slots[index];
-            if (s.count == 0) {
-                s.key = key;
-                s.count = 1;
-                s.spill = no_spill;
-                s.first = value;
-                ++m_size;
-                ++m_value_count;
-                return true;
-            }
-            if (m_equal(s.key, key))
-                return false;
-            index = next(index);
-        }
+        const auto [index, found] = probe(key, h);
+        if (found)
+            return false;
+        claim(index, key, h);
+        push(m_slots[index], value);
+        return true;
     }
 
     // Removes up to `limit` values from the front of key's sequence, passing each
@@ -351,6 +350,7 @@ public:
     // Removes everything and gives the memory back.
     void clear() {
         std::vector<slot>().swap(m_slots);
+        std::vector<std::uint8_t>().swap(m_tags);
         m_grow_at = 0;
         std::vector<std::vector<V>>().swap(m_spill);
         std::vector<std::uint32_t>().swap(m_free_spill);
@@ -381,38 +381,89 @@ private:
     std::size_t home(std::uint64_t h) const { return reduce_range(h, m_slots.size()); }
     std::size_t next(std::size_t index) const { return index + 1 == m_slots.size() ? 0 : index + 1; }
 
-    std::size_t locate(const K& key, std::uint64_t h) const {
+    // Tags: 16 per probe step (group), read from a slot index on; m_tags holds
+    // group - 1 more than the slots, copies of the first ones, so a group read
+    // near the end wraps around without a test.
+    static constexpr std::size_t group = 16;
+    static std::uint8_t tag_of(std::uint64_t h) { return static_cast<std::uint8_t>(0x80 | (h & 0x7f)); }
+    void set_tag(std::size_t index, std::uint8_t tag) {
+        m_tags[index] = tag;
+        if (index < group - 1)
+            m_tags[m_slots.size() + index] = tag;
+    }
+    // Bit i set: the tag of slot index + i (wrapping) equals `tag`.
+    std::uint32_t match(std::size_t index, std::uint8_t tag) const {
+#if defined(__SSE2__)
+        const __m128i tags = _mm_loadu_si128(reinterpret_cast<const __m128i*>(m_tags.data() + index));
+        return static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(tags, _mm_set1_epi8(static_cast<char>(tag)))));
+#else
+        std::uint32_t bits = 0;
+        for (std::size_t i = 0; i < group; ++i)
+            bits |= static_cast<std::uint32_t>(m_tags[index + i] == tag) << i;
+        return bits;
+#endif
+    }
+
+    // The slot that holds `key` (second: true), or the empty slot that ends
+    // its run, where it would go (second: false).  The table is never full.
+    std::pair<std::size_t, bool> probe(const K& key, std::uint64_t h) const {
+        const std::uint8_t tag = tag_of(h);
+        const std::size_t capacity = m_slots.size();
         std::size_t index = home(h);
+        // The home slot alone decides most lookups (a hit there, or an empty
+        // home); the rest compare a group of tags at a time.
+        const std::uint8_t at_home = m_tags[index];
+        if (at_home == 0)
+            return {index, false};
+        if (at_home == tag && m_equal(m_slots[index].key, key))
+            return {index, true};
+        std::uint32_t skip = 1;  // the home slot, already compared
         for (;;) {
-            const slot& s = m_slots[index];
-            if (s.count == 0)
-                return npos;
-            if (m_equal(s.key, key))
-                return index;
-            index = next(index);
+            const std::uint32_t empties = match(index, 0);
+            // Only tags before the run's end can be the key's.
+            std::uint32_t candidates = match(index, tag) & ~skip & (empties ? (empties & (0u - empties)) - 1 : ~0u);
+            skip = 0;
+            while (candidates != 0) {
+                std::size_t at = index + static_cast<std::size_t>(std::countr_zero(candidates));
+                at = at >= capacity ? at - capacity : at;
+                if (m_equal(m_slots[at].key, key))
+                    return {at, true};
+                candidates &= candidates - 1;
+            }
+            if (empties != 0) {
+                const std::size_t at = index + static_cast<std::size_t>(std::countr_zero(empties));
+                return {at >= capacity ? at - capacity : at, false};
+            }
+            index += group;
+            index = index >= capacity ? index - capacity : index;
         }
+    }
+
+    std::size_t locate(const K& key, std::uint64_t h) const {
+        const auto [index, found] = probe(key, h);
+        return found ? index : npos;
     }
 
     void grow_if_needed() {
         if (m_size + 1 > m_grow_at) [[unlikely]]
-            rehash(std::max<std::size_t>(m_slots.size() * 2, 8));
+            rehash(std::max<std::size_t>(m_slots.size() * 2, group));
+    }
+
+    // Makes the empty slot `index` the key's (count stays 0 until push).
+    void claim(std::size_t index, const K& key, std::uint64_t h) {
+        slot& s = m_slots[index];
+        s.key = key;
+        s.spill = no_spill;
+        set_tag(index, tag_of(h));
+        ++m_size;
     }
 
     slot& find_or_add(const K& key, std::uint64_t hash) {
         grow_if_needed();
-        std::size_t index = home(hash);
-        for (;;) {
-            slot& s = m_slots[index];
-            if (s.count == 0) {
-                s.key = key;
-                s.spill = no_spill;
-                ++m_size;
-                return s;  // count stays 0 until push
-            }
-            if (m_equal(s.key, key))
-                return s;
-            index = next(index);
-        }
+        const auto [index, found] = probe(key, hash);
+        if (!found)
+            claim(index, key, hash);
+        return m_slots[index];
     }
 
     void push(slot& s, const V& value) {
@@ -461,35 +512,42 @@ private:
         for (;;) {
             index = next(index);
             slot& candidate = m_slots[index];
-            if (candidate.count == 0)
+            if (m_tags[index] == 0)
                 break;
             const std::size_t h = home(m_hash(candidate.key));
             const bool movable = hole <= index ? (h <= hole || h > index) : (h <= hole && h > index);
             if (movable) {
                 m_slots[hole] = std::move(candidate);
+                set_tag(hole, m_tags[index]);
                 candidate.count = 0;
                 candidate.spill = no_spill;
                 hole = index;
             }
         }
         m_slots[hole].key = K{};
+        set_tag(hole, 0);
     }
 
     void rehash(std::size_t new_capacity) {
         std::vector<slot> old(new_capacity);
+        std::vector<std::uint8_t> tags(new_capacity + group - 1, 0);
         old.swap(m_slots);
+        m_tags.swap(tags);
         m_grow_at = static_cast<std::size_t>(static_cast<double>(new_capacity) * m_max_load);
         for (slot& s : old) {
             if (s.count == 0)
                 continue;
-            std::size_t index = home(m_hash(s.key));
-            while (m_slots[index].count != 0)
+            const std::uint64_t h = m_hash(s.key);
+            std::size_t index = home(h);
+            while (m_tags[index] != 0)
                 index = next(index);
             m_slots[index] = std::move(s);
+            set_tag(index, tag_of(h));
         }
     }
 
     std::vector<slot> m_slots;
+    std::vector<std::uint8_t> m_tags;  // m_slots.size() + group - 1 (see probe)
     std::vector<std::vector<V>> m_spill;
     std::vector<std::uint32_t> m_free_spill;
     std::size_t m_size = 0;
