@@ -15,7 +15,7 @@
 // tombstones), so probe sequences never degrade with churn.
 //
 // Invariants.  Every stored key sits in the run of occupied slots that starts at
-// its home slot; load stays at most max_load (default 0.8), so unsuccessful
+// its home slot; load stays at most max_load (default 0.83), so unsuccessful
 // probes stay short; values of a key keep insertion order.
 //
 // Costs.  find/insert/take: one hash and a short probe; growth doubles and
@@ -123,7 +123,7 @@ public:
         std::vector<V>* m_rest = nullptr;
     };
 
-    explicit multi_table(std::size_t expected_keys = 0, double max_load = 0.8) : m_max_load(max_load) {
+    explicit multi_table(std::size_t expected_keys = 0, double max_load = 0.83) : m_max_load(max_load) {
         if (!(max_load > 0.05 && max_load < 0.99))
             throw invalid_argument_error("mpidict: max_load must lie in (0.05, 0.99)");
         reserve(expected_keys);
