@@ -692,8 +692,9 @@ private:
     // keys go out in (nearly) key order, chunk by chunk, so that consecutive
     // keys meet the same directory bucket and the same node while it is in cache (random
     // order costs several cache misses per key on both sides).  A chunk holds
-    // its keys in key order and their results: at most sorted_find_chunk keys,
-    // about (sizeof(K) + sizeof(std::optional<V>) + 16) bytes each.
+    // its keys in key order, that order and its inverse, and their results:
+    // at most sorted_find_chunk keys, about (sizeof(K) + sizeof(std::optional<V>)
+    // + 20) bytes each.
     static constexpr std::size_t sorted_find_minimum = 4096, sorted_find_chunk = std::size_t{1} << 19;
     template <class Function>
     void find_many_sorted(std::span<const K> keys, Function& on_result) {

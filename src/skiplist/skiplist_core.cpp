@@ -794,8 +794,7 @@ void skiplist_core::handle_find_direct(int source, std::string_view record) {
             prefetch_line(ahead.tower.data());
         }
     };
-    if (segments > 0)
-        prefetch_node(parts[0]);
+    prefetch_node(parts[0]);
     if (segments > 1)
         prefetch_node(parts[1]);
     for (std::uint32_t which = 0; which < segments; ++which) {

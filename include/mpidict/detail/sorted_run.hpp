@@ -60,7 +60,8 @@ public:
                 return word;
         }
         unsigned char bytes[8] = {};
-        std::memcpy(bytes, key.data(), std::min<std::size_t>(8, key.size()));
+        if (!key.empty())  // (an empty view's data() may be null)
+            std::memcpy(bytes, key.data(), key.size());
         std::uint64_t value = 0;
         for (unsigned char byte : bytes)
             value = value << 8 | byte;
