@@ -8,7 +8,7 @@
 // case, lives entirely in its slot (24 bytes for 8-byte keys and values); values
 // 2..count live in a side vector indexed by `spill`.  count == 0 marks an empty
 // slot.  Beside the slots, one tag byte per slot (0: empty, else 0x80 | the
-// hash's low 7 bits; the first 16 repeated after the last), so a probe compares
+// hash's low 7 bits; the first 15 repeated after the last), so a probe compares
 // 16 tags at once and reads a slot only where its tag matches: a miss usually
 // ends in the tag array (1 byte per slot, far more of it stays in cache than of
 // the slots), a hit reads one slot.  Deletion shifts later slots back (no
