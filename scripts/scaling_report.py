@@ -6,7 +6,7 @@ docs/scaling.md between the markers <!-- scaling:begin --> and <!-- scaling:end 
     /usr/bin/python3 scripts/scaling_report.py FILE.jsonl [FILE.jsonl ...]
 
 Efficiency at p ranks = time at the smallest p measured (16) / time at p, for the
-same phase and routing (weak scaling: the keys per rank stay fixed, so perfect
+same platform family (fat tree, torus), phase and routing (weak scaling: the keys per rank stay fixed, so perfect
 scaling keeps the time constant).  Rows of runs that did not finish are absent.
 Needs matplotlib (Debian: python3-matplotlib).
 """
@@ -25,7 +25,8 @@ PHASES = [("hash_map_insert_seconds", "hash_map insert"), ("hash_map_find_second
 
 
 def load(paths):
-    runs = {}  # (ranks, routing asked) -> {metric: value, ...}
+    # topology ("fattree", "torus") -> (ranks, routing asked) -> {metric: value, ...}
+    topologies = {}
     for path in paths:
         with open(path) as lines:
             for line in lines:
@@ -33,12 +34,13 @@ def load(paths):
                 if not line:
                     continue
                 row = json.loads(line)
+                runs = topologies.setdefault(row.get("platform", "fattree").split("-")[0], {})
                 key = (row["ranks"], row["routing_asked"])
                 entry = runs.setdefault(key, {})
                 entry[row["metric"]] = row["value"]
                 entry.setdefault("simulator_seconds", {})[row.get("phases", "all")] = row["simulator_seconds"]
                 entry["keys_per_rank"] = row["keys_per_rank"]
-    return runs
+    return topologies
 
 
 def efficiency_table(runs):
@@ -122,8 +124,16 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    runs = load(sys.argv[1:])
-    section = efficiency_table(runs) + memory_table(runs) + [plot(runs)]
+    topologies = load(sys.argv[1:])
+    # The fat trees give the main tables and the figure; a torus (scripts/simulate.sh
+    # --topology torus) its own tables after them.
+    runs = topologies.get("fattree", {})
+    section = efficiency_table(runs) + memory_table(runs) + [plot(runs)] if runs else []
+    for topology, other in sorted(topologies.items()):
+        if topology == "fattree":
+            continue
+        section += [f"### The same runs on a {topology} (scripts/simgrid/{topology}-*.xml)\n"]
+        section += efficiency_table(other) + memory_table(other)
     with open(DOC) as f:
         text = f.read()
     begin, end = "<!-- scaling:begin -->", "<!-- scaling:end -->"

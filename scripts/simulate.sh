@@ -2,15 +2,17 @@
 # Runs the real benchmark binaries on simulated clusters with SimGrid SMPI
 # (docs/scaling.md).  Builds the library and bench/scaling with smpicc/smpicxx
 # (-DMPIDICT_SMPI=ON) in build-smpi/, then runs bench/scaling on the fat-tree
-# platforms in scripts/simgrid/ (one rank per node, 100 Gb/s, 1 us links) at
-# each rank count and routing, appending its JSON lines, tagged with the
+# or torus platforms in scripts/simgrid/ (one rank per node, 100 Gb/s, 1 us
+# links) at each rank count and routing, appending its JSON lines, tagged with the
 # platform and the simulator's own wall-clock cost, to the output file.
 #
 #   scripts/simulate.sh                                   16 64 256 ranks, both routings
 #   scripts/simulate.sh --ranks "16 64 256 1024" --phases hash_map --keys-per-rank 2000
 #   scripts/simulate.sh --routing grid --out /tmp/grid.jsonl
+#   scripts/simulate.sh --topology torus --ranks "16 64"
 #
 # Options: --ranks "P ..." (16 64 256 1024 have platforms), --routing "direct grid",
+# --topology fattree|torus (default fattree),
 # --phases all|hash_map|rma|linear, --keys-per-rank N, --buffer-bytes B,
 # --timeout S (per run, default 1800), --compute no|yes (default no),
 # --out FILE (default build-smpi/scaling.jsonl).
@@ -29,6 +31,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 ranks="16 64 256"
 routings="direct grid"
+topology=fattree
 phases="all"
 keys=2000
 buffer=65536
@@ -40,13 +43,14 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --ranks) ranks="$2"; shift 2 ;;
     --routing) routings="$2"; shift 2 ;;
+    --topology) topology="$2"; shift 2 ;;
     --phases) phases="$2"; shift 2 ;;
     --keys-per-rank) keys="$2"; shift 2 ;;
     --buffer-bytes) buffer="$2"; shift 2 ;;
     --timeout) limit="$2"; shift 2 ;;
     --compute) compute="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "simulate.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
 done
@@ -71,14 +75,14 @@ cmake --build "$build" --target bench_scaling > /dev/null
 
 mkdir -p "$(dirname "$out")"
 for p in $ranks; do
-  platform="$here/simgrid/fattree-$p.xml"
+  platform="$here/simgrid/$topology-$p.xml"
   hosts="$here/simgrid/hosts-$p.txt"
   if [[ ! -f "$platform" ]]; then
     echo "simulate.sh: no platform for $p ranks ($platform)" >&2
     exit 2
   fi
   for routing in $routings; do
-    log="$build/run-$p-$routing-$phases.log"
+    log="$build/run-$topology-$p-$routing-$phases.log"
     start=$(date +%s.%N)
     status=0
     timeout "$limit" smpirun -np "$p" -platform "$platform" -hostfile "$hosts" \
@@ -92,7 +96,7 @@ for p in $ranks; do
       continue
     fi
     # Each line gets the run's platform, routing asked for and simulator cost.
-    sed -e "s|}\$|,\"platform\":\"fattree-$p\",\"routing_asked\":\"$routing\",\"phases\":\"$phases\",\"compute\":\"$compute\",\"simulator_seconds\":$wall}|" \
+    sed -e "s|}\$|,\"platform\":\"$topology-$p\",\"routing_asked\":\"$routing\",\"phases\":\"$phases\",\"compute\":\"$compute\",\"simulator_seconds\":$wall}|" \
       "$log.json" >> "$out"
     echo "simulate.sh: $p ranks, $routing, $phases: ${wall}s of simulation" >&2
   done
