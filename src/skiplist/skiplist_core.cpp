@@ -527,8 +527,10 @@ void skiplist_core::begin_batch(batch_answer on_answer, std::size_t keys, bool f
     // before), so in the shortcut modes each goes straight to its node.  The
     // broken test modes keep the ordinary records they were built to break.
     m_batch_direct = finds && direct_finds();
-    if (m_batch_direct)
+    if (m_batch_direct) {
         m_direct.assign(static_cast<std::size_t>(m_engine->size()), direct_record{});
+        m_direct_limit = direct_record_limit();
+    }
     // A flat copy of the directory pays for itself when the batch is not much
     // smaller than the directory (copying costs about as much as a few lookups
     // in the std::map per entry).
@@ -672,7 +674,7 @@ void skiplist_core::add_direct_find(skiplist_node_id to, std::uint32_t index, st
     const std::size_t entry = 4 + key.size();
     bool continues = record.count != 0 && record.node == to && record.next_index == index;
     if (direct_header_bytes + record.segments.size() + entry + (continues ? 0 : direct_segment_bytes) >
-        direct_record_limit()) {
+        m_direct_limit) {
         send_direct_record(to.rank);
         continues = false;
     }

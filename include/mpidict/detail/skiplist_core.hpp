@@ -395,7 +395,7 @@ private:
     // of consecutive keys (consecutive indices) that name the same node, each
     // a segment {u32 node slot, u32 generation, u32 first index, u32 count,
     // {u32 bytes, key}*}.  A record is sent when the next key would make it
-    // longer than direct_record_limit(), and by close_batch_record.
+    // longer than m_direct_limit, and by close_batch_record.
     struct direct_record {
         std::string segments;
         std::uint32_t count = 0;        // segments
@@ -406,7 +406,8 @@ private:
     };
     std::vector<direct_record> m_direct;  // per rank, while a direct batch runs
     std::vector<int> m_direct_open;       // ranks whose record may hold segments
-    std::size_t direct_record_limit() const;
+    std::size_t direct_record_limit() const;  // computes m_direct_limit (begin_batch)
+    std::size_t m_direct_limit = 0;
     void add_direct_find(skiplist_node_id to, std::uint32_t index, std::string_view key);
     void send_direct_record(int destination);
     std::uint32_t batch_slot() const { return batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1)); }

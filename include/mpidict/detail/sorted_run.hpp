@@ -123,7 +123,7 @@ public:
         prefetch_bytes(m_bytes.data(), m_bytes.size(), 2048);
     }
     bool holds_at(std::size_t index, std::string_view wanted) const {
-        return index < size() && key(index) == wanted;
+        return holds_at(index, wanted, prefix_of(wanted));
     }
     bool holds_at(std::size_t index, std::string_view wanted, std::uint64_t prefix) const {
         return index < size() && m_prefixes[index] == prefix && compare(key(index), prefix, wanted, prefix) == 0;
