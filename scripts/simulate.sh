@@ -87,7 +87,7 @@ for p in $ranks; do
     status=0
     timeout "$limit" smpirun -np "$p" -platform "$platform" -hostfile "$hosts" \
       --cfg=smpi/host-speed:1Gf --cfg=smpi/simulate-computation:$compute \
-      --cfg=smpi/test:1e-6 --cfg=smpi/iprobe:1e-6 --log=root.thres:critical \
+      --cfg=smpi/test:${POLLCOST:-1e-6} --cfg=smpi/iprobe:${POLLCOST:-1e-6} --log=root.thres:critical \
       "$build/bench/scaling" --keys-per-rank "$keys" --buffer-bytes "$buffer" --routing "$routing" \
       --phases "$phases" > "$log.json" 2> "$log" || status=$?
     wall=$(printf "%.2f" "$(echo "$(date +%s.%N) - $start" | bc)")

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "mpidict/error.hpp"
+#include "mpidict/runtime/transport.hpp"
 #include "../memory.hpp"
 
 namespace mpidict::detail {
@@ -91,6 +92,26 @@ bool all_ranks_on_one_node(MPI_Comm communicator) {
     return all == 1;
 }
 
+namespace {
+
+// Polls `request` to completion with backoff pacing, adding the yields to
+// *yields when given.  A null request is complete without a test: SimGrid
+// 3.32's MPI_Test never sets the flag for one when the status is ignored.
+void wait_paced(MPI_Request& request, std::uint64_t* yields) {
+    backoff pacing;
+    while (request != MPI_REQUEST_NULL) {
+        int done = 0;
+        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (done)
+            break;
+        pacing.pause();
+    }
+    if (yields)
+        *yields += pacing.yields();
+}
+
+}  // namespace
+
 void check_same_on(MPI_Comm communicator, std::span<const std::uint64_t> values,
                    std::span<const std::string> names) {
     std::vector<std::uint64_t> in;
@@ -100,17 +121,9 @@ void check_same_on(MPI_Comm communicator, std::span<const std::uint64_t> values,
     }
     std::vector<std::uint64_t> out(in.size(), 0);
     MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(MPI_Iallreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_UINT64_T, MPI_MAX, communicator,
-                             &request),
-              "MPI_Iallreduce");
-    backoff pacing;
-    for (;;) {
-        int done = 0;
-        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-        if (done)
-            break;
-        pacing.pause();
-    }
+    runtime::start_allreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_UINT64_T, MPI_MAX, communicator,
+                             &request, "MPI_Iallreduce");
+    wait_paced(request, nullptr);
     for (std::size_t index = 0; index < values.size(); ++index) {
         const std::uint64_t high = out[2 * index];
         const std::uint64_t low = ~out[2 * index + 1];
@@ -258,24 +271,13 @@ void rma_window::free() {
     MPI_Comm_free(&m_comm);
 }
 
-void rma_window::wait(MPI_Request& request, std::uint64_t* yields) const {
-    backoff pacing;
-    for (;;) {
-        int done = 0;
-        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-        if (done)
-            break;
-        pacing.pause();
-    }
-    if (yields)
-        *yields += pacing.yields();
-}
+void rma_window::wait(MPI_Request& request, std::uint64_t* yields) const { wait_paced(request, yields); }
 
 void rma_window::barrier() {
     if (m_kind == window_kind::shared_memory && m_window != MPI_WIN_NULL)
         MPI_Win_sync(m_window);
     MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(MPI_Ibarrier(m_comm, &request), "MPI_Ibarrier");
+    runtime::start_barrier(m_comm, &request);
     wait(request);
     if (m_kind == window_kind::shared_memory && m_window != MPI_WIN_NULL)
         MPI_Win_sync(m_window);
@@ -284,7 +286,7 @@ void rma_window::barrier() {
 std::uint64_t rma_window::reduce(std::uint64_t value, MPI_Op op) {
     std::uint64_t result = 0;
     MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(MPI_Iallreduce(&value, &result, 1, MPI_UINT64_T, op, m_comm, &request), "MPI_Iallreduce");
+    runtime::start_allreduce(&value, &result, 1, MPI_UINT64_T, op, m_comm, &request, "MPI_Iallreduce");
     wait(request);
     return result;
 }

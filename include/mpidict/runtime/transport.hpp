@@ -88,4 +88,15 @@ std::unique_ptr<transport> make_mpi_transport(MPI_Comm communicator);
 // Turns an MPI return code into an mpi_error naming the call.
 void check_mpi(int code, const char* call);
 
+// MPI_Iallreduce and MPI_Ibarrier, checked.  Under SimGrid SMPI (MPIDICT_SMPI)
+// they run the blocking MPI_Allreduce / MPI_Barrier and leave *request =
+// MPI_REQUEST_NULL, which tests complete: SMPI's non-blocking collectives send
+// a message between every pair of ranks (p^2 per call; at 1024 simulated ranks
+// the simulator spent its time on them, docs/scaling.md), its blocking ones
+// take O(log p) steps.  Waiting that must serve messages meanwhile (flush's
+// sums) does not use these.
+void start_allreduce(const void* input, void* output, int count, MPI_Datatype type, MPI_Op op,
+                     MPI_Comm communicator, MPI_Request* request, const char* call);
+void start_barrier(MPI_Comm communicator, MPI_Request* request);
+
 }  // namespace mpidict::runtime
