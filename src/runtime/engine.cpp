@@ -758,9 +758,16 @@ void engine::wait_for_queue_space() {
 void engine::backoff(bool active, unsigned& idle_rounds) {
     // A few empty polls spin (a reply is usually microseconds away); after that
     // the transport lets other processes run, which matters when ranks outnumber cores.
+#if MPIDICT_SMPI
+    // Under SimGrid the transport's idle() blocks until one of its requests
+    // completes (mpi_transport.cpp), and every spin is a simulation step.
+    constexpr unsigned spins = 0;
+#else
+    constexpr unsigned spins = 32;
+#endif
     if (active)
         idle_rounds = 0;
-    else if (++idle_rounds > 32)
+    else if (++idle_rounds > spins)
         m_transport->idle();
 }
 
@@ -1121,7 +1128,12 @@ void engine::flush() {
         bool& flag;
         ~flush_guard() { flag = false; }
     } guard{m_in_flush};
-    std::int64_t previous[2] = {-1, -2};
+    // Termination: two consecutive rounds with the same totals, sent ==
+    // handled (every rank's counts are monotone, so equal sums mean no rank
+    // sent or handled anything in between: nothing was in flight).  The round
+    // that ended the last flush counts as the first of the two, so a flush
+    // with nothing to do since then takes one reduction, not two.
+    std::int64_t previous[2] = {m_quiet_totals[0], m_quiet_totals[1]};
     std::int64_t pieces[tag_pieces];
     collective_tag("flush", pieces);
     for (;;) {
@@ -1141,8 +1153,11 @@ void engine::flush() {
         reduce_serving(counts, totals);
         ++m_stats.flush_rounds;
         check_tag(pieces, totals + 2, "flush");
-        if (totals[0] == totals[1] && totals[0] == previous[0] && totals[1] == previous[1])
+        if (totals[0] == totals[1] && totals[0] == previous[0] && totals[1] == previous[1]) {
+            m_quiet_totals[0] = totals[0];
+            m_quiet_totals[1] = totals[1];
             break;
+        }
         previous[0] = totals[0];
         previous[1] = totals[1];
     }

@@ -47,12 +47,25 @@ void basic_visibility(int rank, int size) {
     everyone_sees_everything(map, size);
     MPIDICT_CHECK(map.engine().outstanding_requests() == 0);
 
-    // Nothing to do: repeated flushes return, and change nothing.
+    // Nothing to do: repeated flushes return, and change nothing.  The first
+    // (the finds above sent messages) takes at least two rounds; each later
+    // one finds the totals of the round that ended the one before unchanged
+    // and stops after one.
     map.flush();
+    const auto rounds = map.stats().flush_rounds;
+    MPIDICT_CHECK(rounds >= 4);  // the two flushes before: at least two rounds each
     for (int repeat = 0; repeat < 5; ++repeat)
         map.flush();
     MPIDICT_CHECK(map.stats().flushes == 8);
+    MPIDICT_CHECK(map.stats().flush_rounds == rounds + 5);
     MPIDICT_CHECK(map.global_value_count() == keys_per_rank * static_cast<std::size_t>(size));
+    // After such one-round flushes, one insert by one rank is still waited for.
+    const std::uint64_t late = key_of(size, 1);
+    if (rank == size - 1)
+        map.async_insert(late, 77);
+    map.flush();
+    MPIDICT_CHECK(map.stats().flush_rounds >= rounds + 7);
+    MPIDICT_CHECK(map.local_find(late).size() == (map.owner(late) == rank ? 1u : 0u));
     map.destroy();
 }
 

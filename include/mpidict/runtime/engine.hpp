@@ -455,6 +455,10 @@ private:
     int m_handler_depth = 0;
     std::int64_t m_messages_sent = 0;       // for termination detection
     std::int64_t m_messages_handled = 0;
+    // The global totals (sent, handled) of the round that ended the last
+    // flush, the same on every rank: a flush whose first round finds them
+    // unchanged ends there (see flush()).
+    std::int64_t m_quiet_totals[2] = {-1, -2};
     bool m_in_flush = false;
     // Tagged collectives (see flush()): this rank's count of them so far.
     std::uint64_t m_collective_sequence = 0;
