@@ -11,7 +11,8 @@
 //   rma_hash_set_insert insert_if_absent_many of every key
 //   linear_hash_map_grow  inserts into an LH*LH file that starts on one server
 //                      and must grow to every rank (server capacity sized so)
-// Besides the times and rates: per-rank buffer memory (the engine's
+// Besides the times and rates: the reductions the insert phase's flush took
+// (hash_map_insert_flush_rounds), per-rank buffer memory (the engine's
 // buffer_bytes_high_water, largest over ranks), the outboxes a rank keeps
 // (peer_count) and the messages a rank sends (mean), under the routing asked
 // for (--routing direct | grid | automatic).  Exits non-zero on a wrong answer.
@@ -106,6 +107,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
         // What a phase pays regardless of its keys: one flush with nothing to
         // send (its termination detection: two reductions, as after any traffic).
         out.figure("empty_flush_seconds", slowest_seconds(w.comm, [&] { map.flush(); }), "s");
+        const auto rounds_before = map.stats().flush_rounds;
         const double insert = slowest_seconds(w.comm, [&] {
             for (const std::uint64_t key : keys)
                 map.async_insert(key, key ^ 0x5555);
@@ -115,6 +117,9 @@ int run(const settings& s, const mpidict::bench::world& w) {
         out.figure("hash_map_insert_messages_per_rank",
                    static_cast<double>(total(w.comm, map.stats().messages_sent)) / w.size, "messages");
         out.figure("hash_map_insert_rate", all_keys / insert, "ops/s");
+        // Reductions its flush took (the same on every rank).
+        out.figure("hash_map_insert_flush_rounds", static_cast<double>(map.stats().flush_rounds - rounds_before),
+                   "rounds");
         const std::uint64_t stored = map.global_size();
         wrong += stored == n * std::uint64_t(w.size) ? 0 : 1;
         if (s.phases != "hash_map_insert") {
