@@ -69,9 +69,11 @@ def efficiency_table(runs):
 
 def memory_table(runs):
     out = ["**Per-rank buffers** (hash_map's engine: outboxes + sends in flight, largest over ranks; "
-           "outboxes kept; messages sent per rank; records a rank forwarded)\n",
-           "| ranks | routing | buffer high-water | peers | messages / rank (insert phase) | messages / rank (all) | forwarded / rank | simulator wall s |",
-           "|---|---|---|---|---|---|---|---|"]
+           "outboxes kept; messages sent per rank; reductions of the insert phase's flush; "
+           "records a rank forwarded)\n",
+           "| ranks | routing | buffer high-water | peers | messages / rank (insert phase) | messages / rank (all) | "
+           "insert flush rounds | forwarded / rank | simulator wall s |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for (p, routing) in sorted(runs):
         v = runs[(p, routing)]
         if "hash_map_buffer_bytes_high_water" not in v:
@@ -79,7 +81,7 @@ def memory_table(runs):
         wall = v["simulator_seconds"].get("hash_map", max(v["simulator_seconds"].values()))
         out.append(f"| {p} | {routing} | {v['hash_map_buffer_bytes_high_water'] / 2**20:.2f} MiB | "
                    f"{v['hash_map_peers']:.0f} | {v.get('hash_map_insert_messages_per_rank', float('nan')):.0f} | "
-                   f"{v['hash_map_messages_per_rank']:.0f} | "
+                   f"{v['hash_map_messages_per_rank']:.0f} | {v.get('hash_map_insert_flush_rounds', float('nan')):.0f} | "
                    f"{v['hash_map_records_forwarded_per_rank']:.0f} | {wall:.1f} |")
     out.append("")
     return out
