@@ -79,9 +79,10 @@ def memory_table(runs):
         if "hash_map_buffer_bytes_high_water" not in v:
             continue
         wall = v["simulator_seconds"].get("hash_map", max(v["simulator_seconds"].values()))
+        rounds = f"{v['hash_map_insert_flush_rounds']:.0f}" if "hash_map_insert_flush_rounds" in v else "—"
         out.append(f"| {p} | {routing} | {v['hash_map_buffer_bytes_high_water'] / 2**20:.2f} MiB | "
                    f"{v['hash_map_peers']:.0f} | {v.get('hash_map_insert_messages_per_rank', float('nan')):.0f} | "
-                   f"{v['hash_map_messages_per_rank']:.0f} | {v.get('hash_map_insert_flush_rounds', float('nan')):.0f} | "
+                   f"{v['hash_map_messages_per_rank']:.0f} | {rounds} | "
                    f"{v['hash_map_records_forwarded_per_rank']:.0f} | {wall:.1f} |")
     out.append("")
     return out
