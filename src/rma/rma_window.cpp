@@ -21,14 +21,7 @@
 
 namespace mpidict::detail {
 
-void check_mpi(int code, const char* what) {
-    if (code == MPI_SUCCESS)
-        return;
-    char text[MPI_MAX_ERROR_STRING] = {};
-    int length = 0;
-    MPI_Error_string(code, text, &length);
-    throw mpi_error(std::string("mpidict: ") + what + " failed: " + std::string(text, static_cast<std::size_t>(length)));
-}
+void check_mpi(int code, const char* what) { runtime::check_mpi(code, what); }
 
 void backoff::pause() {
     // A few tight polls catch an answer that is already on its way; after that
@@ -95,17 +88,11 @@ bool all_ranks_on_one_node(MPI_Comm communicator) {
 namespace {
 
 // Polls `request` to completion with backoff pacing, adding the yields to
-// *yields when given.  A null request is complete without a test: SimGrid
-// 3.32's MPI_Test never sets the flag for one when the status is ignored.
+// *yields when given.
 void wait_paced(MPI_Request& request, std::uint64_t* yields) {
     backoff pacing;
-    while (request != MPI_REQUEST_NULL) {
-        int done = 0;
-        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-        if (done)
-            break;
+    while (!runtime::test_complete(request, "MPI_Test"))
         pacing.pause();
-    }
     if (yields)
         *yields += pacing.yields();
 }

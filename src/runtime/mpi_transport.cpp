@@ -31,6 +31,14 @@ void check_mpi(int code, const char* call) {
     throw mpi_error(std::string("mpidict: ") + call + " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
+bool test_complete(MPI_Request& request, const char* call) {
+    if (request == MPI_REQUEST_NULL)
+        return true;
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
+    return done != 0;
+}
+
 void start_allreduce(const void* input, void* output, int count, MPI_Datatype type, MPI_Op op,
                      MPI_Comm communicator, MPI_Request* request, const char* call) {
 #if MPIDICT_SMPI
@@ -61,13 +69,7 @@ constexpr int message_tag = 4701;
 // `yields`: polls that yield before the wait starts sleeping 10 us a poll (the
 // transport's idle policy: few when ranks outnumber cores).
 void wait_yielding(MPI_Request& request, const char* call, unsigned yields) {
-    // A null request is complete without a test: SimGrid 3.32's MPI_Test never
-    // sets the flag for one when the status is ignored.
-    for (unsigned polls = 0; request != MPI_REQUEST_NULL; ++polls) {
-        int done = 0;
-        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
-        if (done)
-            return;
+    for (unsigned polls = 0; !test_complete(request, call); ++polls) {
         if (polls < yields) {
             sched_yield();
         } else {
@@ -194,18 +196,13 @@ public:
     }
 
     bool send_complete(std::uint64_t ticket) override {
-        int done = 0;
-#if MPIDICT_SMPI
-        if (m_sends[ticket] == MPI_REQUEST_NULL)
-            done = 1;  // completed in idle()'s MPI_Waitany (and SMPI's MPI_Test leaves the flag unset for it)
-        else
-#endif
-            check_mpi(MPI_Test(&m_sends[ticket], &done, MPI_STATUS_IGNORE), "MPI_Test (send)");
+        // (Null once idle()'s MPI_Waitany completed it, under SimGrid.)
+        const bool done = test_complete(m_sends[ticket], "MPI_Test (send)");
         if (done) {
             m_free_tickets.push_back(ticket);
             m_idle_calls = 0;
         }
-        return done != 0;
+        return done;
     }
 
     bool poll(message_sink& sink, int channels) override {
