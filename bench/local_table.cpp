@@ -28,6 +28,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -66,6 +67,17 @@ void* counted_allocate(std::size_t size) {
     return block;
 }
 
+// The aligned forms (multi_table's arrays of 2 MiB and more, detail/huge_pages.hpp).
+void* counted_allocate_aligned(std::size_t size, std::align_val_t alignment) {
+    void* block = nullptr;
+    if (posix_memalign(&block, std::max(sizeof(void*), static_cast<std::size_t>(alignment)), size == 0 ? 1 : size) != 0)
+        throw std::bad_alloc();
+    g_heap_bytes += malloc_usable_size(block) + sizeof(std::size_t);
+    if (g_heap_bytes > g_heap_peak_bytes)
+        g_heap_peak_bytes = g_heap_bytes;
+    return block;
+}
+
 void counted_free(void* block) noexcept {
     if (!block)
         return;
@@ -96,6 +108,12 @@ void operator delete(void* block, std::size_t) noexcept { counted_free(block); }
 void operator delete[](void* block, std::size_t) noexcept { counted_free(block); }
 void operator delete(void* block, const std::nothrow_t&) noexcept { counted_free(block); }
 void operator delete[](void* block, const std::nothrow_t&) noexcept { counted_free(block); }
+void* operator new(std::size_t size, std::align_val_t alignment) { return counted_allocate_aligned(size, alignment); }
+void* operator new[](std::size_t size, std::align_val_t alignment) { return counted_allocate_aligned(size, alignment); }
+void operator delete(void* block, std::align_val_t) noexcept { counted_free(block); }
+void operator delete[](void* block, std::align_val_t) noexcept { counted_free(block); }
+void operator delete(void* block, std::size_t, std::align_val_t) noexcept { counted_free(block); }
+void operator delete[](void* block, std::size_t, std::align_val_t) noexcept { counted_free(block); }
 
 namespace {
 

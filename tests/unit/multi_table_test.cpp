@@ -22,6 +22,7 @@ namespace {
 
 using mpidict::local::multi_table;
 using u64 = std::uint64_t;
+constexpr double default_load = mpidict::local::multi_table<std::uint64_t, std::uint64_t>::default_max_load;
 
 // Every key hashes to the same value: one run holds the whole table.
 template <u64 Value>
@@ -368,7 +369,8 @@ TEST(MultiTable, GrowthAndRehashKeepEverything) {
             table.append(spread, key + 1);
         if (key % 16 == 0)
             table.append(spread, key + 2);
-        ASSERT_LE(static_cast<double>(table.size()), static_cast<double>(table.capacity()) * 0.83 + 1e-9);
+        ASSERT_LE(static_cast<double>(table.size()),
+                  static_cast<double>(table.capacity()) * default_load + 1e-9);
     }
     EXPECT_GT(table.capacity(), initial_capacity);
     EXPECT_EQ(table.size(), keys);
@@ -422,7 +424,7 @@ TEST(MultiTable, ExpectedKeysHintAvoidsGrowth) {
     multi_table<u64, u64> table(keys);
     const std::size_t capacity = table.capacity();
     // Honoured closely: no power-of-two rounding.
-    EXPECT_LE(capacity, static_cast<std::size_t>(keys / 0.8) + 2);
+    EXPECT_LE(capacity, static_cast<std::size_t>(keys / default_load) + 2);
     for (u64 key = 0; key < keys; ++key)
         table.insert_if_absent(key, key);
     EXPECT_EQ(table.capacity(), capacity);
@@ -625,25 +627,32 @@ TEST(MultiTableStrings, ConstantHash) {
 
 // ---- memory -----------------------------------------------------------------
 
-TEST(MultiTableMemory, TwentyFiveBytesPerSlotForU64) {
-    // A 24-byte slot and a tag byte per slot, plus 15 tags repeated at the end.
+TEST(MultiTableMemory, SeventeenBytesPerSlotForU64) {
+    // A 16-byte slot and a tag byte per slot, plus 15 tags repeated at the end.
     multi_table<u64, u64> table(10000);
-    const auto slots_and_tags = [&] { return table.capacity() * 25 + 15; };
+    const auto slots_and_tags = [&] { return table.capacity() * 17 + 15; };
     EXPECT_EQ(table.memory_bytes(), slots_and_tags());
     for (u64 key = 0; key < 10000; ++key)
         table.append(key, key);
     // One value per key: nothing outside the slots and tags.
     EXPECT_EQ(table.memory_bytes(), slots_and_tags());
     const double per_key = static_cast<double>(table.memory_bytes()) / 10000.0;
-    EXPECT_LE(per_key, 25.0 / 0.83 + 1.0);  // at the default load
+    EXPECT_LE(per_key, 17.0 / default_load + 1.0);  // at the default load
+    EXPECT_LE(per_key, 32.0);  // the budget for an 8+8-byte pair
 
-    // Extra values cost about their own size plus the side vector.
+    // Extra values cost their own size plus a side-map node (key, vector,
+    // pointers) and its bucket.
     for (u64 key = 0; key < 1000; ++key)
         for (int extra = 0; extra < 4; ++extra)
             table.append(key, key);
     const std::size_t fixed = slots_and_tags();
-    EXPECT_GE(table.memory_bytes(), fixed + 4000 * sizeof(u64));
-    EXPECT_LE(table.memory_bytes(), fixed + 4000 * sizeof(u64) + 1000 * (sizeof(std::vector<u64>) * 2));
+    const std::size_t node = sizeof(u64) + sizeof(std::vector<u64>) + 3 * sizeof(void*);
+    EXPECT_GE(table.memory_bytes(), fixed + 4000 * sizeof(u64) + 1000 * node);
+    EXPECT_LE(table.memory_bytes(), fixed + 4000 * sizeof(u64) + 1000 * (node + 3 * sizeof(void*)));
+    // Back to one value each: the side map's nodes go.
+    for (u64 key = 0; key < 1000; ++key)
+        table.assign(key, std::vector<u64>{key});
+    EXPECT_LE(table.memory_bytes(), fixed + 2048 * sizeof(void*));  // at most its bucket array remains
 }
 
 TEST(MultiTableMemory, ClearGivesTheMemoryBack) {

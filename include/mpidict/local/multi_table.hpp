@@ -3,23 +3,28 @@
 //
 // Data layout.  One array of slots, open addressing with linear probing, any
 // capacity (slot index = (hash * capacity) >> 64, so the table need not be a
-// power of two and a size hint is honoured closely).  A slot is
-// {key, u32 count, u32 spill, first value}: a key with one value, the common
-// case, lives entirely in its slot (24 bytes for 8-byte keys and values); values
-// 2..count live in a side vector indexed by `spill`.  count == 0 marks an empty
-// slot.  Beside the slots, one tag byte per slot (0: empty, else 0x80 | the
-// hash's low 7 bits; the first 15 repeated after the last), so a probe compares
-// 16 tags at once and reads a slot only where its tag matches: a miss usually
-// ends in the tag array (1 byte per slot, far more of it stays in cache than of
-// the slots), a hit reads one slot.  Deletion shifts later slots back (no
-// tombstones), so probe sequences never degrade with churn.
+// power of two and a size hint is honoured closely).  A slot is {key, first
+// value}: a key with one value, the common case, lives entirely in its slot (16
+// bytes for 8-byte keys and values).  Beside the slots, one tag byte per slot:
+// 0 for an empty slot, else the multi bit (0x80) | 7 bits of the hash, never all
+// 0 (the first 15 tags are repeated after the last), so a probe compares 16 tags
+// at once and reads a slot only where its tag matches: a miss usually ends in
+// the tag array (1 byte per slot, far more of it stays in cache than of the
+// slots), a hit reads one slot.  A key with more than one value has the multi
+// bit set, and its values 2..n live in a side map keyed by the key (a node per
+// such key), so single-valued keys pay nothing for multi-valued ones.
+// Deletion shifts later slots back (no tombstones), so probe sequences never
+// degrade with churn.
 //
 // Invariants.  Every stored key sits in the run of occupied slots that starts at
-// its home slot; load stays at most max_load (default 0.83), so unsuccessful
-// probes stay short; values of a key keep insertion order.
+// its home slot; load stays at most max_load (default 0.6: 28 bytes per slot
+// and pair for 8+8 bytes when reserved, and unsuccessful probes mostly end in
+// the first 16 tags); a key has a side-map entry exactly when its multi bit is
+// set; values of a key keep insertion order.
 //
-// Costs.  find/insert/take: one hash and a short probe; growth doubles and
-// rehashes (O(size)), so pass the expected key count when known.
+// Costs.  find/insert/take: one hash and a short probe (and one side-map lookup
+// for a key with several values); growth doubles and rehashes (O(size)), so pass
+// the expected key count when known.
 
 #include <algorithm>
 #include <bit>
@@ -28,6 +33,7 @@
 #include <iterator>
 #include <limits>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -35,6 +41,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "mpidict/detail/huge_pages.hpp"
 #include "mpidict/detail/prefetch.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/hash.hpp"
@@ -45,11 +52,16 @@ template <class K, class V, class Hash = hasher<K>, class Equal = std::equal_to<
 class multi_table {
     struct slot {
         K key{};
-        std::uint32_t count = 0;
-        std::uint32_t spill = no_spill;
         V first{};
     };
-    static constexpr std::uint32_t no_spill = std::numeric_limits<std::uint32_t>::max();
+    // Values 2..n of the keys that have several, keyed by the key.
+    struct rest_hash {
+        [[no_unique_address]] Hash hash;
+        std::size_t operator()(const K& key) const { return static_cast<std::size_t>(hash(key)); }
+    };
+    using rest_map = std::unordered_map<K, std::vector<V>, rest_hash, Equal>;
+    using slot_array = std::vector<slot, detail::huge_page_allocator<slot>>;
+    using tag_array = std::vector<std::uint8_t, detail::huge_page_allocator<std::uint8_t>>;
 
 public:
     using key_type = K;
@@ -59,11 +71,9 @@ public:
     class values_view {
     public:
         values_view() = default;
-        std::size_t size() const { return m_slot ? m_slot->count : 0; }
-        bool empty() const { return size() == 0; }
-        const V& operator[](std::size_t index) const {
-            return index == 0 ? m_slot->first : (*m_rest)[index - 1];
-        }
+        std::size_t size() const { return m_first == nullptr ? 0 : m_rest == nullptr ? 1 : 1 + m_rest->size(); }
+        bool empty() const { return m_first == nullptr; }
+        const V& operator[](std::size_t index) const { return index == 0 ? *m_first : (*m_rest)[index - 1]; }
         // Iteration in insertion order: for (const V& value : view).
         class iterator {
         public:
@@ -103,9 +113,9 @@ public:
 
     private:
         friend class multi_table;
-        values_view(const slot* s, const std::vector<V>* rest) : m_slot(s), m_rest(rest) {}
-        const slot* m_slot = nullptr;
-        const std::vector<V>* m_rest = nullptr;
+        values_view(const V* first, const std::vector<V>* rest) : m_first(first), m_rest(rest) {}
+        const V* m_first = nullptr;
+        const std::vector<V>* m_rest = nullptr;  // null: one value
     };
 
     // One key's values, changeable in place (not added or removed: append and
@@ -113,21 +123,23 @@ public:
     class mutable_values {
     public:
         mutable_values() = default;
-        std::size_t size() const { return m_slot ? m_slot->count : 0; }
-        V& operator[](std::size_t index) const { return index == 0 ? m_slot->first : (*m_rest)[index - 1]; }
+        std::size_t size() const { return m_first == nullptr ? 0 : m_rest == nullptr ? 1 : 1 + m_rest->size(); }
+        V& operator[](std::size_t index) const { return index == 0 ? *m_first : (*m_rest)[index - 1]; }
 
     private:
         friend class multi_table;
-        mutable_values(slot* s, std::vector<V>* rest) : m_slot(s), m_rest(rest) {}
-        slot* m_slot = nullptr;
+        mutable_values(V* first, std::vector<V>* rest) : m_first(first), m_rest(rest) {}
+        V* m_first = nullptr;
         std::vector<V>* m_rest = nullptr;
     };
 
-    explicit multi_table(std::size_t expected_keys = 0, double max_load = 0.83) : m_max_load(max_load) {
+    explicit multi_table(std::size_t expected_keys = 0, double max_load = default_max_load) : m_max_load(max_load) {
         if (!(max_load > 0.05 && max_load < 0.99))
             throw invalid_argument_error("mpidict: max_load must lie in (0.05, 0.99)");
         reserve(expected_keys);
     }
+
+    static constexpr double default_max_load = 0.58;
 
     // The most keys a table with this max_load can be asked to make room for:
     // its slot count (a power of two) and their bytes must stay addressable.
@@ -140,10 +152,14 @@ public:
     std::size_t capacity() const { return m_slots.size(); }
     bool empty() const { return m_size == 0; }
 
-    // Bytes this table holds on the heap (slots plus spilled values), approximately.
+    // Bytes this table holds on the heap (slots, tags, the side map and the
+    // values in it), approximately: a side-map node is counted as its key, its
+    // vector, two pointers and an allocator header.
     std::size_t memory_bytes() const {
-        std::size_t bytes = m_slots.capacity() * sizeof(slot) + m_tags.capacity() +
-                            m_spill.capacity() * sizeof(std::vector<V>);
+        std::size_t bytes = m_slots.capacity() * sizeof(slot) + m_tags.capacity();
+        if (!m_rest.empty() || m_rest.bucket_count() > 1)
+            bytes += m_rest.bucket_count() * sizeof(void*) +
+                     m_rest.size() * (sizeof(K) + sizeof(std::vector<V>) + 3 * sizeof(void*));
         bytes += m_spilled_values * sizeof(V);
         return bytes;
     }
@@ -165,8 +181,7 @@ public:
         const std::size_t index = locate(key, m_hash(key));
         if (index == npos)
             return {};
-        const slot& s = m_slots[index];
-        return values_view(&s, s.spill == no_spill ? nullptr : &m_spill[s.spill]);
+        return values_view(&m_slots[index].first, rest_at(index));
     }
 
     mutable_values find_mutable(const K& key) {
@@ -175,11 +190,10 @@ public:
         const std::size_t index = locate(key, m_hash(key));
         if (index == npos)
             return {};
-        slot& s = m_slots[index];
-        return mutable_values(&s, s.spill == no_spill ? nullptr : &m_spill[s.spill]);
+        return mutable_values(&m_slots[index].first, rest_at(index));
     }
 
-    bool contains(const K& key) const { return !find(key).empty(); }
+    bool contains(const K& key) const { return m_size != 0 && locate(key, m_hash(key)) != npos; }
 
     // Hints the cache that `key` will be looked up soon (bulk inserts and
     // finds).  detail::prefetch_line, not __builtin_prefetch: GCC drops calls
@@ -191,23 +205,28 @@ public:
     std::size_t append(const K& key, Iterator first, Iterator last) {
         if (first == last)
             return 0;
-        slot& s = find_or_add(key, m_hash(key));
-        std::size_t stored = 0;
+        const std::uint64_t h = m_hash(key);
+        std::size_t stored = 1;
+        const std::size_t index = add(key, h, *first);
+        if (++first == last)
+            return stored;
+        std::vector<V>& rest = rest_for_append(index);
         for (; first != last; ++first, ++stored)
-            push(s, *first);
+            rest.push_back(*first);
+        m_value_count += stored - 1;
+        m_spilled_values += stored - 1;
         return stored;
     }
 
-    void append(const K& key, const V& value) { push(find_or_add(key, m_hash(key)), value); }
+    void append(const K& key, const V& value) { add(key, m_hash(key), value); }
 
     // The hash this table uses for `key`; pass it to the *_hashed forms to hash once.
     std::uint64_t hash_of(const K& key) const { return m_hash(key); }
     // Returns true if the key was new.
     bool append_hashed(const K& key, std::uint64_t hash, const V& value) {
-        slot& s = find_or_add(key, hash);
-        const bool added = s.count == 0;
-        push(s, value);
-        return added;
+        const std::size_t before = m_size;
+        add(key, hash, value);
+        return m_size != before;
     }
     void prefetch_hashed(std::uint64_t hash) const {
         if (m_slots.empty())
@@ -224,25 +243,25 @@ public:
     // (0: it was new).  If fold throws, the key keeps its values.
     template <class Fold>
     std::size_t reduce_hashed(const K& key, std::uint64_t hash, const V& value, Fold&& fold) {
-        slot& s = find_or_add(key, hash);
-        const std::size_t before = s.count;
-        if (before == 0) {
-            push(s, value);
+        grow_if_needed();
+        const auto [index, found] = probe(key, hash);
+        if (!found) {
+            claim(index, key, hash, value);
             return 0;
         }
-        if (s.spill == no_spill) [[likely]] {
+        slot& s = m_slots[index];
+        if (!is_multi(m_tags[index])) [[likely]] {
             fold(s.first, value);
-            return before;
+            return 1;
         }
+        const auto rest = m_rest.find(s.key);
+        const std::size_t before = 1 + rest->second.size();
         V accumulated = s.first;
-        for (const V& spilled : m_spill[s.spill])
+        for (const V& spilled : rest->second)
             fold(accumulated, spilled);
         fold(accumulated, value);
         s.first = std::move(accumulated);
-        m_value_count -= before - 1;
-        m_spilled_values -= before - 1;
-        release_spill(s);
-        s.count = 1;
+        drop_rest(index, rest);
         return before;
     }
 
@@ -253,8 +272,7 @@ public:
         const auto [index, found] = probe(key, h);
         if (found)
             return false;
-        claim(index, key, h);
-        push(m_slots[index], value);
+        claim(index, key, h, value);
         return true;
     }
 
@@ -268,29 +286,28 @@ public:
         if (index == npos)
             return 0;
         slot& s = m_slots[index];
-        const std::size_t n = std::min<std::size_t>(limit, s.count);
-        if (n == s.count) {
+        if (!is_multi(m_tags[index])) {
             out(std::move(s.first));
-            if (s.spill != no_spill) {
-                for (std::size_t i = 0; i + 1 < n; ++i)
-                    out(std::move(m_spill[s.spill][i]));
-            }
             remove_slot(index);
-            return n;
+            return 1;
         }
-        // Partial: n < count, so spill exists.
-        std::vector<V>& rest = m_spill[s.spill];
+        const auto found = m_rest.find(s.key);
+        std::vector<V>& rest = found->second;
+        const std::size_t n = std::min<std::size_t>(limit, 1 + rest.size());
         out(std::move(s.first));
         for (std::size_t i = 0; i + 1 < n; ++i)
             out(std::move(rest[i]));
-        // New first value is rest[n-1]; the tail moves to the front of rest.
+        if (n == 1 + rest.size()) {
+            remove_slot(index);
+            return n;
+        }
+        // Partial: the new first value is rest[n-1]; the tail moves to the front.
         s.first = std::move(rest[n - 1]);
         rest.erase(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n));
-        s.count -= static_cast<std::uint32_t>(n);
         m_value_count -= n;
         m_spilled_values -= n;
         if (rest.empty())
-            release_spill(s);
+            drop_rest(index, found);
         return n;
     }
 
@@ -315,10 +332,7 @@ public:
         using difference_type = std::ptrdiff_t;
         using reference = value_type;
         const_iterator() = default;
-        value_type operator*() const {
-            const slot& s = m_table->m_slots[m_index];
-            return {s.key, values_view(&s, s.spill == no_spill ? nullptr : &m_table->m_spill[s.spill])};
-        }
+        value_type operator*() const { return m_table->entry(m_index); }
         const_iterator& operator++() {
             m_index = m_table->occupied_from(m_index + 1);
             return *this;
@@ -341,19 +355,20 @@ public:
 
     template <class Function>
     void for_each(Function&& function) const {
-        for (const slot& s : m_slots) {
-            if (s.count != 0)
-                function(s.key, values_view(&s, s.spill == no_spill ? nullptr : &m_spill[s.spill]));
+        for (std::size_t index = 0; index < m_slots.size(); ++index) {
+            if (m_tags[index] != 0) {
+                const auto [key, values] = entry(index);
+                function(key, values);
+            }
         }
     }
 
     // Removes everything and gives the memory back.
     void clear() {
-        std::vector<slot>().swap(m_slots);
-        std::vector<std::uint8_t>().swap(m_tags);
+        slot_array().swap(m_slots);
+        tag_array().swap(m_tags);
         m_grow_at = 0;
-        std::vector<std::vector<V>>().swap(m_spill);
-        std::vector<std::uint32_t>().swap(m_free_spill);
+        rest_map().swap(m_rest);
         m_size = m_value_count = m_spilled_values = 0;
     }
 
@@ -361,7 +376,7 @@ public:
     std::size_t longest_probe() const {
         std::size_t longest = 0;
         for (std::size_t index = 0; index < m_slots.size(); ++index) {
-            if (m_slots[index].count == 0)
+            if (m_tags[index] == 0)
                 continue;
             const std::size_t h = home(m_hash(m_slots[index].key));
             const std::size_t distance = index >= h ? index - h : index + m_slots.size() - h;
@@ -374,9 +389,13 @@ private:
     static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
 
     std::size_t occupied_from(std::size_t index) const {
-        while (index < m_slots.size() && m_slots[index].count == 0)
+        while (index < m_slots.size() && m_tags[index] == 0)
             ++index;
         return index;
+    }
+    std::pair<const K&, values_view> entry(std::size_t index) const {
+        const slot& s = m_slots[index];
+        return {s.key, values_view(&s.first, rest_at(index))};
     }
     std::size_t home(std::uint64_t h) const { return reduce_range(h, m_slots.size()); }
     std::size_t next(std::size_t index) const { return index + 1 == m_slots.size() ? 0 : index + 1; }
@@ -385,21 +404,30 @@ private:
     // group - 1 more than the slots, copies of the first ones, so a group read
     // near the end wraps around without a test.
     static constexpr std::size_t group = 16;
-    static std::uint8_t tag_of(std::uint64_t h) { return static_cast<std::uint8_t>(0x80 | (h & 0x7f)); }
+    static constexpr std::uint8_t multi_bit = 0x80;
+    // 1..127 from the hash's low 7 bits (0 reads as 1: 0 marks an empty slot).
+    static std::uint8_t tag_of(std::uint64_t h) {
+        const auto bits = static_cast<std::uint8_t>(h & 0x7f);
+        return static_cast<std::uint8_t>(bits + (bits == 0));
+    }
+    static bool is_multi(std::uint8_t tag) { return (tag & multi_bit) != 0; }
     void set_tag(std::size_t index, std::uint8_t tag) {
         m_tags[index] = tag;
         if (index < group - 1)
             m_tags[m_slots.size() + index] = tag;
     }
-    // Bit i set: the tag of slot index + i (wrapping) equals `tag`.
+    // Bit i set: the tag of slot index + i (wrapping), multi bit ignored, equals
+    // `tag` (so `tag` 0 finds the empty slots).
     std::uint32_t match(std::size_t index, std::uint8_t tag) const {
 #if defined(__SSE2__)
         const __m128i tags = _mm_loadu_si128(reinterpret_cast<const __m128i*>(m_tags.data() + index));
-        return static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(tags, _mm_set1_epi8(static_cast<char>(tag)))));
+        const __m128i unflagged = _mm_and_si128(tags, _mm_set1_epi8(static_cast<char>(~multi_bit)));
+        return static_cast<std::uint32_t>(
+            _mm_movemask_epi8(_mm_cmpeq_epi8(unflagged, _mm_set1_epi8(static_cast<char>(tag)))));
 #else
         std::uint32_t bits = 0;
         for (std::size_t i = 0; i < group; ++i)
-            bits |= static_cast<std::uint32_t>(m_tags[index + i] == tag) << i;
+            bits |= static_cast<std::uint32_t>((m_tags[index + i] & ~multi_bit) == tag) << i;
         return bits;
 #endif
     }
@@ -410,12 +438,12 @@ private:
         const std::uint8_t tag = tag_of(h);
         const std::size_t capacity = m_slots.size();
         std::size_t index = home(h);
-        // The home slot alone decides most lookups (a hit there, or an empty
-        // home); the rest compare a group of tags at a time.
-        const std::uint8_t at_home = m_tags[index];
-        if (at_home == 0)
-            return {index, false};
-        if (at_home == tag && m_equal(m_slots[index].key, key))
+        // A hit at home, the common one, is decided by the home slot alone,
+        // whose load then starts beside the tags' (the branch is predicted).
+        // There is no early exit for an empty home: its branch would be
+        // unpredictable at any useful load, and a misprediction behind a cache
+        // miss stalls the lookups after it; the group test below decides that.
+        if ((m_tags[index] & ~multi_bit) == tag && m_equal(m_slots[index].key, key))
             return {index, true};
         std::uint32_t skip = 1;  // the home slot, already compared
         for (;;) {
@@ -444,115 +472,109 @@ private:
         return found ? index : npos;
     }
 
+    // The side-map values of the key in slot `index` (null: it has one value).
+    const std::vector<V>* rest_at(std::size_t index) const {
+        return is_multi(m_tags[index]) ? &m_rest.find(m_slots[index].key)->second : nullptr;
+    }
+    std::vector<V>* rest_at(std::size_t index) {
+        return is_multi(m_tags[index]) ? &m_rest.find(m_slots[index].key)->second : nullptr;
+    }
+
     void grow_if_needed() {
         if (m_size + 1 > m_grow_at) [[unlikely]]
             rehash(std::max<std::size_t>(m_slots.size() * 2, group));
     }
 
-    // Makes the empty slot `index` the key's (count stays 0 until push).
-    void claim(std::size_t index, const K& key, std::uint64_t h) {
+    // Makes the empty slot `index` the key's, with its first value.
+    void claim(std::size_t index, const K& key, std::uint64_t h, const V& value) {
         slot& s = m_slots[index];
+        s.first = value;
         s.key = key;
-        s.spill = no_spill;
         set_tag(index, tag_of(h));
         ++m_size;
-    }
-
-    slot& find_or_add(const K& key, std::uint64_t hash) {
-        grow_if_needed();
-        const auto [index, found] = probe(key, hash);
-        if (!found)
-            claim(index, key, hash);
-        return m_slots[index];
-    }
-
-    void push(slot& s, const V& value) {
-        if (s.count == 0) {
-            s.first = value;
-        } else {
-            if (s.spill == no_spill)
-                s.spill = acquire_spill();
-            m_spill[s.spill].push_back(value);
-            ++m_spilled_values;
-        }
-        if (s.count == std::numeric_limits<std::uint32_t>::max())
-            throw invalid_argument_error("mpidict: a key cannot hold more than 4294967295 values");
-        ++s.count;
         ++m_value_count;
     }
 
-    std::uint32_t acquire_spill() {
-        if (!m_free_spill.empty()) {
-            const std::uint32_t index = m_free_spill.back();
-            m_free_spill.pop_back();
+    // Appends one value to the key (adding the key if new); returns its slot.
+    std::size_t add(const K& key, std::uint64_t hash, const V& value) {
+        grow_if_needed();
+        const auto [index, found] = probe(key, hash);
+        if (!found) {
+            claim(index, key, hash, value);
             return index;
         }
-        m_spill.emplace_back();
-        return static_cast<std::uint32_t>(m_spill.size() - 1);
+        rest_for_append(index).push_back(value);
+        ++m_value_count;
+        ++m_spilled_values;
+        return index;
     }
 
-    void release_spill(slot& s) {
-        std::vector<V>().swap(m_spill[s.spill]);
-        m_free_spill.push_back(s.spill);
-        s.spill = no_spill;
+    // The side-map values of the key in slot `index`, made if it had one value.
+    std::vector<V>& rest_for_append(std::size_t index) {
+        if (is_multi(m_tags[index]))
+            return m_rest.find(m_slots[index].key)->second;
+        std::vector<V>& rest = m_rest.try_emplace(m_slots[index].key).first->second;
+        set_tag(index, static_cast<std::uint8_t>(m_tags[index] | multi_bit));
+        return rest;
+    }
+
+    // The key in slot `index` is back to its one value: forget its side entry.
+    void drop_rest(std::size_t index, typename rest_map::iterator rest) {
+        m_value_count -= rest->second.size();
+        m_spilled_values -= rest->second.size();
+        m_rest.erase(rest);
+        set_tag(index, static_cast<std::uint8_t>(m_tags[index] & ~multi_bit));
     }
 
     void remove_slot(std::size_t hole) {
-        slot& s = m_slots[hole];
-        m_value_count -= s.count;
-        if (s.spill != no_spill) {
-            m_spilled_values -= m_spill[s.spill].size();
-            release_spill(s);
-        }
-        s.count = 0;
+        if (is_multi(m_tags[hole]))
+            drop_rest(hole, m_rest.find(m_slots[hole].key));
+        --m_value_count;
         --m_size;
         // Backward shift: pull later members of the run into the hole while doing
         // so keeps each between its home and its position.
         std::size_t index = hole;
         for (;;) {
             index = next(index);
-            slot& candidate = m_slots[index];
             if (m_tags[index] == 0)
                 break;
+            slot& candidate = m_slots[index];
             const std::size_t h = home(m_hash(candidate.key));
             const bool movable = hole <= index ? (h <= hole || h > index) : (h <= hole && h > index);
             if (movable) {
                 m_slots[hole] = std::move(candidate);
                 set_tag(hole, m_tags[index]);
-                candidate.count = 0;
-                candidate.spill = no_spill;
                 hole = index;
             }
         }
-        m_slots[hole].key = K{};
+        m_slots[hole] = slot{};
         set_tag(hole, 0);
     }
 
     void rehash(std::size_t new_capacity) {
-        std::vector<slot> old(new_capacity);
-        std::vector<std::uint8_t> tags(new_capacity + group - 1, 0);
+        slot_array old(new_capacity);
+        tag_array old_tags(new_capacity + group - 1, 0);
         old.swap(m_slots);
-        m_tags.swap(tags);
+        old_tags.swap(m_tags);
         m_grow_at = static_cast<std::size_t>(static_cast<double>(new_capacity) * m_max_load);
-        for (slot& s : old) {
-            if (s.count == 0)
+        for (std::size_t from = 0; from < old.size(); ++from) {
+            if (old_tags[from] == 0)
                 continue;
-            const std::uint64_t h = m_hash(s.key);
-            std::size_t index = home(h);
+            // The tag depends on the hash and the multi bit only: it moves as is.
+            std::size_t index = home(m_hash(old[from].key));
             while (m_tags[index] != 0)
                 index = next(index);
-            m_slots[index] = std::move(s);
-            set_tag(index, tag_of(h));
+            m_slots[index] = std::move(old[from]);
+            set_tag(index, old_tags[from]);
         }
     }
 
-    std::vector<slot> m_slots;
-    std::vector<std::uint8_t> m_tags;  // m_slots.size() + group - 1 (see probe)
-    std::vector<std::vector<V>> m_spill;
-    std::vector<std::uint32_t> m_free_spill;
+    slot_array m_slots;
+    tag_array m_tags;  // m_slots.size() + group - 1 (see probe)
+    rest_map m_rest;                   // the multi-bit keys' values 2..n
     std::size_t m_size = 0;
     std::size_t m_value_count = 0;
-    std::size_t m_spilled_values = 0;
+    std::size_t m_spilled_values = 0;  // values held in m_rest
     std::size_t m_grow_at = 0;  // size at which the next insert of a new key grows the table
     // Slots a table may have: a power of two whose bytes fit in size_t with room to double.
     static constexpr std::size_t max_slots = std::bit_floor(std::numeric_limits<std::size_t>::max() / sizeof(slot)) >> 2;
