@@ -12,11 +12,12 @@
 //       baseline is as strong as we can make it: preallocated, pre-touched
 //       buffers, inserts done exactly as hash_map's bulk insert handler does
 //       them (hash once, prefetch 8 records ahead), lookups prefetched alike.
-//   (a') the ceiling: the same exchange into the fastest pre-sized single-valued
-//       table at hand, abseil's flat_hash_map (Debian's libabsl; reserved to the
-//       keys expected, prefetched alike): what a hand-written Alltoallv code with
-//       a good table does.  Printed as ceiling_*_rate and *_vs_ceiling; skipped
-//       when the build has no abseil.
+//   (a') the same exchange into abseil's flat_hash_map (Debian's libabsl;
+//       reserved to the keys expected, prefetched alike), printed as
+//       absl_bulk_*_rate (skipped when the build has no abseil).  The ceiling,
+//       ceiling_*_rate and *_vs_ceiling, is per phase the faster of (a) and
+//       (a'): what a hand-written Alltoallv code with the best table at hand
+//       does (the field "table" names it).
 //   (b) ours: hash_map::async_insert for every key, then flush() (the map is
 //       built with expected_keys_per_rank = 1.05 x keys per rank).
 //   (c) ours: hash_map::find_many over every key, values returned through a
@@ -697,24 +698,32 @@ int run(const settings& s, const world& w) {
     out.ratio("find_vs_bulk", find_vs_bulk, ">= 0.8", find_vs_bulk >= find_target,
               json_object().add("paired", paired(find_ratio)));
 
+    // The ceiling, per phase: the faster of the two bulk exchanges, into abseil's
+    // table or into ours (which since its 16-byte slots is the faster at inserts).
+    json_object absl_fields;
+    absl_fields.add("baseline", "the bulk-synchronous exchange into absl::flat_hash_map<uint64, uint64>, "
+                                "reserved, inserts and lookups prefetched 8 ahead");
     if (ceiling_insert_rate.empty()) {
-        for (const char* metric : {"ceiling_insert_rate", "ceiling_find_rate"})
+        for (const char* metric : {"absl_bulk_insert_rate", "absl_bulk_find_rate"})
             out.skipped(metric, "ops/s", "built without abseil (Debian libabsl-dev)");
-        for (const char* metric : {"insert_vs_ceiling", "find_vs_ceiling"})
-            out.skipped(metric, "ratio", "built without abseil (Debian libabsl-dev)");
     } else {
-        json_object ceiling_fields;
-        ceiling_fields.add("baseline", "the bulk-synchronous exchange into absl::flat_hash_map<uint64, uint64>, "
-                                       "reserved, inserts and lookups prefetched 8 ahead");
-        out.figure("ceiling_insert_rate", ceiling_insert_rate, "ops/s", ceiling_fields);
-        out.figure("ceiling_find_rate", ceiling_find_rate, "ops/s", ceiling_fields);
-        const double insert_vs_ceiling = mpidict::bench::summary::of(ours_insert_rate).median /
-                                          mpidict::bench::summary::of(ceiling_insert_rate).median;
-        const double find_vs_ceiling = mpidict::bench::summary::of(ours_find_rate).median /
-                                        mpidict::bench::summary::of(ceiling_find_rate).median;
-        out.ratio("insert_vs_ceiling", insert_vs_ceiling, ">= 0.8", insert_vs_ceiling >= 0.8);
-        out.ratio("find_vs_ceiling", find_vs_ceiling, ">= 0.6", find_vs_ceiling >= 0.6);
+        out.figure("absl_bulk_insert_rate", ceiling_insert_rate, "ops/s", absl_fields);
+        out.figure("absl_bulk_find_rate", ceiling_find_rate, "ops/s", absl_fields);
     }
+    const auto report_ceiling = [&](const char* phase, const std::vector<double>& ours_rates,
+                                    const std::vector<double>& bulk_rates, const std::vector<double>& absl_rates,
+                                    const char* target_text, double target) {
+        const double bulk_median = mpidict::bench::summary::of(bulk_rates).median;
+        const bool absl_faster = !absl_rates.empty() && mpidict::bench::summary::of(absl_rates).median > bulk_median;
+        const std::vector<double>& best = absl_faster ? absl_rates : bulk_rates;
+        const std::string phase_name(phase);
+        out.figure("ceiling_" + phase_name + "_rate", best, "ops/s",
+                   json_object().add("table", absl_faster ? "absl::flat_hash_map" : "mpidict::local::multi_table"));
+        const double ratio = mpidict::bench::summary::of(ours_rates).median / mpidict::bench::summary::of(best).median;
+        out.ratio(phase_name + "_vs_ceiling", ratio, target_text, ratio >= target);
+    };
+    report_ceiling("insert", ours_insert_rate, bulk_insert_rate, ceiling_insert_rate, ">= 0.8", 0.8);
+    report_ceiling("find", ours_find_rate, bulk_find_rate, ceiling_find_rate, ">= 0.6", 0.6);
 
     bool latency_met = true;
     if (w.size < 2) {
