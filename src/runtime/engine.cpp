@@ -472,8 +472,7 @@ void engine::update_high_water() {
         m_stats.in_flight_high_water = m_in_flight.size();
 }
 
-std::byte* engine::reserve(int destination, handler_id handler, std::size_t bytes) {
-    MPIDICT_ASSERT(destination >= 0 && destination < m_size, "destination rank out of range");
+std::byte* engine::reserve_record(int destination, handler_id handler, std::size_t bytes) {
     MPIDICT_ASSERT(handler < m_handlers.size(), "unregistered handler");
     if (bytes > max_record_bytes()) [[unlikely]]
         throw invalid_argument_error("mpidict: a record of " + std::to_string(bytes) +

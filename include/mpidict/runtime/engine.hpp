@@ -46,6 +46,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -173,7 +174,29 @@ public:
     // Appends a record of `bytes` for `handler` at `destination` and returns where
     // to write it; the pointer is valid until the next engine call.  Throws
     // invalid_argument_error if the record cannot fit in one message.
-    std::byte* reserve(int destination, handler_id handler, std::size_t bytes);
+    std::byte* reserve(int destination, handler_id handler, std::size_t bytes) {
+        MPIDICT_ASSERT(destination >= 0 && destination < m_size, "destination rank out of range");
+        // The common case inline: one more record of the group open at the end
+        // of `destination`'s outbox.  A plain group sits only in the outbox of a
+        // rank this one sends to directly, its record size passed the size
+        // check when it opened, and an open group means the outbox is already
+        // listed as dirty (and, when a handler runs, as holding its output if
+        // holds_handler_output is set); anything else takes reserve_record.
+        outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
+        if (box.has_group && box.kind == group_kind::plain && box.group_handler == handler &&
+            box.group_record_bytes == bytes && bytes <= m_config.buffer_bytes - box.buffer.size &&
+            (m_handler_depth == 0 || box.holds_handler_output)) [[likely]] {
+            std::byte* base = box.buffer.data.get();
+            std::byte* record = base + box.buffer.size;
+            box.buffer.size += bytes;
+            std::uint32_t count;
+            std::memcpy(&count, base + box.group_offset + 8, sizeof count);
+            ++count;
+            std::memcpy(base + box.group_offset + 8, &count, sizeof count);
+            return record;
+        }
+        return reserve_record(destination, handler, bytes);
+    }
     // Changes whenever `destination`'s outbox is shipped: a pointer reserve()
     // returned may be written again (e.g. to combine a later update into a
     // record still waiting) while the generation is the one read after the
@@ -377,6 +400,7 @@ private:
 
     void initialise();
     void choose_routing();
+    std::byte* reserve_record(int destination, handler_id handler, std::size_t bytes);
     int next_hop(int destination) const {
         return m_routed ? m_next_hop[static_cast<std::size_t>(destination)] : destination;
     }
