@@ -231,10 +231,16 @@ public:
     void prefetch_hashed(std::uint64_t hash) const {
         if (m_slots.empty())
             return;
-        // The tags a probe reads first and the home slot.
+        // The lines a probe reads first: its 16 tags (which may cross a line
+        // boundary), the home slot and the next (a third of the keys sit one or
+        // more slots past home at the default load).  Where these share a line
+        // the extra prefetch costs an instruction.  One past the end is a valid
+        // address to form, and a prefetch never faults.
         const std::size_t index = home(hash);
-        detail::prefetch_line(&m_tags[index]);
-        detail::prefetch_line(&m_slots[index]);
+        detail::prefetch_line(m_tags.data() + index);
+        detail::prefetch_line(m_tags.data() + index + group - 1);
+        detail::prefetch_line(m_slots.data() + index);
+        detail::prefetch_line(m_slots.data() + index + 1);
     }
 
     // Single-valued update: a new key stores `value`; an existing key's values
