@@ -11,7 +11,7 @@
 //       local table, so the ratio measures the communication layer; and the
 //       baseline is as strong as we can make it: preallocated, pre-touched
 //       buffers, inserts done exactly as hash_map's bulk insert handler does
-//       them (hash once, prefetch 8 records ahead), lookups prefetched alike.
+//       them (hash once, prefetch 16 records ahead), lookups prefetched alike.
 //   (a') the same exchange into abseil's flat_hash_map (Debian's libabsl;
 //       reserved to the keys expected, prefetched alike), printed as
 //       absl_bulk_*_rate (skipped when the build has no abseil).  The ceiling,
@@ -89,7 +89,7 @@ constexpr char baseline_description[] =
     "bulk-synchronous: counting sort by owner, MPI_Alltoall of counts, one MPI_Alltoallv of 16-byte "
     "(key, value) pairs (lookups: keys out, values back by a second MPI_Alltoallv), applied to the same "
     "mpidict::local::multi_table<uint64_t,uint64_t> reserved to the expected size, inserting exactly as "
-    "hash_map's bulk insert handler does (hash once, prefetch 8 records ahead) and prefetching lookups the "
+    "hash_map's bulk insert handler does (hash once, prefetch 16 records ahead) and prefetching lookups the "
     "same way; send/receive buffers preallocated and reused (not timed). "
     "Same local table on both sides, so the ratio measures the communication layer.";
 
@@ -216,7 +216,7 @@ struct table_ops<ceiling_table> {
 #endif
 
 class bulk_baseline {
-    static constexpr std::size_t lookahead = 8;  // records, as in hash_map's insert handler
+    static constexpr std::size_t lookahead = 16;  // records, as in hash_map's insert and find handlers
 
 public:
     bulk_baseline(const world& w, std::size_t keys_per_rank)
@@ -702,7 +702,7 @@ int run(const settings& s, const world& w) {
     // table or into ours (which since its 16-byte slots is the faster at inserts).
     json_object absl_fields;
     absl_fields.add("baseline", "the bulk-synchronous exchange into absl::flat_hash_map<uint64, uint64>, "
-                                "reserved, inserts and lookups prefetched 8 ahead");
+                                "reserved, inserts and lookups prefetched 16 ahead");
     if (ceiling_insert_rate.empty()) {
         for (const char* metric : {"absl_bulk_insert_rate", "absl_bulk_find_rate"})
             out.skipped(metric, "ops/s", "built without abseil (Debian libabsl-dev)");
