@@ -93,7 +93,7 @@ struct hash_map_config {
     runtime::config runtime{};
     placement place = placement::hash;
     std::size_t expected_keys_per_rank = 0;  // capacity hint for the local table
-    double max_load = 0.58;                  // of the local open-addressing table (17 bytes per slot for 8+8 bytes: 29.3 per pair)
+    double max_load = local::table_default_max_load;  // of the local table (0.58: 29.3 bytes per 8+8-byte pair)
     std::size_t capacity_values = 0;         // per-rank limit on stored values; 0: none
     std::size_t capacity_bytes = 0;          // per-rank limit on key+value payload bytes; 0: none
     std::size_t fixed_value_bytes = 0;       // byte-string values must have this length; 0: any

@@ -655,6 +655,51 @@ TEST(MultiTableMemory, SeventeenBytesPerSlotForU64) {
     EXPECT_LE(table.memory_bytes(), fixed + 2048 * sizeof(void*));  // at most its bucket array remains
 }
 
+TEST(MultiTableMemory, LargeArraysAreHugePageAligned) {
+    // detail::huge_page_allocator: 2 MiB and more aligned to 2 MiB (and advised
+    // MADV_HUGEPAGE on Linux), smaller blocks from plain operator new; each
+    // freed the way it was allocated (ASan checks the pairing in make sanitize).
+    mpidict::detail::huge_page_allocator<u64> allocator;
+    constexpr std::size_t huge = std::size_t{2} << 20;
+    u64* big = allocator.allocate(huge / sizeof(u64));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big) % huge, 0u);
+    big[0] = 1;
+    big[huge / sizeof(u64) - 1] = 2;
+    allocator.deallocate(big, huge / sizeof(u64));
+    u64* small = allocator.allocate(100);
+    small[99] = 3;
+    allocator.deallocate(small, 100);
+    EXPECT_THROW((void)allocator.allocate(std::numeric_limits<std::size_t>::max() / 4), std::bad_array_new_length);
+}
+
+TEST(MultiTableMemory, GrowsFromSmallArraysToHugePageArrays) {
+    // 300,000 keys: the slot array passes 2 MiB on the way (rehashes move the
+    // table from plain to aligned blocks), and every key and value survives,
+    // including keys with several values and erasures in the large table.
+    multi_table<u64, u64> table;
+    constexpr u64 keys = 300000;
+    for (u64 key = 0; key < keys; ++key) {
+        table.append(key * 0x9e3779b97f4a7c15ULL, key);
+        if (key % 7 == 0)
+            table.append(key * 0x9e3779b97f4a7c15ULL, key + 1);
+    }
+    ASSERT_GE(table.capacity() * 16, std::size_t{2} << 20);
+    for (u64 key = 0; key < keys; key += 3)
+        ASSERT_EQ(table.erase(key * 0x9e3779b97f4a7c15ULL), key % 7 == 0 ? 2u : 1u) << key;
+    for (u64 key = 0; key < keys; ++key) {
+        const auto values = values_of(table, key * 0x9e3779b97f4a7c15ULL);
+        if (key % 3 == 0) {
+            ASSERT_TRUE(values.empty()) << key;
+        } else {
+            std::vector<u64> expected{key};
+            if (key % 7 == 0)
+                expected.push_back(key + 1);
+            ASSERT_EQ(values, expected) << key;
+        }
+    }
+    EXPECT_EQ(table.size(), keys - (keys + 2) / 3);
+}
+
 TEST(MultiTableMemory, ClearGivesTheMemoryBack) {
     // clear(): "Removes everything and gives the memory back" -- the slot array,
     // the spilled values and the index of side vectors alike.

@@ -48,6 +48,11 @@
 
 namespace mpidict::local {
 
+// The load a table grows at unless told otherwise (hash_map_config::max_load's
+// default too): 17 bytes per slot for 8+8-byte pairs, 29.3 bytes per pair when
+// reserved, and most unsuccessful probes end in the first 16 tags.
+inline constexpr double table_default_max_load = 0.58;
+
 template <class K, class V, class Hash = hasher<K>, class Equal = std::equal_to<K>>
 class multi_table {
     struct slot {
@@ -133,13 +138,14 @@ public:
         std::vector<V>* m_rest = nullptr;
     };
 
-    explicit multi_table(std::size_t expected_keys = 0, double max_load = default_max_load) : m_max_load(max_load) {
+    explicit multi_table(std::size_t expected_keys = 0, double max_load = table_default_max_load)
+        : m_max_load(max_load) {
         if (!(max_load > 0.05 && max_load < 0.99))
             throw invalid_argument_error("mpidict: max_load must lie in (0.05, 0.99)");
         reserve(expected_keys);
     }
 
-    static constexpr double default_max_load = 0.58;
+    static constexpr double default_max_load = table_default_max_load;
 
     // The most keys a table with this max_load can be asked to make room for:
     // its slot count (a power of two) and their bytes must stay addressable.
