@@ -534,8 +534,7 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
             std::byte* base = box.buffer.data.get();
             std::byte* record = base + used;
             if (extend) {
-                std::byte* count_field = base + box.group_offset + 8;
-                store<std::uint32_t>(count_field, load<std::uint32_t>(count_field) + fitting);
+                add_to_group(box, fitting);
             } else {
                 store<std::uint16_t>(record, handler);
                 store<std::uint16_t>(record + 2, static_cast<std::uint16_t>(kind));

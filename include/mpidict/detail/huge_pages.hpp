@@ -9,8 +9,9 @@
 // ("madvise" or "always" in /sys/kernel/mm/transparent_hugepage/enabled; with
 // "never" the advice is ignored).  The advice covers the array only, and a
 // huge page is used only for 2 MiB ranges wholly inside it, so no memory
-// beyond the array is committed.  bench/local_table: hits +7%, misses +5% at
-// 4M keys (docs/benchmarks-hash_map.md, "The local table").
+// beyond the array is committed.  bench/local_table at 4M keys: inserts into a
+// fresh table about 1.8x as fast (a 2 MiB page faults once where 512 small ones
+// did), lookups a few percent faster (docs/benchmarks-hash_map.md).
 //
 // Smaller arrays, and other systems, use plain operator new.
 

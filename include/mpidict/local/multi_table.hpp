@@ -217,10 +217,11 @@ public:
         if (++first == last)
             return stored;
         std::vector<V>& rest = rest_for_append(index);
-        for (; first != last; ++first, ++stored)
-            rest.push_back(*first);
-        m_value_count += stored - 1;
-        m_spilled_values += stored - 1;
+        for (; first != last; ++first, ++stored) {
+            rest.push_back(*first);  // counted one by one: a throwing copy leaves the counts exact
+            ++m_value_count;
+            ++m_spilled_values;
+        }
         return stored;
     }
 

@@ -186,13 +186,9 @@ public:
         if (box.has_group && box.kind == group_kind::plain && box.group_handler == handler &&
             box.group_record_bytes == bytes && bytes <= m_config.buffer_bytes - box.buffer.size &&
             (m_handler_depth == 0 || box.holds_handler_output)) [[likely]] {
-            std::byte* base = box.buffer.data.get();
-            std::byte* record = base + box.buffer.size;
+            std::byte* record = box.buffer.data.get() + box.buffer.size;
             box.buffer.size += bytes;
-            std::uint32_t count;
-            std::memcpy(&count, base + box.group_offset + 8, sizeof count);
-            ++count;
-            std::memcpy(base + box.group_offset + 8, &count, sizeof count);
+            add_to_group(box, 1);
             return record;
         }
         return reserve_record(destination, handler, bytes);
@@ -401,6 +397,15 @@ private:
     void initialise();
     void choose_routing();
     std::byte* reserve_record(int destination, handler_id handler, std::size_t bytes);
+    // Counts `records` more in the record count of `box`'s open group (bytes 8-11
+    // of its header).
+    static void add_to_group(outbox& box, std::uint32_t records) {
+        std::byte* count_field = box.buffer.data.get() + box.group_offset + 8;
+        std::uint32_t count;
+        std::memcpy(&count, count_field, sizeof count);
+        count += records;
+        std::memcpy(count_field, &count, sizeof count);
+    }
     int next_hop(int destination) const {
         return m_routed ? m_next_hop[static_cast<std::size_t>(destination)] : destination;
     }
