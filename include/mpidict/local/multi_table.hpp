@@ -239,15 +239,18 @@ public:
         if (m_slots.empty())
             return;
         // The lines a probe reads first: its 16 tags (which may cross a line
-        // boundary), the home slot and the next (a third of the keys sit one or
-        // more slots past home at the default load).  Where these share a line
-        // the extra prefetch costs an instruction.  One past the end is a valid
-        // address to form, and a prefetch never faults.
+        // boundary), the home slot's line and the next one (slots home..home+4
+        // at least: about 40% of the keys sit past home at the default load, and
+        // a key found through the tags waits for its slot).  Where two share a
+        // line the extra prefetch costs an instruction.  The next line may lie
+        // past the array: a prefetch never faults, and its address is computed
+        // as an integer, not by pointer arithmetic.
         const std::size_t index = home(hash);
+        const slot* at_home = m_slots.data() + index;
         detail::prefetch_line(m_tags.data() + index);
         detail::prefetch_line(m_tags.data() + index + group - 1);
-        detail::prefetch_line(m_slots.data() + index);
-        detail::prefetch_line(m_slots.data() + index + 1);
+        detail::prefetch_line(at_home);
+        detail::prefetch_line(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(at_home) + 64));
     }
 
     // Single-valued update: a new key stores `value`; an existing key's values
