@@ -699,7 +699,7 @@ int run(const settings& s, const world& w) {
               json_object().add("paired", paired(find_ratio)));
 
     // The ceiling, per phase: the faster of the two bulk exchanges, into abseil's
-    // table or into ours (which since its 16-byte slots is the faster at inserts).
+    // table or into ours (since its 16-byte slots usually ours).
     json_object absl_fields;
     absl_fields.add("baseline", "the bulk-synchronous exchange into absl::flat_hash_map<uint64, uint64>, "
                                 "reserved, inserts and lookups prefetched 16 ahead");

@@ -57,8 +57,7 @@ namespace {
 std::size_t g_heap_bytes = 0;
 std::size_t g_heap_peak_bytes = 0;
 
-void* counted_allocate(std::size_t size) {
-    void* block = std::malloc(size == 0 ? 1 : size);
+void* counted(void* block) {
     if (!block)
         throw std::bad_alloc();
     g_heap_bytes += malloc_usable_size(block) + sizeof(std::size_t);
@@ -67,15 +66,14 @@ void* counted_allocate(std::size_t size) {
     return block;
 }
 
+void* counted_allocate(std::size_t size) { return counted(std::malloc(size == 0 ? 1 : size)); }
+
 // The aligned forms (multi_table's arrays of 2 MiB and more, detail/huge_pages.hpp).
 void* counted_allocate_aligned(std::size_t size, std::align_val_t alignment) {
     void* block = nullptr;
     if (posix_memalign(&block, std::max(sizeof(void*), static_cast<std::size_t>(alignment)), size == 0 ? 1 : size) != 0)
-        throw std::bad_alloc();
-    g_heap_bytes += malloc_usable_size(block) + sizeof(std::size_t);
-    if (g_heap_bytes > g_heap_peak_bytes)
-        g_heap_peak_bytes = g_heap_bytes;
-    return block;
+        block = nullptr;
+    return counted(block);
 }
 
 void counted_free(void* block) noexcept {
