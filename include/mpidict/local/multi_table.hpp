@@ -586,12 +586,12 @@ private:
     }
 
     slot_array m_slots;
-    tag_array m_tags;  // m_slots.size() + group - 1 (see probe)
+    tag_array m_tags;                  // m_slots.size() + group - 1 (see probe)
     rest_map m_rest;                   // the multi-bit keys' values 2..n
     std::size_t m_size = 0;
     std::size_t m_value_count = 0;
     std::size_t m_spilled_values = 0;  // values held in m_rest
-    std::size_t m_grow_at = 0;  // size at which the next insert of a new key grows the table
+    std::size_t m_grow_at = 0;         // size at which the next insert of a new key grows the table
     // Slots a table may have: a power of two whose bytes fit in size_t with room to double.
     static constexpr std::size_t max_slots = std::bit_floor(std::numeric_limits<std::size_t>::max() / sizeof(slot)) >> 2;
     double m_max_load;
