@@ -499,8 +499,7 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
             update_high_water();
         }
         const std::size_t used = box.buffer.size;
-        const bool extend = box.has_group && box.group_handler == handler && box.group_record_bytes == bytes &&
-                            box.kind == kind && (kind != group_kind::forwarded || box.group_label == label);
+        const bool extend = box.continues(kind, handler, bytes, label);
         const std::size_t opening = extend ? 0 : header;
         // Records that fit after the group header (if one opens); one record,
         // the common case, without a division.

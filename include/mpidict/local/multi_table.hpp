@@ -493,7 +493,7 @@ private:
         return is_multi(m_tags[index]) ? &m_rest.find(m_slots[index].key)->second : nullptr;
     }
     std::vector<V>* rest_at(std::size_t index) {
-        return is_multi(m_tags[index]) ? &m_rest.find(m_slots[index].key)->second : nullptr;
+        return const_cast<std::vector<V>*>(std::as_const(*this).rest_at(index));
     }
 
     void grow_if_needed() {

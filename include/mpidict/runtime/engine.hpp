@@ -183,8 +183,7 @@ public:
         // listed as dirty (and, when a handler runs, as holding its output if
         // holds_handler_output is set); anything else takes reserve_record.
         outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
-        if (box.has_group && box.kind == group_kind::plain && box.group_handler == handler &&
-            box.group_record_bytes == bytes && bytes <= m_config.buffer_bytes - box.buffer.size &&
+        if (box.continues(group_kind::plain, handler, bytes, 0) && bytes <= m_config.buffer_bytes - box.buffer.size &&
             (m_handler_depth == 0 || box.holds_handler_output)) [[likely]] {
             std::byte* record = box.buffer.data.get() + box.buffer.size;
             box.buffer.size += bytes;
@@ -374,6 +373,12 @@ private:
         bool holds_handler_output = false;  // listed in m_handler_dirty
         bool holds_forwards = false;        // forwarded records gathering (counted in m_forwards_waiting)
         std::uint64_t generation = 0;       // shipments so far (outbox_generation)
+        // Whether a record of this kind, handler and size (and, forwarded, origin)
+        // extends the open group instead of opening one.
+        bool continues(group_kind record_kind, handler_id handler, std::size_t bytes, std::uint32_t label) const {
+            return has_group && kind == record_kind && group_handler == handler && group_record_bytes == bytes &&
+                   (record_kind != group_kind::forwarded || group_label == label);
+        }
     };
     struct in_flight_send {
         std::uint64_t ticket;
