@@ -46,6 +46,7 @@ struct settings {
     std::uint64_t seed = 1;
     std::string routing = "automatic";
     std::string phases = "all";
+    double record_cost_ns = 0;
 };
 
 void declare(mpidict::support::option_parser& parser, settings& s) {
@@ -54,7 +55,11 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_count("seed", &s.seed, "key seed", 0, ~std::uint64_t{0}, "S")
         .add_choice("routing", &s.routing, {"automatic", "direct", "grid"}, "engine routing (runtime::config)")
         .add_choice("phases", &s.phases, {"all", "hash_map", "hash_map_insert", "rma", "linear"},
-                    "which containers to run (hash_map_insert: hash_map without the find phase)");
+                    "which containers to run (hash_map_insert: hash_map without the find phase)")
+        .add_real("record-cost-ns", &s.record_cost_ns,
+                  "SimGrid builds only: simulated ns of computation per record packed into a message and per "
+                  "record handled (docs/scaling.md, \"Time model\"); 0 charges none",
+                  0, 1e6, "NS");
 }
 
 using mpidict::bench::slowest_seconds;
@@ -90,12 +95,22 @@ int run(const settings& s, const mpidict::bench::world& w) {
     mpidict::runtime::config runtime;
     runtime.buffer_bytes = s.buffer_bytes;
     runtime.routing = mpidict::runtime::parse_routing(s.routing);
+#if MPIDICT_SMPI
+    mpidict::runtime::set_simulated_record_cost(s.record_cost_ns * 1e-9);
+#else
+    if (s.record_cost_ns != 0) {
+        if (w.rank == 0)
+            std::fprintf(stderr, "scaling: --record-cost-ns needs a SimGrid SMPI build (-DMPIDICT_SMPI=ON); "
+                                 "outside a simulation computation costs what it costs\n");
+        return 2;
+    }
+#endif
     const std::uint64_t n = s.keys_per_rank;
     std::vector<std::uint64_t> keys(n);
     for (std::uint64_t index = 0; index < n; ++index)
         keys[index] = mpidict::mix64(s.seed * 0x9e3779b97f4a7c15ULL ^ (std::uint64_t(w.rank) << 40) ^ index);
     const double all_keys = static_cast<double>(n) * w.size;
-    out.context().add("keys_per_rank", n).add("buffer_bytes", s.buffer_bytes);
+    out.context().add("keys_per_rank", n).add("buffer_bytes", s.buffer_bytes).add("record_cost_ns", s.record_cost_ns);
     std::uint64_t wrong = 0;
 
     if (s.phases == "all" || s.phases == "hash_map" || s.phases == "hash_map_insert") {

@@ -25,7 +25,7 @@ PHASES = [("hash_map_insert_seconds", "hash_map insert"), ("hash_map_find_second
 
 
 def load(paths):
-    # topology ("fattree", "torus") -> (ranks, routing asked) -> {metric: value, ...}
+    # (topology ("fattree", "torus"), time model) -> (ranks, routing asked) -> {metric: value, ...}
     topologies = {}
     for path in paths:
         with open(path) as lines:
@@ -34,7 +34,10 @@ def load(paths):
                 if not line:
                     continue
                 row = json.loads(line)
-                runs = topologies.setdefault(row.get("platform", "fattree").split("-")[0], {})
+                model = row.get("compute", "no")
+                if model == "model":
+                    model = f"model {row.get('record_cost_ns', 0):g} ns"
+                runs = topologies.setdefault((row.get("platform", "fattree").split("-")[0], model), {})
                 key = (row["ranks"], row["routing_asked"])
                 entry = runs.setdefault(key, {})
                 entry[row["metric"]] = row["value"]
@@ -88,24 +91,26 @@ def memory_table(runs):
     return out
 
 
-def plot(runs):
+def plot(groups):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for metric, title in PHASES[:2]:
-        for routing, style in (("direct", "--"), ("grid", "-")):
-            points = sorted((p, v[metric]) for (p, r), v in runs.items() if r == routing and metric in v)
-            if len(points) < 2:
-                continue
-            base = points[0][1]
-            left.plot([p for p, _ in points], [base / t for _, t in points], style, marker="o",
-                      label=f"{title}, {routing}")
+    for model, runs in groups:
+        for metric, title in PHASES[:2]:
+            for routing, style in (("direct", "--"), ("grid", "-")):
+                points = sorted((p, v[metric]) for (p, r), v in runs.items() if r == routing and metric in v)
+                if len(points) < 2:
+                    continue
+                base = points[0][1]
+                left.plot([p for p, _ in points], [base / t for _, t in points], style, marker="o",
+                          label=f"{title}, {routing}, {describe(model)}")
     left.axhline(0.8, color="grey", linewidth=0.8)
     left.set_xscale("log", base=2)
     left.set_xlabel("simulated ranks (one per node, fat tree)")
     left.set_ylabel("weak-scaling efficiency vs 16 ranks")
-    left.legend(fontsize=8)
+    left.legend(fontsize=7)
+    runs = groups[0][1]
     for routing, style in (("direct", "--"), ("grid", "-")):
         points = sorted((p, v["hash_map_buffer_bytes_high_water"] / 2**20) for (p, r), v in runs.items()
                         if r == routing and "hash_map_buffer_bytes_high_water" in v)
@@ -123,20 +128,32 @@ def plot(runs):
     return "![weak scaling and buffer memory](figures/scaling_hash_map.png)\n"
 
 
+def describe(model):
+    if model == "no":
+        return "computation not simulated"
+    if model == "yes":
+        return "computation measured"
+    return f"computation modeled, {model.split()[1]} ns per record packed and handled"
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    topologies = load(sys.argv[1:])
-    # The fat trees give the main tables and the figure; a torus (scripts/simulate.sh
-    # --topology torus) its own tables after them.
-    runs = topologies.get("fattree", {})
-    section = efficiency_table(runs) + memory_table(runs) + [plot(runs)] if runs else []
-    for topology, other in sorted(topologies.items()):
-        if topology == "fattree":
-            continue
-        section += [f"### The same runs on a {topology} (scripts/simgrid/{topology}-*.xml)\n"]
-        section += efficiency_table(other) + memory_table(other)
+    groups = load(sys.argv[1:])
+    # The fat trees give the main tables and the figure (modeled computation
+    # first, then the network alone); a torus (scripts/simulate.sh --topology
+    # torus) its own tables after them.
+    order = sorted(groups, key=lambda g: (g[0] != "fattree", g[1] == "no", g))
+    fat = [(model, groups[(topology, model)]) for topology, model in order if topology == "fattree"]
+    section = []
+    for topology, model in order:
+        runs = groups[(topology, model)]
+        section += [f"### {'Fat tree' if topology == 'fattree' else topology.capitalize()}, {describe(model)} "
+                    f"(scripts/simgrid/{topology}-*.xml)\n"]
+        section += efficiency_table(runs) + memory_table(runs)
+        if (topology, model) == ("fattree", fat[0][0] if fat else None):
+            section.append(plot(fat))
     with open(DOC) as f:
         text = f.read()
     begin, end = "<!-- scaling:begin -->", "<!-- scaling:end -->"

@@ -14,16 +14,28 @@
 # Options: --ranks "P ..." (16 64 256 1024 have platforms), --routing "direct grid",
 # --topology fattree|torus (default fattree),
 # --phases all|hash_map|hash_map_insert|rma|linear, --keys-per-rank N, --buffer-bytes B,
-# --timeout S (per run, default 1800), --compute no|yes (default no),
+# --timeout S (per run, default 1800), --compute no|model|yes (default no),
+# --record-cost-ns N (with --compute model, default 10),
 # --poll-cost S (simulated seconds per MPI_Test / MPI_Iprobe, default 1e-7),
+# --eager-bytes N (standard sends below N bytes complete at once, default 8192),
+# --cfg NAME:VALUE (more SimGrid configuration, repeatable),
 # --out FILE (default build-smpi/scaling.jsonl).
 #
 # Simulated time: MPI_Wtime under SMPI.  With --compute no (the default) the
 # computation between MPI calls takes no simulated time: the curves show what
 # the network and the library's messages cost, the same on a loaded machine.
-# With --compute yes it is measured on this machine and replayed at
+# With --compute model every record costs --record-cost-ns of simulated time
+# when it is packed into a message and again when its handler runs (the
+# engine charges it; docs/scaling.md says how 10 ns was measured), the same
+# on every run.  With --compute yes it is measured on this machine and replayed at
 # smpi/host-speed (1 Gflop/s, the platform's node speed, so a burst costs what
-# it cost here), which a busy machine inflates.  An MPI_Test or
+# it cost here), which a busy machine inflates.
+# A standard send below --eager-bytes completes when it is posted, as an
+# MPI's eager protocol does; larger ones (and every synchronous send: full
+# buffers) complete when the receiver has the data.  (SMPI's default,
+# 64 KiB, kept each such send in one list of the whole simulation that
+# SimGrid 3.32 searches linearly: a 1024-rank run did not finish in 76 minutes.)
+# An MPI_Test or
 # MPI_Iprobe costs --poll-cost of simulated time: 0.1 us by default, between
 # MPICH's 15 ns measured on this machine and a network MPI's completion-queue
 # poll (SMPI's default, 100 us, would dominate every polling loop; 1 us, used
@@ -43,8 +55,11 @@ keys=2000
 buffer=65536
 limit=1800
 compute=no
+record_cost_ns=10
+eager_bytes=8192
 poll_cost=1e-7
 out="$root/build-smpi/scaling.jsonl"
+extra_cfg=()
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -56,9 +71,12 @@ while [[ $# -gt 0 ]]; do
     --buffer-bytes) buffer="$2"; shift 2 ;;
     --timeout) limit="$2"; shift 2 ;;
     --compute) compute="$2"; shift 2 ;;
+    --record-cost-ns) record_cost_ns="$2"; shift 2 ;;
+    --eager-bytes) eager_bytes="$2"; shift 2 ;;
     --poll-cost) poll_cost="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    --cfg) extra_cfg+=("--cfg=$2"); shift 2 ;;
+    -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
     *) echo "simulate.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
 done
@@ -81,6 +99,13 @@ if [[ ! -f "$build/build.ninja" ]]; then
 fi
 cmake --build "$build" --target bench_scaling > /dev/null
 
+case "$compute" in
+  no) simulate=no; cost=0 ;;
+  model) simulate=no; cost="$record_cost_ns" ;;
+  yes) simulate=yes; cost=0 ;;
+  *) echo "simulate.sh: --compute takes no, model or yes, not '$compute'" >&2; exit 2 ;;
+esac
+
 mkdir -p "$(dirname "$out")"
 for p in $ranks; do
   platform="$here/simgrid/$topology-$p.xml"
@@ -94,18 +119,19 @@ for p in $ranks; do
     start=$(date +%s.%N)
     status=0
     timeout "$limit" smpirun -np "$p" -platform "$platform" -hostfile "$hosts" \
-      --cfg=smpi/host-speed:1Gf --cfg=smpi/simulate-computation:$compute \
+      --cfg=smpi/host-speed:1Gf --cfg=smpi/simulate-computation:$simulate \
+      --cfg=smpi/send-is-detached-thresh:$eager_bytes \
       --cfg=smpi/test:$poll_cost --cfg=smpi/iprobe:$poll_cost --cfg=smpi/grow-injected-times:no \
-      --log=root.thres:critical \
+      --log=root.thres:critical "${extra_cfg[@]}" \
       "$build/bench/scaling" --keys-per-rank "$keys" --buffer-bytes "$buffer" --routing "$routing" \
-      --phases "$phases" > "$log.json" 2> "$log" || status=$?
+      --phases "$phases" --record-cost-ns "$cost" > "$log.json" 2> "$log" || status=$?
     wall=$(printf "%.2f" "$(echo "$(date +%s.%N) - $start" | bc)")
     if [[ $status -ne 0 ]]; then
       echo "simulate.sh: $p ranks, $routing: exit $status after ${wall}s (log: $log)" >&2
       continue
     fi
     # Each line gets the run's platform, routing asked for and simulator cost.
-    sed -e "s|}\$|,\"platform\":\"$topology-$p\",\"routing_asked\":\"$routing\",\"phases\":\"$phases\",\"compute\":\"$compute\",\"poll_cost\":$poll_cost,\"simulator_seconds\":$wall}|" \
+    sed -e "s|}\$|,\"platform\":\"$topology-$p\",\"routing_asked\":\"$routing\",\"phases\":\"$phases\",\"compute\":\"$compute\",\"poll_cost\":$poll_cost,\"eager_bytes\":$eager_bytes,\"simulator_seconds\":$wall}|" \
       "$log.json" >> "$out"
     echo "simulate.sh: $p ranks, $routing, $phases: ${wall}s of simulation" >&2
   done

@@ -16,6 +16,10 @@
 #include "mpidict/local/hash.hpp"
 #include "../memory.hpp"
 
+#if MPIDICT_SMPI
+#include <smpi/smpi.h>
+#endif
+
 namespace mpidict {
 
 namespace runtime {
@@ -666,6 +670,42 @@ void engine::ship_outboxes(bool holding_forwards) {
             ship(destination);
 }
 
+#if MPIDICT_SMPI
+namespace {
+
+double simulated_record_seconds = 0;  // one value for the whole simulation (every rank sets the same)
+
+void charge_records(std::uint64_t records) {
+    if (simulated_record_seconds > 0 && records > 0)
+        smpi_execute(simulated_record_seconds * static_cast<double>(records));
+}
+
+}  // namespace
+
+void set_simulated_record_cost(double seconds_per_record) {
+    simulated_record_seconds = seconds_per_record > 0 ? seconds_per_record : 0;
+}
+
+std::uint64_t engine::records_in(std::span<const std::byte> message) {
+    std::uint64_t records = 0;
+    const std::byte* cursor = message.data();
+    const std::byte* const end = cursor + message.size();
+    while (cursor < end) {
+        const auto kind = static_cast<group_kind>(load<std::uint16_t>(cursor + 2) & group_kind_mask);
+        std::uint64_t stride = load<std::uint32_t>(cursor + 4);
+        const auto count = load<std::uint32_t>(cursor + 8);
+        cursor += group_header_bytes;
+        if (kind == group_kind::forwarded)
+            cursor += routing_overhead_bytes;  // the origin's label
+        else if (kind == group_kind::routed)
+            stride += routing_overhead_bytes;  // each record's destination
+        cursor += stride * count;
+        records += count;
+    }
+    return records;
+}
+#endif
+
 void engine::ship(int destination, bool full) {
     outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
     if (box.buffer.empty())
@@ -688,6 +728,9 @@ void engine::ship(int destination, bool full) {
     m_outbox_bytes -= m_config.buffer_bytes;
     m_dirty.erase(std::remove(m_dirty.begin(), m_dirty.end(), destination), m_dirty.end());
     const std::size_t size = buffer.size;
+#if MPIDICT_SMPI
+    charge_records(records_in(buffer.bytes()));
+#endif
     if (!full && m_routed && !m_in_flush) {
         // Tell the first hop that someone is waiting (see urgent_flag).  Not in
         // a flush: every rank is flushing then and ships what it gathered each
@@ -808,6 +851,9 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
     const std::byte* cursor = message.data();
     const std::byte* const end = message.data() + message.size();
     const bool urgent = message.size() >= group_header_bytes && (load<std::uint16_t>(cursor + 2) & urgent_flag) != 0;
+#if MPIDICT_SMPI
+    const std::uint64_t records_before = m_stats.records_received;
+#endif
     while (cursor != end) {
         if (static_cast<std::size_t>(end - cursor) < group_header_bytes)
             throw decode_error("mpidict: message from rank " + std::to_string(source) +
@@ -858,6 +904,9 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
         cursor += group_bytes;
     }
     ++m_messages_handled;
+#if MPIDICT_SMPI
+    charge_records(m_stats.records_received - records_before);
+#endif
     if (m_handler_depth == 1) {
         // Still inside the handler scope, so these sends never block.
         while (!m_handler_dirty.empty()) {

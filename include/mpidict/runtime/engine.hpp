@@ -108,6 +108,16 @@ inline constexpr std::size_t group_header_bytes = 12;
 inline constexpr std::size_t routing_overhead_bytes = 4;
 inline constexpr std::size_t reply_header_bytes = 8;  // {u32 slot, u32 count}
 
+#if MPIDICT_SMPI
+// Simulation only (SimGrid SMPI builds; docs/scaling.md, "Time model"): the
+// simulated time every engine of this process charges for each record it puts
+// into a message (when the message leaves, so a forwarded record pays again at
+// its corner) and for each record it hands to a handler.  0, the default,
+// charges nothing: computation then takes no simulated time unless SMPI
+// measures it (smpi/simulate-computation).
+void set_simulated_record_cost(double seconds_per_record);
+#endif
+
 class engine;
 
 // Collective-scope guard: locks the engine when a progress thread runs.
@@ -357,6 +367,10 @@ private:
     // after the count; the receiver handles them as the origin's.
     enum class group_kind : std::uint16_t { plain = 0, routed = 1, forwarded = 2 };
     static constexpr std::uint16_t group_kind_mask = 0x3;
+#if MPIDICT_SMPI
+    // Records in a message this rank built (unchecked; for the simulated cost).
+    static std::uint64_t records_in(std::span<const std::byte> message);
+#endif
     // On a message's first group only: the sender shipped it before it was full
     // because someone waits (not for a flush, where every rank ships what it
     // gathered each round); what the receiver forwards from it leaves as soon
