@@ -25,7 +25,7 @@ PHASES = [("hash_map_insert_seconds", "hash_map insert"), ("hash_map_find_second
 
 
 def load(paths):
-    # (topology ("fattree", "torus"), time model) -> (ranks, routing asked) -> {metric: value, ...}
+    # (topology ("fattree", "torus"), time model, keys per rank) -> (ranks, routing asked) -> {metric: value, ...}
     topologies = {}
     for path in paths:
         with open(path) as lines:
@@ -37,7 +37,8 @@ def load(paths):
                 model = row.get("compute", "no")
                 if model == "model":
                     model = f"model {row.get('record_cost_ns', 0):g} ns"
-                runs = topologies.setdefault((row.get("platform", "fattree").split("-")[0], model), {})
+                runs = topologies.setdefault((row.get("platform", "fattree").split("-")[0], model,
+                                              row["keys_per_rank"]), {})
                 key = (row["ranks"], row["routing_asked"])
                 entry = runs.setdefault(key, {})
                 entry[row["metric"]] = row["value"]
@@ -96,19 +97,19 @@ def plot(groups):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for model, runs in groups:
-        for metric, title in PHASES[:2]:
-            for routing, style in (("direct", "--"), ("grid", "-")):
-                points = sorted((p, v[metric]) for (p, r), v in runs.items() if r == routing and metric in v)
-                if len(points) < 2:
-                    continue
-                base = points[0][1]
-                left.plot([p for p, _ in points], [base / t for _, t in points], style, marker="o",
-                          label=f"{title}, {routing}, {describe(model)}")
+    metric = PHASES[0][0]
+    for (model, keys), runs in groups:
+        for routing, style in (("direct", "--"), ("grid", "-")):
+            points = sorted((p, v[metric]) for (p, r), v in runs.items() if r == routing and metric in v)
+            if len(points) < 2:
+                continue
+            base = points[0][1]
+            left.plot([p for p, _ in points], [base / t for _, t in points], style, marker="o",
+                      label=f"{routing}, {keys // 1000}k keys/rank, {describe(model, short=True)}")
     left.axhline(0.8, color="grey", linewidth=0.8)
     left.set_xscale("log", base=2)
     left.set_xlabel("simulated ranks (one per node, fat tree)")
-    left.set_ylabel("weak-scaling efficiency vs 16 ranks")
+    left.set_ylabel("hash_map insert: weak-scaling efficiency vs 16 ranks")
     left.legend(fontsize=7)
     runs = groups[0][1]
     for routing, style in (("direct", "--"), ("grid", "-")):
@@ -128,12 +129,13 @@ def plot(groups):
     return "![weak scaling and buffer memory](figures/scaling_hash_map.png)\n"
 
 
-def describe(model):
+def describe(model, short=False):
     if model == "no":
-        return "computation not simulated"
+        return "network only" if short else "computation not simulated"
     if model == "yes":
         return "computation measured"
-    return f"computation modeled, {model.split()[1]} ns per record packed and handled"
+    ns = model.split()[1]
+    return f"{ns} ns/record" if short else f"computation modeled, {ns} ns per record packed and per record handled"
 
 
 def main():
@@ -145,14 +147,15 @@ def main():
     # first, then the network alone); a torus (scripts/simulate.sh --topology
     # torus) its own tables after them.
     order = sorted(groups, key=lambda g: (g[0] != "fattree", g[1] == "no", g))
-    fat = [(model, groups[(topology, model)]) for topology, model in order if topology == "fattree"]
+    fat = [((model, keys), groups[(topology, model, keys)]) for topology, model, keys in order
+           if topology == "fattree"]
     section = []
-    for topology, model in order:
-        runs = groups[(topology, model)]
-        section += [f"### {'Fat tree' if topology == 'fattree' else topology.capitalize()}, {describe(model)} "
-                    f"(scripts/simgrid/{topology}-*.xml)\n"]
+    for index, (topology, model, keys) in enumerate(order):
+        runs = groups[(topology, model, keys)]
+        section += [f"### {'Fat tree' if topology == 'fattree' else topology.capitalize()}, {keys:,} keys per rank, "
+                    f"{describe(model)} (scripts/simgrid/{topology}-*.xml)\n"]
         section += efficiency_table(runs) + memory_table(runs)
-        if (topology, model) == ("fattree", fat[0][0] if fat else None):
+        if index == 0 and fat:
             section.append(plot(fat))
     with open(DOC) as f:
         text = f.read()

@@ -115,7 +115,7 @@ for p in $ranks; do
     exit 2
   fi
   for routing in $routings; do
-    log="$build/run-$topology-$p-$routing-$phases.log"
+    log="$build/run-$topology-$p-$routing-$phases-$compute-$keys-$$.log"
     start=$(date +%s.%N)
     status=0
     timeout "$limit" smpirun -np "$p" -platform "$platform" -hostfile "$hosts" \
