@@ -19,7 +19,8 @@
 # --poll-cost S (simulated seconds per MPI_Test / MPI_Iprobe, default 1e-7),
 # --eager-bytes N (standard sends below N bytes complete at once, default 8192),
 # --cfg NAME:VALUE (more SimGrid configuration, repeatable),
-# --out FILE (default build-smpi/scaling.jsonl).
+# --out FILE (default build-smpi/scaling.jsonl).  The SMPI build goes to
+# $MPIDICT_SMPI_BUILD if set (default build-smpi/).
 #
 # Simulated time: MPI_Wtime under SMPI.  With --compute no (the default) the
 # computation between MPI calls takes no simulated time: the curves show what
@@ -58,7 +59,7 @@ compute=no
 record_cost_ns=10
 eager_bytes=8192
 poll_cost=1e-7
-out="$root/build-smpi/scaling.jsonl"
+out="${MPIDICT_SMPI_BUILD:-$root/build-smpi}/scaling.jsonl"
 extra_cfg=()
 
 while [[ $# -gt 0 ]]; do
@@ -76,7 +77,7 @@ while [[ $# -gt 0 ]]; do
     --poll-cost) poll_cost="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --cfg) extra_cfg+=("--cfg=$2"); shift 2 ;;
-    -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/{/^set -e/!p}' "$0"; exit 0 ;;
     *) echo "simulate.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
 done
@@ -90,7 +91,7 @@ if ! command -v smpicxx > /dev/null || ! command -v smpirun > /dev/null; then
   fi
 fi
 
-build="$root/build-smpi"
+build="${MPIDICT_SMPI_BUILD:-$root/build-smpi}"
 if [[ ! -f "$build/build.ninja" ]]; then
   CC=smpicc CXX=smpicxx cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMPIDICT_SMPI=ON \
     -DMPIDICT_BUILD_TESTS=OFF -DBUILD_TESTING=OFF -DMPIDICT_BUILD_PYTHON=OFF -DMPIDICT_BUILD_TOOLS=OFF \
