@@ -109,7 +109,7 @@ def plot(groups):
     left.axhline(0.8, color="grey", linewidth=0.8)
     left.set_xscale("log", base=2)
     left.set_xlabel("simulated ranks (one per node, fat tree)")
-    left.set_ylabel("hash_map insert: weak-scaling efficiency vs 16 ranks")
+    left.set_ylabel("hash_map insert efficiency vs 16 ranks")
     left.legend(fontsize=7)
     runs = groups[0][1]
     for routing, style in (("direct", "--"), ("grid", "-")):
