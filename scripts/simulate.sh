@@ -82,6 +82,13 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+case "$compute" in
+  no) simulate=no; cost=0 ;;
+  model) simulate=no; cost="$record_cost_ns" ;;
+  yes) simulate=yes; cost=0 ;;
+  *) echo "simulate.sh: --compute takes no, model or yes, not '$compute'" >&2; exit 2 ;;
+esac
+
 if ! command -v smpicxx > /dev/null || ! command -v smpirun > /dev/null; then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get > /dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev
@@ -99,13 +106,6 @@ if [[ ! -f "$build/build.ninja" ]]; then
     { cat "$build.configure.log" >&2; exit 1; }
 fi
 cmake --build "$build" --target bench_scaling > /dev/null
-
-case "$compute" in
-  no) simulate=no; cost=0 ;;
-  model) simulate=no; cost="$record_cost_ns" ;;
-  yes) simulate=yes; cost=0 ;;
-  *) echo "simulate.sh: --compute takes no, model or yes, not '$compute'" >&2; exit 2 ;;
-esac
 
 mkdir -p "$(dirname "$out")"
 for p in $ranks; do
