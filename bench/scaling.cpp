@@ -47,6 +47,7 @@ struct settings {
     std::string routing = "automatic";
     std::string phases = "all";
     double record_cost_ns = 0;
+    double message_cost_ns = 0;
 };
 
 void declare(mpidict::support::option_parser& parser, settings& s) {
@@ -59,7 +60,11 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_real("record-cost-ns", &s.record_cost_ns,
                   "SimGrid builds only: simulated ns of computation per record packed into a message and per "
                   "record handled (docs/scaling.md, \"Time model\"); 0 charges none",
-                  0, 1e6, "NS");
+                  0, 1e6, "NS")
+        .add_real("message-cost-ns", &s.message_cost_ns,
+                  "SimGrid builds only: simulated ns of computation per message sent to or received from another "
+                  "rank; 0 charges none",
+                  0, 1e9, "NS");
 }
 
 using mpidict::bench::slowest_seconds;
@@ -96,11 +101,11 @@ int run(const settings& s, const mpidict::bench::world& w) {
     runtime.buffer_bytes = s.buffer_bytes;
     runtime.routing = mpidict::runtime::parse_routing(s.routing);
 #if MPIDICT_SMPI
-    mpidict::runtime::set_simulated_record_cost(s.record_cost_ns * 1e-9);
+    mpidict::runtime::set_simulated_costs(s.record_cost_ns * 1e-9, s.message_cost_ns * 1e-9);
 #else
-    if (s.record_cost_ns != 0) {
+    if (s.record_cost_ns != 0 || s.message_cost_ns != 0) {
         if (w.rank == 0)
-            std::fprintf(stderr, "scaling: --record-cost-ns needs a SimGrid SMPI build (-DMPIDICT_SMPI=ON); "
+            std::fprintf(stderr, "scaling: --record-cost-ns and --message-cost-ns need a SimGrid SMPI build (-DMPIDICT_SMPI=ON); "
                                  "outside a simulation computation costs what it costs\n");
         return 2;
     }
@@ -110,7 +115,8 @@ int run(const settings& s, const mpidict::bench::world& w) {
     for (std::uint64_t index = 0; index < n; ++index)
         keys[index] = mpidict::mix64(s.seed * 0x9e3779b97f4a7c15ULL ^ (std::uint64_t(w.rank) << 40) ^ index);
     const double all_keys = static_cast<double>(n) * w.size;
-    out.context().add("keys_per_rank", n).add("buffer_bytes", s.buffer_bytes).add("record_cost_ns", s.record_cost_ns);
+    out.context().add("keys_per_rank", n).add("buffer_bytes", s.buffer_bytes).add("record_cost_ns", s.record_cost_ns)
+        .add("message_cost_ns", s.message_cost_ns);
     std::uint64_t wrong = 0;
 
     if (s.phases == "all" || s.phases == "hash_map" || s.phases == "hash_map_insert") {

@@ -15,7 +15,7 @@
 # --topology fattree|torus (default fattree),
 # --phases all|hash_map|hash_map_insert|rma|linear, --keys-per-rank N, --buffer-bytes B,
 # --timeout S (per run, default 1800), --compute no|model|yes (default no),
-# --record-cost-ns N (with --compute model, default 10),
+# --record-cost-ns N, --message-cost-ns N (with --compute model, default 10 and 0),
 # --poll-cost S (simulated seconds per MPI_Test / MPI_Iprobe, default 1e-7),
 # --eager-bytes N (standard sends below N bytes complete at once, default 8192),
 # --cfg NAME:VALUE (more SimGrid configuration, repeatable),
@@ -26,9 +26,10 @@
 # computation between MPI calls takes no simulated time: the curves show what
 # the network and the library's messages cost, the same on a loaded machine.
 # With --compute model every record costs --record-cost-ns of simulated time
-# when it is packed into a message and again when its handler runs (the
-# engine charges it; docs/scaling.md says how 10 ns was measured), the same
-# on every run.  With --compute yes it is measured on this machine and replayed at
+# when it is packed into a message and again when its handler runs, and every
+# message between ranks --message-cost-ns when sent and again when received
+# (the engine charges them; docs/scaling.md says how 10 ns was measured), the
+# same on every run.  With --compute yes it is measured on this machine and replayed at
 # smpi/host-speed (1 Gflop/s, the platform's node speed, so a burst costs what
 # it cost here), which a busy machine inflates.
 # A standard send below --eager-bytes completes when it is posted, as an
@@ -57,6 +58,7 @@ buffer=65536
 limit=1800
 compute=no
 record_cost_ns=10
+message_cost_ns=0
 eager_bytes=8192
 poll_cost=1e-7
 out="${MPIDICT_SMPI_BUILD:-$root/build-smpi}/scaling.jsonl"
@@ -73,6 +75,7 @@ while [[ $# -gt 0 ]]; do
     --timeout) limit="$2"; shift 2 ;;
     --compute) compute="$2"; shift 2 ;;
     --record-cost-ns) record_cost_ns="$2"; shift 2 ;;
+    --message-cost-ns) message_cost_ns="$2"; shift 2 ;;
     --eager-bytes) eager_bytes="$2"; shift 2 ;;
     --poll-cost) poll_cost="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
@@ -83,9 +86,9 @@ while [[ $# -gt 0 ]]; do
 done
 
 case "$compute" in
-  no) simulate=no; cost=0 ;;
-  model) simulate=no; cost="$record_cost_ns" ;;
-  yes) simulate=yes; cost=0 ;;
+  no) simulate=no; cost=0; message_cost=0 ;;
+  model) simulate=no; cost="$record_cost_ns"; message_cost="$message_cost_ns" ;;
+  yes) simulate=yes; cost=0; message_cost=0 ;;
   *) echo "simulate.sh: --compute takes no, model or yes, not '$compute'" >&2; exit 2 ;;
 esac
 
@@ -125,7 +128,7 @@ for p in $ranks; do
       --cfg=smpi/test:$poll_cost --cfg=smpi/iprobe:$poll_cost --cfg=smpi/grow-injected-times:no \
       --log=root.thres:critical "${extra_cfg[@]}" \
       "$build/bench/scaling" --keys-per-rank "$keys" --buffer-bytes "$buffer" --routing "$routing" \
-      --phases "$phases" --record-cost-ns "$cost" > "$log.json" 2> "$log" || status=$?
+      --phases "$phases" --record-cost-ns "$cost" --message-cost-ns "$message_cost" > "$log.json" 2> "$log" || status=$?
     wall=$(printf "%.2f" "$(echo "$(date +%s.%N) - $start" | bc)")
     if [[ $status -ne 0 ]]; then
       echo "simulate.sh: $p ranks, $routing: exit $status after ${wall}s (log: $log)" >&2

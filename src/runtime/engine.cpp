@@ -673,17 +673,24 @@ void engine::ship_outboxes(bool holding_forwards) {
 #if MPIDICT_SMPI
 namespace {
 
-double simulated_record_seconds = 0;  // one value for the whole simulation (every rank sets the same)
+// One value each for the whole simulation (every rank sets the same).
+double simulated_record_seconds = 0;
+double simulated_message_seconds = 0;
 
-void charge_records(std::uint64_t records) {
-    if (simulated_record_seconds > 0 && records > 0)
-        smpi_execute(simulated_record_seconds * static_cast<double>(records));
+// A message of `records` records leaves or arrives (`messages` is 0 for a
+// rank's messages to itself, which no MPI call carries).
+void charge(std::uint64_t records, std::uint64_t messages) {
+    const double seconds = simulated_record_seconds * static_cast<double>(records) +
+                           simulated_message_seconds * static_cast<double>(messages);
+    if (seconds > 0)
+        smpi_execute(seconds);
 }
 
 }  // namespace
 
-void set_simulated_record_cost(double seconds_per_record) {
+void set_simulated_costs(double seconds_per_record, double seconds_per_message) {
     simulated_record_seconds = seconds_per_record > 0 ? seconds_per_record : 0;
+    simulated_message_seconds = seconds_per_message > 0 ? seconds_per_message : 0;
 }
 
 std::uint64_t engine::records_in(std::span<const std::byte> message) {
@@ -729,7 +736,7 @@ void engine::ship(int destination, bool full) {
     m_dirty.erase(std::remove(m_dirty.begin(), m_dirty.end(), destination), m_dirty.end());
     const std::size_t size = buffer.size;
 #if MPIDICT_SMPI
-    charge_records(records_in(buffer.bytes()));
+    charge(records_in(buffer.bytes()), destination == m_rank ? 0 : 1);
 #endif
     if (!full && m_routed && !m_in_flush) {
         // Tell the first hop that someone is waiting (see urgent_flag).  Not in
@@ -905,7 +912,7 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
     }
     ++m_messages_handled;
 #if MPIDICT_SMPI
-    charge_records(m_stats.records_received - records_before);
+    charge(m_stats.records_received - records_before, source == m_rank ? 0 : 1);
 #endif
     if (m_handler_depth == 1) {
         // Still inside the handler scope, so these sends never block.

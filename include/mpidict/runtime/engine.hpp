@@ -112,10 +112,11 @@ inline constexpr std::size_t reply_header_bytes = 8;  // {u32 slot, u32 count}
 // Simulation only (SimGrid SMPI builds; docs/scaling.md, "Time model"): the
 // simulated time every engine of this process charges for each record it puts
 // into a message (when the message leaves, so a forwarded record pays again at
-// its corner) and for each record it hands to a handler.  0, the default,
-// charges nothing: computation then takes no simulated time unless SMPI
-// measures it (smpi/simulate-computation).
-void set_simulated_record_cost(double seconds_per_record);
+// its corner) and for each record it hands to a handler, and for each message
+// it sends to or receives from another rank.  0, the default, charges nothing:
+// computation then takes no simulated time unless SMPI measures it
+// (smpi/simulate-computation).
+void set_simulated_costs(double seconds_per_record, double seconds_per_message);
 #endif
 
 class engine;
