@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the SimGrid SMPI build and its time model (docs/scaling.md): 16
 # simulated ranks on the fat tree, grid routing, 2,000 keys per rank: once with
-# computation not simulated and once modeled at 100 ns per record.  Every
+# computation not simulated, once modeled at 100 ns per record and once at
+# 20 us per message.  Every
 # answer must be right (bench/scaling checks each find), and the modeled run
 # must take at least the computation charged on one rank's critical path
 # (each rank packs and handles its own 2,000 inserts: 2 x 2000 x 100 ns =

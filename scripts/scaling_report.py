@@ -36,7 +36,7 @@ def load(paths):
                 row = json.loads(line)
                 model = row.get("compute", "no")
                 if model == "model":
-                    model = f"model {row.get('record_cost_ns', 0):g} ns"
+                    model = f"model {row.get('record_cost_ns', 0):g} ns {row.get('message_cost_ns', 0):g} ns"
                 runs = topologies.setdefault((row.get("platform", "fattree").split("-")[0], model,
                                               row["keys_per_rank"]), {})
                 key = (row["ranks"], row["routing_asked"])
@@ -134,8 +134,10 @@ def describe(model, short=False):
         return "network only" if short else "computation not simulated"
     if model == "yes":
         return "computation measured"
-    ns = model.split()[1]
-    return f"{ns} ns/record" if short else f"computation modeled, {ns} ns per record packed and per record handled"
+    ns, per_message = model.split()[1], model.split()[3]
+    extra = "" if per_message == "0" else (f" + {per_message} ns/message" if short else
+                                           f", {per_message} ns per message sent and per message received")
+    return (f"{ns} ns/record" if short else f"computation modeled, {ns} ns per record packed and per record handled") + extra
 
 
 def main():
