@@ -105,8 +105,8 @@ int run(const settings& s, const mpidict::bench::world& w) {
 #else
     if (s.record_cost_ns != 0 || s.message_cost_ns != 0) {
         if (w.rank == 0)
-            std::fprintf(stderr, "scaling: --record-cost-ns and --message-cost-ns need a SimGrid SMPI build (-DMPIDICT_SMPI=ON); "
-                                 "outside a simulation computation costs what it costs\n");
+            std::fprintf(stderr, "scaling: --record-cost-ns and --message-cost-ns need a SimGrid SMPI build "
+                                 "(-DMPIDICT_SMPI=ON); outside a simulation computation costs what it costs\n");
         return 2;
     }
 #endif

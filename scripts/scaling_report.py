@@ -34,9 +34,10 @@ def load(paths):
                 if not line:
                     continue
                 row = json.loads(line)
-                model = row.get("compute", "no")
-                if model == "model":
-                    model = f"model {row.get('record_cost_ns', 0):g} ns {row.get('message_cost_ns', 0):g} ns"
+                # (compute, ns per record, ns per message): the costs matter under "model" only.
+                compute = row.get("compute", "no")
+                model = (compute, row.get("record_cost_ns", 0), row.get("message_cost_ns", 0)) \
+                    if compute == "model" else (compute, 0, 0)
                 runs = topologies.setdefault((row.get("platform", "fattree").split("-")[0], model,
                                               row["keys_per_rank"]), {})
                 key = (row["ranks"], row["routing_asked"])
@@ -130,14 +131,15 @@ def plot(groups):
 
 
 def describe(model, short=False):
-    if model == "no":
+    compute, ns, per_message = model
+    if compute == "no":
         return "network only" if short else "computation not simulated"
-    if model == "yes":
+    if compute == "yes":
         return "computation measured"
-    ns, per_message = model.split()[1], model.split()[3]
-    extra = "" if per_message == "0" else (f" + {per_message} ns/message" if short else
-                                           f", {per_message} ns per message sent and per message received")
-    return (f"{ns} ns/record" if short else f"computation modeled, {ns} ns per record packed and per record handled") + extra
+    extra = "" if per_message == 0 else (f" + {per_message:g} ns/message" if short else
+                                         f", {per_message:g} ns per message sent and per message received")
+    return (f"{ns:g} ns/record" if short else
+            f"computation modeled, {ns:g} ns per record packed and per record handled") + extra
 
 
 def main():
@@ -148,7 +150,7 @@ def main():
     # The fat trees give the main tables and the figure (modeled computation
     # first, then the network alone); a torus (scripts/simulate.sh --topology
     # torus) its own tables after them.
-    order = sorted(groups, key=lambda g: (g[0] != "fattree", g[1] == "no", g))
+    order = sorted(groups, key=lambda g: (g[0] != "fattree", g[1][0] == "no", g))
     fat = [((model, keys), groups[(topology, model, keys)]) for topology, model, keys in order
            if topology == "fattree"]
     section = []
