@@ -43,6 +43,7 @@ constexpr char description[] =
 struct settings {
     std::uint64_t keys_per_rank = 20000;
     std::uint64_t buffer_bytes = 64 * 1024;
+    std::uint64_t total_outbox_bytes = mpidict::runtime::config{}.total_outbox_bytes;
     std::uint64_t seed = 1;
     std::string routing = "automatic";
     std::string phases = "all";
@@ -53,6 +54,9 @@ struct settings {
 void declare(mpidict::support::option_parser& parser, settings& s) {
     parser.add_count("keys-per-rank", &s.keys_per_rank, "keys each rank inserts and finds", 1, 1u << 30, "N")
         .add_count("buffer-bytes", &s.buffer_bytes, "engine buffer size B", 256, 1u << 30, "B")
+        .add_count("total-outbox-bytes", &s.total_outbox_bytes,
+                   "T: bytes a rank's outboxes hold together before each leaves early (0: no limit)", 0, 1ull << 40,
+                   "T")
         .add_count("seed", &s.seed, "key seed", 0, ~std::uint64_t{0}, "S")
         .add_choice("routing", &s.routing, {"automatic", "direct", "grid"}, "engine routing (runtime::config)")
         .add_choice("phases", &s.phases, {"all", "hash_map", "hash_map_insert", "rma", "linear"},
@@ -99,6 +103,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
     mpidict::bench::report out(bench_name, w.size, s.seed, w.rank == 0);
     mpidict::runtime::config runtime;
     runtime.buffer_bytes = s.buffer_bytes;
+    runtime.total_outbox_bytes = s.total_outbox_bytes;
     runtime.routing = mpidict::runtime::parse_routing(s.routing);
 #if MPIDICT_SMPI
     mpidict::runtime::set_simulated_costs(s.record_cost_ns * 1e-9, s.message_cost_ns * 1e-9);
@@ -115,7 +120,8 @@ int run(const settings& s, const mpidict::bench::world& w) {
     for (std::uint64_t index = 0; index < n; ++index)
         keys[index] = mpidict::mix64(s.seed * 0x9e3779b97f4a7c15ULL ^ (std::uint64_t(w.rank) << 40) ^ index);
     const double all_keys = static_cast<double>(n) * w.size;
-    out.context().add("keys_per_rank", n).add("buffer_bytes", s.buffer_bytes).add("record_cost_ns", s.record_cost_ns)
+    out.context().add("keys_per_rank", n).add("buffer_bytes", s.buffer_bytes)
+        .add("total_outbox_bytes", s.total_outbox_bytes).add("record_cost_ns", s.record_cost_ns)
         .add("message_cost_ns", s.message_cost_ns);
     std::uint64_t wrong = 0;
 

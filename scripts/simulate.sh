@@ -14,6 +14,7 @@
 # Options: --ranks "P ..." (16 64 256 1024 have platforms), --routing "direct grid",
 # --topology fattree|torus (default fattree),
 # --phases all|hash_map|hash_map_insert|rma|linear, --keys-per-rank N, --buffer-bytes B,
+# --total-outbox-bytes T (runtime::config::total_outbox_bytes; default: the library's),
 # --timeout S (per run, default 1800), --compute no|model|yes (default no),
 # --record-cost-ns N, --message-cost-ns N (with --compute model, default 10 and 0),
 # --poll-cost S (simulated seconds per MPI_Test / MPI_Iprobe, default 1e-7),
@@ -55,6 +56,7 @@ topology=fattree
 phases="all"
 keys=2000
 buffer=65536
+total_outbox=""
 limit=1800
 compute=no
 record_cost_ns=10
@@ -72,6 +74,7 @@ while [[ $# -gt 0 ]]; do
     --phases) phases="$2"; shift 2 ;;
     --keys-per-rank) keys="$2"; shift 2 ;;
     --buffer-bytes) buffer="$2"; shift 2 ;;
+    --total-outbox-bytes) total_outbox="$2"; shift 2 ;;
     --timeout) limit="$2"; shift 2 ;;
     --compute) compute="$2"; shift 2 ;;
     --record-cost-ns) record_cost_ns="$2"; shift 2 ;;
@@ -128,6 +131,7 @@ for p in $ranks; do
       --cfg=smpi/test:$poll_cost --cfg=smpi/iprobe:$poll_cost --cfg=smpi/grow-injected-times:no \
       --log=root.thres:critical "${extra_cfg[@]}" \
       "$build/bench/scaling" --keys-per-rank "$keys" --buffer-bytes "$buffer" --routing "$routing" \
+      ${total_outbox:+--total-outbox-bytes "$total_outbox"} \
       --phases "$phases" --record-cost-ns "$cost" --message-cost-ns "$message_cost" > "$log.json" 2> "$log" || status=$?
     wall=$(printf "%.2f" "$(echo "$(date +%s.%N) - $start" | bc)")
     if [[ $status -ne 0 ]]; then

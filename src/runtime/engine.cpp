@@ -28,6 +28,8 @@ namespace {
 constexpr handler_id reply_handler = 0;
 constexpr std::size_t minimum_buffer_bytes = 256;
 constexpr std::size_t maximum_buffer_bytes = std::size_t{1} << 30;
+// config::total_outbox_bytes shrinks no outbox's fill mark below this (or B).
+constexpr std::size_t minimum_fill_bytes = 4096;
 using detail::load;
 using detail::store;
 
@@ -155,6 +157,7 @@ void engine::initialise() {
     if (m_config.receive_buffers == 0)
         throw invalid_argument_error("mpidict: receive_buffers must be at least 1");
     choose_routing();
+    m_fill_bytes = fill_mark(m_config, m_peer_count);
     // One set-up round: every rank must agree on the message size (or a receive
     // could truncate) and on the routing; and buffers this rank cannot hold are
     // refused, on every rank together, before any is allocated (--buffer-bytes
@@ -223,6 +226,13 @@ std::string_view routing_name(routing_mode mode) {
         break;
     }
     return "automatic";
+}
+
+std::size_t engine::fill_mark(const config& settings, std::size_t peers) {
+    const std::size_t buffer = settings.buffer_bytes;
+    if (settings.total_outbox_bytes == 0 || peers == 0 || settings.total_outbox_bytes / peers >= buffer)
+        return buffer;
+    return std::clamp(settings.total_outbox_bytes / peers, std::min<std::size_t>(buffer, minimum_fill_bytes), buffer);
 }
 
 void engine::choose_routing() {
@@ -505,11 +515,14 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
         const std::size_t used = box.buffer.size;
         const bool extend = box.continues(kind, handler, bytes, label);
         const std::size_t opening = extend ? 0 : header;
+        // An empty buffer takes one record of any size that passed the size
+        // check (up to B), even above the fill mark.
+        const std::size_t capacity = used == 0 ? std::max(m_fill_bytes, opening + stride) : m_fill_bytes;
         // Records that fit after the group header (if one opens); one record,
         // the common case, without a division.
         std::uint32_t fitting = 0;
-        if (used + opening <= m_config.buffer_bytes) {
-            const std::size_t room = m_config.buffer_bytes - used - opening;
+        if (used + opening <= capacity) {
+            const std::size_t room = capacity - used - opening;
             if (wanted == 1 || stride == 0)
                 fitting = room >= stride ? wanted : 0;
             else

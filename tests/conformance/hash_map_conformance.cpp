@@ -22,6 +22,8 @@
 //                      unrelated to the map's hash placement
 //   progress_thread    runtime.progress_thread = true: handlers (visitors
 //                      included) run on the engine's background thread
+//   early_fill         16 KiB buffers that leave at 4 KiB (total_outbox_bytes
+//                      = 4 KiB, below one buffer): what a rank with many peers does
 //
 // MPIDICT_CONFORMANCE_OPS overrides the operations per rank per seed.  The
 // cases live in a library so the per-configuration executables (one per CTest
@@ -98,6 +100,10 @@ bool run_hash_map_case(const std::string& name) {
         run<hash_map_adapter<u64, u64, hasher<u64>, true>>(settings, config);
     } else if (name == "progress_thread") {
         config.runtime.progress_thread = true;
+        run<hash_map_adapter<u64, u64>>(settings, config);
+    } else if (name == "early_fill") {
+        config.runtime.buffer_bytes = 16384;
+        config.runtime.total_outbox_bytes = 4096;
         run<hash_map_adapter<u64, u64>>(settings, config);
     } else if (name == "empty_ranks") {
         settings.idle = [](int rank, int) { return rank % 2 == 1; };

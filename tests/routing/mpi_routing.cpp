@@ -32,11 +32,22 @@ struct answers {
     std::int64_t peers = 0;                           // outboxes kept, summed over ranks
 };
 
-answers run_hash_map(routing_mode routing, int rank, int size) {
+// `fill`: 0 for 1 KiB buffers (many messages, so groups of every kind split
+// across them); otherwise 16 KiB buffers that leave at `fill` bytes
+// (config::total_outbox_bytes = fill x peers).
+answers run_hash_map(routing_mode routing, int rank, int size, std::size_t fill = 0) {
     mpidict::hash_map_config config;
     config.runtime.routing = routing;
-    config.runtime.buffer_bytes = 1024;  // many messages, so groups of every kind split across them
+    config.runtime.buffer_bytes = fill == 0 ? 1024 : 16384;
+    config.runtime.total_outbox_bytes = fill == 0 ? 0 : fill * static_cast<std::size_t>(size);
     mpidict::hash_map<std::uint64_t, std::uint64_t> map(MPI_COMM_WORLD, config);
+    // Under grid routing a rank has fewer than `size` peers, so the mark may
+    // come out above `fill` (never above B, never below 4 KiB).
+    const std::size_t peers = map.engine().peer_count();
+    const std::size_t mark = fill == 0 ? 1024 : std::min<std::size_t>(16384, fill * std::size_t(size) / peers);
+    MPIDICT_CHECK_MSG(map.engine().outbox_fill_bytes() == mark,
+                      "fill mark " + std::to_string(map.engine().outbox_fill_bytes()) + ", expected " +
+                          std::to_string(mark));
     answers out;
     for (std::uint64_t index = 0; index < keys_per_rank; ++index) {
         const std::uint64_t key = key_of(rank, index);
@@ -70,6 +81,10 @@ answers run_hash_map(routing_mode routing, int rank, int size) {
         if (key >= shared_base)
             out.totals.emplace_back(key - shared_base, value);
     std::sort(out.totals.begin(), out.totals.end());
+    // No message passed the mark (every record here is far smaller than it).
+    MPIDICT_CHECK_MSG(map.stats().bytes_sent <= map.stats().messages_sent * mark,
+                      std::to_string(map.stats().bytes_sent) + " bytes in " +
+                          std::to_string(map.stats().messages_sent) + " messages, mark " + std::to_string(mark));
     out.forwarded = mpidict::testing::sum_over_ranks(static_cast<std::int64_t>(map.stats().records_forwarded));
     out.peers = mpidict::testing::sum_over_ranks(static_cast<std::int64_t>(map.engine().peer_count()));
     MPIDICT_CHECK(map.engine().routing() == (routing == routing_mode::grid && size > 2 ? routing_mode::grid
@@ -81,6 +96,14 @@ answers run_hash_map(routing_mode routing, int rank, int size) {
 void hash_map_both_ways(int rank, int size) {
     const answers direct = run_hash_map(routing_mode::direct, rank, size);
     const answers grid = run_hash_map(routing_mode::grid, rank, size);
+    // Outboxes that leave at 4 KiB of 16 KiB buffers (config::total_outbox_bytes).
+    for (const routing_mode routing : {routing_mode::direct, routing_mode::grid}) {
+        const answers early = run_hash_map(routing, rank, size, 4096);
+        MPIDICT_CHECK(early.global_size == direct.global_size);
+        MPIDICT_CHECK(early.neighbour_values == direct.neighbour_values);
+        MPIDICT_CHECK(early.blocking_values == direct.blocking_values);
+        MPIDICT_CHECK(early.totals == direct.totals);
+    }
     // The serial answer.
     MPIDICT_CHECK(direct.global_size == std::uint64_t(size) * keys_per_rank + std::min<std::uint64_t>(shared_keys, keys_per_rank));
     for (std::uint64_t index = 0; index < keys_per_rank; ++index)

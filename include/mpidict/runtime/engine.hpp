@@ -81,6 +81,12 @@ inline constexpr int automatic_grid_ranks = 128;
 
 struct config {
     std::size_t buffer_bytes = 64 * 1024;  // B: largest message; also bounds one record
+    // T: what a rank's outboxes may hold together (0: no limit).  With more than
+    // T/B peers each outbox leaves once it holds T/peers bytes (at least 4 KiB,
+    // at most B), so that records start travelling, and their receivers start
+    // handling them, while the sender is still producing; otherwise each
+    // buffer leaves when it is full (B) or at flush.
+    std::size_t total_outbox_bytes = 1024 * 1024;
     std::size_t blocking_factor = 4096;    // L: outstanding requests per rank
     std::size_t release_queue = 8;         // q: sent buffers awaiting release (0: wait for each send)
     std::size_t receive_buffers = 8;       // pre-posted receives
@@ -170,6 +176,9 @@ public:
     // outboxes for (p under direct routing, its row and column under grid).
     routing_mode routing() const { return m_routed ? routing_mode::grid : routing_mode::direct; }
     std::size_t peer_count() const { return m_peer_count; }
+    // Where an outbox leaves without a flush or a wait: B, or less when the
+    // peers' outboxes would together pass config::total_outbox_bytes.
+    std::size_t outbox_fill_bytes() const { return m_fill_bytes; }
 
     // Local.  Adds a handler; every rank must register the same names in the same
     // order, which verify_handlers() checks.
@@ -194,7 +203,7 @@ public:
         // listed as dirty (and, when a handler runs, as holding its output if
         // holds_handler_output is set); anything else takes reserve_record.
         outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
-        if (box.continues(group_kind::plain, handler, bytes, 0) && bytes <= m_config.buffer_bytes - box.buffer.size &&
+        if (box.continues(group_kind::plain, handler, bytes, 0) && box.buffer.size + bytes <= m_fill_bytes &&
             (m_handler_depth == 0 || box.holds_handler_output)) [[likely]] {
             std::byte* record = box.buffer.data.get() + box.buffer.size;
             box.buffer.size += bytes;
@@ -416,6 +425,8 @@ private:
 
     void initialise();
     void choose_routing();
+    // The fill mark for `peers` outboxes under `settings` (config::total_outbox_bytes).
+    static std::size_t fill_mark(const config& settings, std::size_t peers);
     std::byte* reserve_record(int destination, handler_id handler, std::size_t bytes);
     // Counts `records` more in the record count of `box`'s open group (bytes 8-11
     // of its header).
@@ -497,6 +508,7 @@ private:
     std::deque<message_buffer> m_loopback;  // messages to this rank, not via MPI
     std::vector<message_buffer> m_free_buffers;
     std::size_t m_outbox_bytes = 0;          // bytes held by outbox buffers
+    std::size_t m_fill_bytes = 0;            // an outbox leaves when its next record would pass this (<= B)
     std::size_t m_in_flight_bytes = 0;
     std::vector<request_slot> m_requests;
     std::vector<std::uint32_t> m_free_slots;
