@@ -158,6 +158,11 @@ void engine::initialise() {
         throw invalid_argument_error("mpidict: receive_buffers must be at least 1");
     choose_routing();
     m_fill_bytes = fill_mark(m_config, m_peer_count);
+    // At least one send in flight per two peers (config::release_queue): the
+    // buffers a flush ships all at once come from outboxes this rank already
+    // holds, and with q well below the peers each phase would end waiting for
+    // its receivers one at a time.
+    m_release_queue = m_config.release_queue == 0 ? 0 : std::max(m_config.release_queue, m_peer_count / 2);
     // One set-up round: every rank must agree on the message size (or a receive
     // could truncate) and on the routing; and buffers this rank cannot hold are
     // refused, on every rank together, before any is allocated (--buffer-bytes
@@ -165,7 +170,7 @@ void engine::initialise() {
     // per peer and the sends awaiting release, B bytes each.
     {
         const double buffers = static_cast<double>(m_config.receive_buffers) +
-                               static_cast<double>(m_config.release_queue) + static_cast<double>(m_peer_count);
+                               static_cast<double>(m_release_queue) + static_cast<double>(m_peer_count);
         const double needed = buffers * static_cast<double>(m_config.buffer_bytes);
         const auto available = static_cast<double>(detail::available_memory_bytes());
         const std::int64_t mine[3] = {static_cast<std::int64_t>(m_config.buffer_bytes), m_routed ? 1 : 0,
@@ -181,7 +186,7 @@ void engine::initialise() {
             throw invalid_argument_error(
                 mine[2] != 0 ? "mpidict: rank " + std::to_string(m_rank) + " cannot hold its message buffers: " +
                                    std::to_string(m_config.receive_buffers) + " receives + " +
-                                   std::to_string(m_config.release_queue) + " queued sends + " +
+                                   std::to_string(m_release_queue) + " queued sends + " +
                                    std::to_string(m_peer_count) + " outboxes of buffer_bytes = " +
                                    std::to_string(m_config.buffer_bytes) + " need up to " +
                                    std::to_string(static_cast<std::uint64_t>(needed)) + " bytes, but " +
@@ -472,7 +477,7 @@ engine::message_buffer engine::take_buffer() {
 
 void engine::recycle(message_buffer&& buffer) {
     // Released buffers are reused in release order; a few spares stay pooled.
-    if (m_free_buffers.size() < m_config.release_queue + 4) {
+    if (m_free_buffers.size() < m_release_queue + 4) {
         buffer.size = 0;
         m_free_buffers.push_back(std::move(buffer));
     }
@@ -579,6 +584,11 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
             const double start = now_seconds();
             ship(to, /*full=*/true);
             m_ship_seconds += now_seconds() - start;
+            // Serve what arrived meanwhile: a rank streaming out records then
+            // forwards and handles its peers' as it goes instead of saving
+            // that work for its flush, where the ranks that saved the most
+            // would keep the others waiting (docs/scaling.md).
+            progress();
         }
     }
 }
@@ -791,7 +801,7 @@ void engine::ship(int destination, bool full) {
     m_in_flight_bytes += m_config.buffer_bytes;
     m_in_flight.push_back(in_flight_send{ticket, std::move(buffer), destination, channel});
     update_high_water();
-    if (m_config.release_queue == 0 && !in_handler()) {
+    if (m_release_queue == 0 && !in_handler()) {
         // q = 0: no deferred release; the caller waits for this send to finish.
         while (!m_in_flight.empty()) {
             if (!progress())
@@ -801,7 +811,7 @@ void engine::ship(int destination, bool full) {
 }
 
 void engine::wait_for_queue_space() {
-    const std::size_t limit = std::max<std::size_t>(m_config.release_queue, 1);
+    const std::size_t limit = std::max<std::size_t>(m_release_queue, 1);
     if (m_in_flight.size() < limit)
         return;
     ++m_stats.queue_stalls;
@@ -854,7 +864,7 @@ bool engine::poll_once() {
     // direct-channel sends, where forwarded records go, are below q.  Those
     // always complete (every rank keeps taking direct messages), so holding
     // relays back bounds a corner's memory without a cycle of waits.
-    const bool take_relays = m_routed && m_direct_in_flight < std::max<std::size_t>(m_config.release_queue, 1);
+    const bool take_relays = m_routed && m_direct_in_flight < std::max<std::size_t>(m_release_queue, 1);
     return m_transport->poll(receiver, take_relays ? 2 : 1);
 }
 

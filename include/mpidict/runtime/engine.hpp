@@ -30,8 +30,10 @@
 // that handled it, or with that message's other output when handled elsewhere.
 //
 // Flow control.  At most L (blocking_factor) requests are outstanding per rank;
-// starting one more first makes progress.  At most q (release_queue) sent buffers
-// wait for MPI to release them; full buffers are sent synchronously, so such a
+// starting one more first makes progress.  At most q (release_queue; with more
+// than 2q peers, half the peers) sent buffers wait for MPI to release them, and
+// a rank that ships a full buffer then serves what has arrived; full buffers
+// (an outbox that reached its fill mark) are sent synchronously, so such a
 // buffer is released only when the destination has matched it, and a rank that
 // every other rank floods (the N-1 pattern) holds at most p*q*B unmatched bytes.
 // Partial buffers (someone waits) use standard sends.  Handlers never
@@ -88,7 +90,8 @@ struct config {
     // buffer leaves when it is full (B) or at flush.
     std::size_t total_outbox_bytes = 1024 * 1024;
     std::size_t blocking_factor = 4096;    // L: outstanding requests per rank
-    std::size_t release_queue = 8;         // q: sent buffers awaiting release (0: wait for each send)
+    std::size_t release_queue = 8;         // q: sent buffers awaiting release (0: wait for each send;
+                                           // else at least half the peers)
     std::size_t receive_buffers = 8;       // pre-posted receives
     bool progress_thread = false;
     std::chrono::microseconds progress_interval{100};
@@ -508,6 +511,7 @@ private:
     std::deque<message_buffer> m_loopback;  // messages to this rank, not via MPI
     std::vector<message_buffer> m_free_buffers;
     std::size_t m_outbox_bytes = 0;          // bytes held by outbox buffers
+    std::size_t m_release_queue = 0;         // q in effect: config's, at least peers / 2 (0 stays 0)
     std::size_t m_fill_bytes = 0;            // an outbox leaves when its next record would pass this (<= B)
     std::size_t m_in_flight_bytes = 0;
     std::vector<request_slot> m_requests;
