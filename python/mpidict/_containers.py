@@ -213,7 +213,8 @@ def _communicator(comm):
 
 
 def _config(config, options: dict, what: str):
-    runtime_names = {"buffer_bytes", "blocking_factor", "release_queue", "progress_thread", "routing"}
+    runtime_names = {"buffer_bytes", "blocking_factor", "release_queue", "total_outbox_bytes", "progress_thread",
+                     "routing"}
     for name, value in options.items():
         target = config.runtime if name in runtime_names else config
         if not hasattr(target, name):
@@ -297,7 +298,8 @@ class hash_map(_Container):
     """Multi-valued distributed hash map (C++ mpidict::hash_map): every key holds a
     sequence of values in insertion order.  Options: expected_keys_per_rank,
     max_load, capacity_values, capacity_bytes, cyclic, buffer_bytes,
-    blocking_factor, release_queue, progress_thread, routing ("automatic", "direct", "grid")."""
+    blocking_factor, release_queue, total_outbox_bytes, progress_thread, routing ("automatic", "direct",
+    "grid")."""
 
     def __init__(self, key_dtype="int64", value_dtype="int64", comm=None, **options):
         self._key = _Codec(key_dtype)

@@ -761,6 +761,12 @@ void engine::ship(int destination, bool full) {
 #if MPIDICT_SMPI
     charge(records_in(buffer.bytes()), destination == m_rank ? 0 : 1);
 #endif
+    {
+        // The sender's round (see flush()), on the first group's flags.
+        std::byte* flags = buffer.data.get() + 2;
+        const auto round = static_cast<std::uint16_t>((m_epoch & epoch_mask) << epoch_shift);
+        store<std::uint16_t>(flags, static_cast<std::uint16_t>((load<std::uint16_t>(flags) & ~epoch_flags) | round));
+    }
     if (!full && m_routed && !m_in_flush) {
         // Tell the first hop that someone is waiting (see urgent_flag).  Not in
         // a flush: every rank is flushing then and ships what it gathered each
@@ -933,7 +939,17 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
         }
         cursor += group_bytes;
     }
-    ++m_messages_handled;
+    // A message its sender shipped after its cut of the round this rank has
+    // yet to contribute to counts from the next round on (see flush()).  The
+    // stamp is the round modulo 4 and a sender is at most one round ahead; an
+    // older message that aliases as "ahead" only counts one round late.
+    const unsigned stamp = message.size() >= group_header_bytes
+                               ? (load<std::uint16_t>(message.data() + 2) >> epoch_shift) & epoch_mask
+                               : static_cast<unsigned>(m_epoch & epoch_mask);
+    if (((stamp - m_epoch) & epoch_mask) == 1)
+        ++m_handled_next_round;
+    else
+        ++m_messages_handled;
 #if MPIDICT_SMPI
     charge(m_stats.records_received - records_before, source == m_rank ? 0 : 1);
 #endif
@@ -1204,12 +1220,17 @@ void engine::flush() {
         bool& flag;
         ~flush_guard() { flag = false; }
     } guard{m_in_flush};
-    // Termination: two consecutive rounds with the same totals, sent ==
-    // handled (every rank's counts are monotone, so equal sums mean no rank
-    // sent or handled anything in between: nothing was in flight).  The round
-    // that ended the last flush counts as the first of the two, so a flush
-    // with nothing to do since then takes one reduction, not two.
-    std::int64_t previous[2] = {m_quiet_totals[0], m_quiet_totals[1]};
+    // Termination (Mattern's colouring): a rank's contribution to a round is
+    // its cut.  Every message carries the round its sender was in when it
+    // left (ship: the epoch, rounds contributed so far); a rank counts as
+    // handled only the messages sent before their senders' cuts, the others
+    // once it has made its own (handle_message).  So a round's sums count
+    // exactly the messages sent before the cut and those handled before it:
+    // equal sums mean none was in flight across the cut, and as every rank
+    // was quiet at its cut (nothing unsent, nothing unhandled), whatever a
+    // rank handled after its cut was itself sent after one, which nothing
+    // could have caused.  One round that finds everything delivered ends the
+    // flush; a flush with nothing to do takes one reduction.
     std::int64_t pieces[tag_pieces];
     collective_tag("flush", pieces);
     for (;;) {
@@ -1221,21 +1242,21 @@ void engine::flush() {
                 break;
             ship_settling(active);
         }
-        // Every round carries the tag (see sum()); what handlers send while the
-        // reduction runs is counted in the next round.
+        // Every round carries the tag (see sum()).
         const std::int64_t counts[2 + tag_pieces] = {m_messages_sent, m_messages_handled, pieces[0],
                                                      pieces[1],       pieces[2],          pieces[3]};
+        // The cut: what this rank sends from here on belongs to the next round,
+        // and the messages it held back as sent after their senders' cuts
+        // count from the next round on.
+        ++m_epoch;
+        m_messages_handled += m_handled_next_round;
+        m_handled_next_round = 0;
         std::int64_t totals[2 + tag_pieces] = {};
         reduce_serving(counts, totals);
         ++m_stats.flush_rounds;
         check_tag(pieces, totals + 2, "flush");
-        if (totals[0] == totals[1] && totals[0] == previous[0] && totals[1] == previous[1]) {
-            m_quiet_totals[0] = totals[0];
-            m_quiet_totals[1] = totals[1];
+        if (totals[0] == totals[1])
             break;
-        }
-        previous[0] = totals[0];
-        previous[1] = totals[1];
     }
     // Every counted send was matched and handled; let those release their
     // buffers.  Keep serving meanwhile: a rank whose reduction completed first

@@ -229,6 +229,14 @@ def test_bad_input(rank, size):
         with pytest.raises(mpidict.InvalidArgumentError):
             small.insert(b"k", b"x" * 100000)
         small.flush()
+    # Outboxes that leave at 4 KiB of 16 KiB (runtime total_outbox_bytes): same answers.
+    with mpidict.hash_map("int64", "int64", buffer_bytes=16384, total_outbox_bytes=4096) as early:
+        keys = np.arange(rank * 5000, rank * 5000 + 5000, dtype=np.int64)
+        early.insert_many(keys, keys * 2)
+        early.flush()
+        assert early.global_size() == 5000 * size
+        counts, values = early.find_many(keys)
+        assert (counts == 1).all() and (values == keys * 2).all()
     # Use after destroy.
     m = mpidict.hash_map("int64", "int64")
     m.destroy()

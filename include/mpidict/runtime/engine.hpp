@@ -13,8 +13,9 @@
 // or at flush.  A request completes when its reply record is handled.  flush()
 // returns on every rank once every record sent anywhere before it, including
 // records that handlers sent while it ran, has been handled: it counts messages
-// sent and received and ends after two consecutive non-blocking sums agree
-// (Mattern's four-counter method).
+// sent and handled, each message stamped with its sender's flush round, and
+// ends at the first non-blocking sum whose counts, taken at a consistent cut,
+// agree (Mattern's colouring).
 //
 // Routing (config::routing).  Under grid routing a record for a rank outside
 // the sender's row and column travels in a "routed" group to the corner rank,
@@ -389,6 +390,11 @@ private:
     // gathered each round); what the receiver forwards from it leaves as soon
     // as the message is handled instead of waiting to fill a buffer.
     static constexpr std::uint16_t urgent_flag = 0x8000;
+    // On every message's first group: the sender's flush round modulo 4 (bits
+    // 12-13 of the flags; see flush()).
+    static constexpr unsigned epoch_shift = 12;
+    static constexpr unsigned epoch_mask = 0x3;
+    static constexpr std::uint16_t epoch_flags = epoch_mask << epoch_shift;
     struct outbox {
         message_buffer buffer;
         std::size_t group_offset = 0;  // start of the open group, if any
@@ -518,12 +524,13 @@ private:
     std::vector<std::uint32_t> m_free_slots;
     std::size_t m_outstanding = 0;
     int m_handler_depth = 0;
-    std::int64_t m_messages_sent = 0;       // for termination detection
+    // Termination detection (see flush()): messages sent; messages handled
+    // that were sent before their senders' cuts of the coming round, and those
+    // sent after (counted from the next round on); flush rounds contributed.
+    std::int64_t m_messages_sent = 0;
     std::int64_t m_messages_handled = 0;
-    // The global totals (sent, handled) of the round that ended the last
-    // flush, the same on every rank: a flush whose first round finds them
-    // unchanged ends there (see flush()).
-    std::int64_t m_quiet_totals[2] = {-1, -2};
+    std::int64_t m_handled_next_round = 0;
+    std::uint64_t m_epoch = 0;
     bool m_in_flush = false;
     // Tagged collectives (see flush()): this rank's count of them so far.
     std::uint64_t m_collective_sequence = 0;
