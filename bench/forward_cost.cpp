@@ -10,19 +10,20 @@
 //
 //   build/bench/forward_cost [--ranks P] [--keys-per-rank N] [--runs R]
 
-#include <algorithm>
 #include <time.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/report.hpp"
 #include "mpidict/hash_map.hpp"
 #include "mpidict/runtime/sim_transport.hpp"
+#include "mpidict/support/options.hpp"
+#include "mpidict/support/program.hpp"
 
 namespace {
 
@@ -78,53 +79,34 @@ outcome run_once(int ranks, std::uint64_t keys_per_rank, runtime::routing_mode r
     return out;
 }
 
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
-}
-
-std::uint64_t number_after(int& index, int argc, char** argv, std::uint64_t lowest, std::uint64_t highest) {
-    if (index + 1 >= argc) {
-        std::fprintf(stderr, "forward_cost: %s needs a value\n", argv[index]);
-        std::exit(2);
-    }
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(argv[++index], &end, 10);
-    if (end == argv[index] || *end != '\0' || value < lowest || value > highest) {
-        std::fprintf(stderr, "forward_cost: %s takes a whole number in [%llu, %llu], not '%s'\n", argv[index - 1],
-                     static_cast<unsigned long long>(lowest), static_cast<unsigned long long>(highest), argv[index]);
-        std::exit(2);
-    }
-    return value;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    int ranks = 9;  // a 3 x 3 grid: 4 of every 9 records are forwarded
+    std::uint64_t ranks = 9;  // a 3 x 3 grid: 4 of every 9 records are forwarded
     std::uint64_t keys_per_rank = 200000;
-    int runs = 7;
-    for (int index = 1; index < argc; ++index) {
-        if (std::strcmp(argv[index], "--ranks") == 0)
-            ranks = static_cast<int>(number_after(index, argc, argv, 3, 256));
-        else if (std::strcmp(argv[index], "--keys-per-rank") == 0)
-            keys_per_rank = number_after(index, argc, argv, 1, std::uint64_t{1} << 26);
-        else if (std::strcmp(argv[index], "--runs") == 0)
-            runs = static_cast<int>(number_after(index, argc, argv, 1, 1000));
-        else {
-            std::fprintf(stderr,
-                         "usage: forward_cost [--ranks P (3..256, default 9)] [--keys-per-rank N (default 200000)] "
-                         "[--runs R (default 7)]\n");
-            return std::strcmp(argv[index], "--help") == 0 ? 0 : 2;
+    std::uint64_t runs = 7;
+    support::option_parser parser("forward_cost [options]",
+                                  "Grid routing's cost per forwarded record on the real engine over the in-process "
+                                  "simulation transport (serial; docs/scaling.md).");
+    parser.add_count("ranks", &ranks, "virtual ranks", 3, 256, "P")
+        .add_count("keys-per-rank", &keys_per_rank, "keys each rank inserts", 1, std::uint64_t{1} << 26, "N")
+        .add_count("runs", &runs, "direct/grid pairs, alternated", 1, 1000, "R");
+    try {
+        if (!parser.parse(support::arguments_of(argc, argv))) {
+            std::printf("%s", parser.help().c_str());
+            return 0;
         }
+    } catch (const support::usage_error& problem) {
+        std::fprintf(stderr, "forward_cost: %s\n", problem.what());
+        return 2;
     }
+    const int p = static_cast<int>(ranks);
     std::vector<double> direct, grid, forward_ns, ratio;
     std::uint64_t forwarded = 0;
-    const double inserts = static_cast<double>(keys_per_rank) * ranks;
-    for (int run = 0; run < runs; ++run) {
-        const outcome d = run_once(ranks, keys_per_rank, runtime::routing_mode::direct);
-        const outcome g = run_once(ranks, keys_per_rank, runtime::routing_mode::grid);
+    const double inserts = static_cast<double>(keys_per_rank) * static_cast<double>(ranks);
+    for (std::uint64_t run = 0; run < runs; ++run) {
+        const outcome d = run_once(p, keys_per_rank, runtime::routing_mode::direct);
+        const outcome g = run_once(p, keys_per_rank, runtime::routing_mode::grid);
         if (d.forwarded != 0 || g.forwarded == 0) {
             std::fprintf(stderr, "forward_cost: direct routing forwarded %llu records, grid %llu\n",
                          static_cast<unsigned long long>(d.forwarded), static_cast<unsigned long long>(g.forwarded));
@@ -136,15 +118,13 @@ int main(int argc, char** argv) {
         forward_ns.push_back((g.seconds - d.seconds) / static_cast<double>(g.forwarded) * 1e9);
         ratio.push_back(forward_ns.back() / direct.back());
     }
-    const auto line = [&](const char* metric, double value, const char* unit) {
-        std::printf("{\"bench\":\"forward_cost\",\"metric\":\"%s\",\"value\":%.4g,\"unit\":\"%s\",\"ranks\":%d,"
-                    "\"keys_per_rank\":%llu,\"runs\":%d}\n",
-                    metric, value, unit, ranks, static_cast<unsigned long long>(keys_per_rank), runs);
-    };
-    line("direct_ns_per_insert_median", median(direct), "ns");
-    line("grid_ns_per_insert_median", median(grid), "ns");
-    line("records_forwarded", static_cast<double>(forwarded), "records");
-    line("ns_per_forwarded_record_median", median(forward_ns), "ns");
-    line("forward_to_insert_ratio_median", median(ratio), "ratio");
+    bench::report out("forward_cost", p, 1, true);
+    out.context().add("keys_per_rank", keys_per_rank).add("runs", runs);
+    out.figure("direct_ns_per_insert", direct, "ns");
+    out.figure("grid_ns_per_insert", grid, "ns");
+    out.figure("records_forwarded", static_cast<double>(forwarded), "records");
+    out.figure("ns_per_forwarded_record", forward_ns, "ns");
+    out.figure("forward_to_insert_ratio", ratio, "ratio");
+    out.print_table();
     return 0;
 }

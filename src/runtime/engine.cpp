@@ -761,21 +761,19 @@ void engine::ship(int destination, bool full) {
 #if MPIDICT_SMPI
     charge(records_in(buffer.bytes()), destination == m_rank ? 0 : 1);
 #endif
-    {
-        // The sender's round (see flush()), on the first group's flags.
-        std::byte* flags = buffer.data.get() + 2;
-        const auto round = static_cast<std::uint16_t>((m_epoch & epoch_mask) << epoch_shift);
-        store<std::uint16_t>(flags, static_cast<std::uint16_t>((load<std::uint16_t>(flags) & ~epoch_flags) | round));
-    }
-    if (!full && m_routed && !m_in_flush) {
-        // Tell the first hop that someone is waiting (see urgent_flag).  Not in
-        // a flush: every rank is flushing then and ships what it gathered each
-        // round, so forwarding at once would only split the corner's buffers
-        // into a message per incoming one (at 64 ranks it made grid routing
-        // send 1.5x the messages of direct routing).
-        std::byte* flags = buffer.data.get() + 2;
-        store<std::uint16_t>(flags, static_cast<std::uint16_t>(load<std::uint16_t>(flags) | urgent_flag));
-    }
+    // The first group's flags carry the message's marks: the sender's round
+    // (see flush()), and urgent_flag when the first hop should forward at
+    // once because someone is waiting.  Not in a flush: every rank is
+    // flushing then and ships what it gathered each round, so forwarding at
+    // once would only split the corner's buffers into a message per incoming
+    // one (at 64 ranks it made grid routing send 1.5x the messages of direct
+    // routing).
+    std::byte* flags = buffer.data.get() + 2;
+    auto marks = static_cast<std::uint16_t>((load<std::uint16_t>(flags) & ~epoch_flags) |
+                                            ((m_epoch & epoch_mask) << epoch_shift));
+    if (!full && m_routed && !m_in_flush)
+        marks |= urgent_flag;
+    store<std::uint16_t>(flags, marks);
     if (destination == m_rank) {
         // Loopback: handled by this rank's own progress, never through MPI.
         ++m_messages_sent;
@@ -886,7 +884,10 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
     } guard{m_handler_depth};
     const std::byte* cursor = message.data();
     const std::byte* const end = message.data() + message.size();
-    const bool urgent = message.size() >= group_header_bytes && (load<std::uint16_t>(cursor + 2) & urgent_flag) != 0;
+    // The message's marks, on its first group's flags (see ship()).
+    const bool marked = message.size() >= group_header_bytes;
+    const std::uint16_t marks = marked ? load<std::uint16_t>(cursor + 2) : 0;
+    const bool urgent = (marks & urgent_flag) != 0;
 #if MPIDICT_SMPI
     const std::uint64_t records_before = m_stats.records_received;
 #endif
@@ -943,9 +944,7 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
     // yet to contribute to counts from the next round on (see flush()).  The
     // stamp is the round modulo 4 and a sender is at most one round ahead; an
     // older message that aliases as "ahead" only counts one round late.
-    const unsigned stamp = message.size() >= group_header_bytes
-                               ? (load<std::uint16_t>(message.data() + 2) >> epoch_shift) & epoch_mask
-                               : static_cast<unsigned>(m_epoch & epoch_mask);
+    const unsigned stamp = marked ? (marks >> epoch_shift) & epoch_mask : static_cast<unsigned>(m_epoch & epoch_mask);
     if (((stamp - m_epoch) & epoch_mask) == 1)
         ++m_handled_next_round;
     else
