@@ -1007,11 +1007,30 @@ bool engine::progress() {
 }
 
 void engine::ship_all() {
-    // ship() takes its destination off m_dirty, but shipping may run handlers
-    // that dirty other outboxes: loop until none is left.
+    // In a flush, serve after each message: a flush may ship one outbox per
+    // peer (62 at 1024 ranks under grid routing), and the messages that
+    // arrive meanwhile are other ranks' flushes, whose records this rank
+    // should forward or handle now rather than after packing all of its own
+    // (the same reason append() serves after each full buffer).
+    const bool serve = m_in_flush && !in_handler();
+    // Under grid routing the outboxes to corners leave first: their records
+    // need a second hop, which the corners can make while this rank ships the rest.
+    if (m_routed) {
+        const std::vector<int> waiting = m_dirty;  // ship() edits m_dirty
+        for (const int destination : waiting) {
+            if (m_relay_channel[static_cast<std::size_t>(destination)] != 0) {
+                ship(destination);
+                if (serve)
+                    progress();
+            }
+        }
+    }
+    // ship() takes its destination off m_dirty, but shipping (and serving) may
+    // run handlers that dirty other outboxes: loop until none is left.
     while (!m_dirty.empty()) {
-        const int destination = m_dirty.front();
-        ship(destination);
+        ship(m_dirty.front());
+        if (serve)
+            progress();
     }
 }
 
