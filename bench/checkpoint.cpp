@@ -64,11 +64,7 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
 using map_type = mpidict::hash_map<std::uint64_t, std::uint64_t>;
 constexpr std::size_t piece_bytes = std::size_t{8} << 20;
 
-double max_over_ranks(double seconds, MPI_Comm comm) {
-    double slowest = 0;
-    MPI_Allreduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-    return slowest;
-}
+using mpidict::bench::max_over_ranks;
 
 // Times `body` from a barrier to a barrier; the slowest rank's seconds.
 template <class Body>

@@ -147,11 +147,7 @@ void check(int code, const char* call) {
         throw std::runtime_error(std::string(call) + " failed with MPI error " + std::to_string(code));
 }
 
-double max_over_ranks(double local, MPI_Comm comm) {
-    double global = 0;
-    check(MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce");
-    return global;
-}
+using mpidict::bench::max_over_ranks;
 
 std::uint64_t sum_over_ranks(std::uint64_t local, MPI_Comm comm) {
     std::uint64_t global = 0;

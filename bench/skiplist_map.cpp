@@ -551,11 +551,7 @@ private:
         }
     }
 
-    double max_over_ranks(double value) const {
-        double out = 0;
-        MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, m_w.comm);
-        return out;
-    }
+    double max_over_ranks(double value) const { return mpidict::bench::max_over_ranks(value, m_w.comm); }
     double total(double value) const {
         double out = 0;
         MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, m_w.comm);

@@ -12,6 +12,7 @@
 // fields (their values are the defaults); run(settings, world) returns the
 // exit status.
 
+#include <stdexcept>
 #include <string>
 
 #include <mpi.h>
@@ -28,6 +29,14 @@ struct world {
     int size = 1;
 };
 
+// The largest of every rank's `value`, on every rank; throws if MPI fails.
+inline double max_over_ranks(double value, MPI_Comm comm) {
+    double largest = 0;
+    if (const int code = MPI_Allreduce(&value, &largest, 1, MPI_DOUBLE, MPI_MAX, comm); code != MPI_SUCCESS)
+        throw std::runtime_error("MPI_Allreduce (max over ranks) failed with MPI error " + std::to_string(code));
+    return largest;
+}
+
 // Seconds from a barrier until every rank has run `step`: the slowest rank's
 // time, on every rank (MPI_Wtime, so simulated time under SimGrid SMPI).
 template <class Step>
@@ -35,9 +44,7 @@ double slowest_seconds(MPI_Comm comm, Step&& step) {
     MPI_Barrier(comm);
     const double start = MPI_Wtime();
     step();
-    double mine = MPI_Wtime() - start, slowest = 0;
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
-    return slowest;
+    return max_over_ranks(MPI_Wtime() - start, comm);
 }
 
 template <class Settings, class Declare, class Run>
