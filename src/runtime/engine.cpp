@@ -33,6 +33,18 @@ constexpr std::size_t minimum_fill_bytes = 4096;
 using detail::load;
 using detail::store;
 
+// Inside handler scope while it lives: sends never wait (engine::ship).
+class handler_scope {
+public:
+    explicit handler_scope(int& depth) : m_depth(depth) { ++m_depth; }
+    ~handler_scope() { --m_depth; }
+    handler_scope(const handler_scope&) = delete;
+    handler_scope& operator=(const handler_scope&) = delete;
+
+private:
+    int& m_depth;
+};
+
 // The set-up checks' refusal: ranks passed different values of `what`.
 [[noreturn]] void throw_disagreement(int rank, std::string_view what, std::int64_t mine, std::int64_t lowest,
                                      std::int64_t highest) {
@@ -877,11 +889,7 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
         ++m_stats.messages_received;
         m_stats.bytes_received += message.size();
     }
-    ++m_handler_depth;
-    struct depth_guard {
-        int& depth;
-        ~depth_guard() { --depth; }
-    } guard{m_handler_depth};
+    const handler_scope scope(m_handler_depth);
     const std::byte* cursor = message.data();
     const std::byte* const end = message.data() + message.size();
     // The message's marks, on its first group's flags (see ship()).
@@ -952,14 +960,19 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
 #if MPIDICT_SMPI
     charge(m_stats.records_received - records_before, source == m_rank ? 0 : 1);
 #endif
-    if (m_handler_depth == 1) {
-        // Still inside the handler scope, so these sends never block.
-        while (!m_handler_dirty.empty()) {
-            const int destination = m_handler_dirty.back();
-            m_handler_dirty.pop_back();
-            if (m_outboxes[static_cast<std::size_t>(destination)].holds_handler_output)
-                ship(destination);
-        }
+    // Handler output leaves when this message is done, or, when it came
+    // through progress(), with the output of every message of its polling
+    // loop (one message per destination, not one per incoming message).
+    if (m_handler_depth == 1 && !m_polling)
+        ship_handler_output();  // still inside the handler scope, so these sends never block
+}
+
+void engine::ship_handler_output() {
+    while (!m_handler_dirty.empty()) {
+        const int destination = m_handler_dirty.back();
+        m_handler_dirty.pop_back();
+        if (m_outboxes[static_cast<std::size_t>(destination)].holds_handler_output)
+            ship(destination);
     }
 }
 
@@ -998,9 +1011,17 @@ bool engine::progress() {
             release_finished_sends();
         }
     }
-    if (m_urgent_forwards && !m_polling && !in_handler()) {
-        m_urgent_forwards = false;
-        ship_forwards();
+    if (!m_polling && !in_handler()) {
+        if (!m_handler_dirty.empty()) {
+            // As handler output always leaves: without waiting for queue
+            // space (and for loopback, without nested progress).
+            const handler_scope scope(m_handler_depth);
+            ship_handler_output();
+        }
+        if (m_urgent_forwards) {
+            m_urgent_forwards = false;
+            ship_forwards();
+        }
     }
     active |= release_finished_sends();
     return active;

@@ -378,4 +378,69 @@ TEST(SimTransport, MalformedMessageRaisesDecodeErrorInTheEngine) {
     }
 }
 
+// Handler output of the messages one polling loop handles leaves together: one
+// message per destination, not one per incoming message (docs/runtime.md, "When
+// things move").  On a 2 x 2 grid rank 0 gets an echo request straight from
+// rank 1 and one from rank 3 through the corner, rank 2; both answers leave
+// through rank 1 (to rank 1 itself, and to rank 3 by way of rank 1).
+struct echo_state {
+    runtime::engine* engine = nullptr;
+    runtime::handler_id answer = 0;
+    std::uint64_t answers = 0;
+};
+
+void echo(void* context, int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+    auto& state = *static_cast<echo_state*>(context);
+    for (std::uint32_t index = 0; index < count; ++index)
+        std::memcpy(state.engine->reserve(source, state.answer, record_bytes), records + index * record_bytes,
+                    record_bytes);
+}
+
+void count_answers(void* context, int, const std::byte*, std::uint32_t, std::uint32_t count) {
+    static_cast<echo_state*>(context)->answers += count;
+}
+
+TEST(SimTransport, HandlerOutputOfOnePollingLoopLeavesAsOneMessage) {
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+        sim::options settings = quick(0);  // a message is deliverable as soon as it is sent
+        std::uint64_t replies_sent = 0;
+        std::uint64_t requests_handled = 0;
+        std::uint64_t answers = 0;
+        const sim::result outcome = sim::run(4, seed, settings, [&](int rank, sim::sim_context& context) {
+            runtime::config grid;
+            grid.routing = runtime::routing_mode::grid;
+            runtime::engine engine(context.make_transport(), grid);
+            echo_state state{&engine};
+            const runtime::handler_id request = engine.register_handler("test.echo", &echo, &state);
+            state.answer = engine.register_handler("test.answer", &count_answers, &state);
+            engine.verify_handlers();
+            if (rank == 1 || rank == 3) {
+                const std::uint64_t value = static_cast<std::uint64_t>(rank);
+                std::memcpy(engine.reserve(0, request, sizeof value), &value, sizeof value);
+                engine.ship_all();
+            }
+            if (rank == 2) {
+                // The corner forwards rank 3's request (shipped after its polling loop).
+                while (engine.stats().records_forwarded == 0)
+                    engine.progress();
+            }
+            context.barrier();  // both requests are now deliverable at rank 0
+            if (rank == 0) {
+                const std::uint64_t sent = engine.stats().messages_sent;
+                const std::uint64_t received = engine.stats().messages_received;
+                engine.progress();
+                requests_handled = engine.stats().messages_received - received;
+                replies_sent = engine.stats().messages_sent - sent;
+            }
+            engine.flush();
+            if (rank == 1 || rank == 3)
+                answers += state.answers;
+        });
+        ASSERT_TRUE(outcome.ok) << "seed " << seed << ": " << outcome.failure << "\n" << outcome.trace;
+        EXPECT_EQ(requests_handled, 2u) << "seed " << seed;
+        EXPECT_EQ(replies_sent, 1u) << "seed " << seed << ": the two answers left as separate messages";
+        EXPECT_EQ(answers, 2u) << "seed " << seed;
+    }
+}
+
 }  // namespace

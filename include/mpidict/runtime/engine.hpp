@@ -460,6 +460,7 @@ private:
     void forward_group(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
                        handler_id handler, bool urgent);
     void ship_forwards();
+    void ship_handler_output();
     // flush's shipping: everything, except forwarded records while `active`.
     void ship_settling(bool active);
     // One round of a waiting loop: progress, then ship what handlers queued
