@@ -558,7 +558,8 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
                 }
             } else if (m_handler_depth > 0 && !box.holds_handler_output) {
                 // Handler output (replies, forwarded work) leaves when the message
-                // that caused it is done, so nobody waits on a rank that has
+                // that caused it is done, or after the polling loop that handled
+                // it (handle_message), so nobody waits on a rank that has
                 // returned to computing.
                 box.holds_handler_output = true;
                 m_handler_dirty.push_back(to);

@@ -38,9 +38,11 @@
 // buffer is released only when the destination has matched it, and a rank that
 // every other rank floods (the N-1 pattern) holds at most p*q*B unmatched bytes.
 // Partial buffers (someone waits) use standard sends.  Handlers never
-// block: a reply sent from inside a handler may exceed q by the replies that one
-// incoming buffer generates (under grid routing, also by the records it
-// forwards: at most one buffer's worth per incoming buffer).
+// block: their output (replies, forwarded records, new work) leaves when the
+// message that caused it is done, or, for the messages one polling loop of
+// progress() handles, together after that loop (one message per destination,
+// not one per incoming message), and may exceed q by those messages and by
+// any outbox it filled meanwhile.
 //
 // Threads.  With progress_thread set, a background thread makes progress every
 // progress_interval; all entry points then serialise on one mutex (MPI needs at
