@@ -558,8 +558,8 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
                 }
             } else if (m_handler_depth > 0 && !box.holds_handler_output) {
                 // Handler output (replies, forwarded work) leaves when the message
-                // that caused it is done, or after the polling loop that handled
-                // it (handle_message), so nobody waits on a rank that has
+                // that caused it is done, or (grid routing) after the polling loop
+                // that handled it (handle_message), so nobody waits on a rank that has
                 // returned to computing.
                 box.holds_handler_output = true;
                 m_handler_dirty.push_back(to);
@@ -961,10 +961,13 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
 #if MPIDICT_SMPI
     charge(m_stats.records_received - records_before, source == m_rank ? 0 : 1);
 #endif
-    // Handler output leaves when this message is done, or, when it came
-    // through progress(), with the output of every message of its polling
-    // loop (one message per destination, not one per incoming message).
-    if (m_handler_depth == 1 && !m_polling)
+    // Handler output leaves when this message is done, or, under grid routing
+    // when it came through progress(), with the output of every message of its
+    // polling loop: an owner's answers to one corner's message go to up to
+    // sqrt(p) corners, and per incoming message that made O(p) messages per
+    // rank.  (Under direct routing they all go back to the message's sender,
+    // and waiting for the loop's end would only add a poll to every round trip.)
+    if (m_handler_depth == 1 && !(m_polling && m_routed))
         ship_handler_output();  // still inside the handler scope, so these sends never block
 }
 

@@ -39,10 +39,10 @@
 // every other rank floods (the N-1 pattern) holds at most p*q*B unmatched bytes.
 // Partial buffers (someone waits) use standard sends.  Handlers never
 // block: their output (replies, forwarded records, new work) leaves when the
-// message that caused it is done, or, for the messages one polling loop of
-// progress() handles, together after that loop (one message per destination,
-// not one per incoming message), and may exceed q by those messages and by
-// any outbox it filled meanwhile.
+// message that caused it is done, or, under grid routing, for the messages one
+// polling loop of progress() handles, together after that loop (one message
+// per destination, not one per incoming message), and may exceed q by those
+// messages and by any outbox it filled meanwhile.
 //
 // Threads.  With progress_thread set, a background thread makes progress every
 // progress_interval; all entry points then serialise on one mutex (MPI needs at
