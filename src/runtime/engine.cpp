@@ -699,11 +699,24 @@ void engine::ship_forwards() {
         ship_outboxes(/*holding_forwards=*/true);
 }
 
-void engine::ship_outboxes(bool holding_forwards) {
+template <class Wanted>
+void engine::ship_dirty_if(Wanted&& wanted, bool serve) {
     const std::vector<int> waiting = m_dirty;  // ship() edits m_dirty
-    for (const int destination : waiting)
-        if (m_outboxes[static_cast<std::size_t>(destination)].holds_forwards == holding_forwards)
+    for (const int destination : waiting) {
+        if (wanted(destination)) {
             ship(destination);
+            if (serve)
+                progress();
+        }
+    }
+}
+
+void engine::ship_outboxes(bool holding_forwards) {
+    ship_dirty_if(
+        [&](int destination) {
+            return m_outboxes[static_cast<std::size_t>(destination)].holds_forwards == holding_forwards;
+        },
+        /*serve=*/false);
 }
 
 #if MPIDICT_SMPI
@@ -1040,16 +1053,9 @@ void engine::ship_all() {
     const bool serve = m_in_flush && !in_handler();
     // Under grid routing the outboxes to corners leave first: their records
     // need a second hop, which the corners can make while this rank ships the rest.
-    if (m_routed) {
-        const std::vector<int> waiting = m_dirty;  // ship() edits m_dirty
-        for (const int destination : waiting) {
-            if (m_relay_channel[static_cast<std::size_t>(destination)] != 0) {
-                ship(destination);
-                if (serve)
-                    progress();
-            }
-        }
-    }
+    if (m_routed)
+        ship_dirty_if([&](int destination) { return m_relay_channel[static_cast<std::size_t>(destination)] != 0; },
+                      serve);
     // ship() takes its destination off m_dirty, but shipping (and serving) may
     // run handlers that dirty other outboxes: loop until none is left.
     while (!m_dirty.empty()) {

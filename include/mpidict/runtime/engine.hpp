@@ -470,6 +470,10 @@ private:
     bool serve_round(bool settling = false);
     // Ships the non-empty outboxes that do (or do not) hold gathered forwards.
     void ship_outboxes(bool holding_forwards);
+    // Ships each outbox dirty when called for which wanted(destination) holds,
+    // serving after each if `serve`.
+    template <class Wanted>
+    void ship_dirty_if(Wanted&& wanted, bool serve);
     void drop_everything();  // the local teardown of abandon() and abandon_at_finalize()
     void ship(int destination, bool full = false);
     void wait_for_queue_space();
