@@ -95,6 +95,9 @@ check_all() {
   # module proxy over HTTPS) that the skiplist_map consistency tests run.
   have go || [ -x /usr/local/go/bin/go ] || [ -x /usr/lib/go/bin/go ] || missing+=(golang-go)
   [ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+  # The word lists of the word_build, words and k-mer tests (data/README.md).
+  [ -r /usr/share/dict/dutch ] || missing+=(wdutch)
+  [ -r /usr/share/dict/american-english ] || missing+=(wamerican)
 
   # Optional: the YCSB report's figures and its Redis reference point.
   if [ "$want_ycsb" = 1 ]; then

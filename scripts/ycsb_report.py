@@ -8,7 +8,7 @@ client (site.ycsb:core 0.17.0) against a local Redis server.
         [--records 100000] [--operations 100000] [--window 16] [--quick] [--no-redis] [--replot]
 
 mpidict runs: apps/ycsb (build/apps/ycsb/ycsb) with the workload files of
-../shared/data/ycsb, -p recordcount/operationcount, on skiplist_map in each
+data/ycsb (the repository's statement of YCSB A-F), -p recordcount/operationcount, on skiplist_map in each
 consistency mode, hash_map and linear_hash_map (E only on skiplist_map), every rank a
 client with --window operations in flight.  Redis runs: bench/ycsb_redis (built with
 Maven), YCSB's Client with -threads equal to the rank count, against redis-server on
@@ -34,7 +34,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORKLOADS = os.path.join(os.path.dirname(ROOT), "shared", "data", "ycsb")
+WORKLOADS = os.path.join(ROOT, "data", "ycsb")   # the repository's statement of YCSB A-F
 CONFIGS = [  # (label, container, consistency)
     ("skiplist total_order", "skiplist", "total_order"),
     ("skiplist sequential", "skiplist", "sequential"),
@@ -47,7 +47,7 @@ REDIS_PORT = 16379
 
 def shown_command(command, launcher, build):
     text = "scripts/mpirun.sh " + " ".join(shlex.quote(part) for part in command[len(launcher):])
-    return text.replace(build + "/", "build/").replace(WORKLOADS + "/", "../shared/data/ycsb/")
+    return text.replace(build + "/", "build/").replace(WORKLOADS + "/", "data/ycsb/")
 
 
 def run_mpidict(build, ranks, workload, container, mode, records, operations, window):
@@ -170,7 +170,7 @@ def run_redis_all(workloads, ranks_list, records, operations):
                 for phase, flag in (("load", "-load"), ("run", "-t")):
                     command = common[:4] + [flag] + common[4:]
                     shown = " ".join(shlex.quote(part) for part in command).replace(classpath, "CP") \
-                        .replace(WORKLOADS + "/", "../shared/data/ycsb/")
+                        .replace(WORKLOADS + "/", "data/ycsb/")
                     print("  " + shown, file=sys.stderr, flush=True)
                     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
                     if done.returncode != 0:

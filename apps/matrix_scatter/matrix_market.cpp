@@ -19,6 +19,8 @@
 #include <string_view>
 #include <system_error>
 
+#include <zlib.h>
+
 namespace mpidict::apps {
 
 namespace {
@@ -131,22 +133,27 @@ bool parse_real(std::string_view token, double& out) {
     return problem2 == std::errc() && end2 == copy.data() + copy.size() && std::isfinite(out);
 }
 
-// Reads the whole file; throws matrix_market_error if it cannot.
+// Reads the whole file, gunzipping it if it is gzip-compressed (zlib reads a
+// plain file as it is, so "memplus.mtx.gz" and "cdde6.mtx" both work); throws
+// matrix_market_error if it cannot.
 std::string slurp(const std::string& path) {
     errno = 0;
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+    std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), &gzclose);
     if (!file)
         throw matrix_market_error(path, 0, std::string("cannot open: ") + std::strerror(errno ? errno : ENOENT));
     std::string data;
     std::array<char, 1 << 16> chunk;
     for (;;) {
-        const std::size_t got = std::fread(chunk.data(), 1, chunk.size(), file.get());
-        data.append(chunk.data(), got);
-        if (got < chunk.size()) {
-            if (std::ferror(file.get()))
-                throw matrix_market_error(path, 0, std::string("read error: ") + std::strerror(errno ? errno : EIO));
-            break;
+        const int got = gzread(file.get(), chunk.data(), static_cast<unsigned>(chunk.size()));
+        if (got < 0) {
+            int code = 0;
+            const char* why = gzerror(file.get(), &code);
+            throw matrix_market_error(path, 0, std::string("read error: ") +
+                                                   (code == Z_ERRNO ? std::strerror(errno ? errno : EIO) : why));
         }
+        if (got == 0)
+            break;
+        data.append(chunk.data(), static_cast<std::size_t>(got));
     }
     return data;
 }

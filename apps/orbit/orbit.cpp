@@ -548,7 +548,7 @@ using support::usage_error;
 support::option_parser make_parser(const std::string& program, orbit_options& options, bool& trace_exit) {
     support::option_parser parser(
         "mpiexec -n <ranks> " + program + " [options] FILE",
-        "Enumerates the orbit of the start point of FILE (../shared/data/orbits format)\n"
+        "Enumerates the orbit of the start point of FILE (data/orbits format)\n"
         "by distributed breadth-first search with each visited-set backend, checks the\n"
         "orbit length against the file's 'expected', and reports time, points/s, the\n"
         "speedup over the serial baseline and memory per rank.");

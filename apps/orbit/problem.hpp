@@ -1,5 +1,5 @@
 #pragma once
-// Orbit problem files (../shared/data/orbits/README.md): a group given by
+// Orbit problem files (format: data/README.md, "orbits/"): a group given by
 // generators acting on a start point.
 //
 //   type perm | matrix            degree N (perm)   field q, dim n (matrix)

@@ -1,5 +1,5 @@
 // The standalone ycsb program (also `mpidict ycsb`):
-//   mpiexec -n 2 ycsb --workload ../shared/data/ycsb/workloada [-p key=value]... [options]
+//   mpiexec -n 2 ycsb --workload data/ycsb/workloada [-p key=value]... [options]
 // See ycsb.hpp and docs/ycsb.md.
 
 #include "mpidict/support/program.hpp"

@@ -1034,7 +1034,7 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
         program + " --workload FILE [-p key=value]... [options]",
         "Runs a YCSB core workload (load, then run) on an mpidict container, every rank a client;\n"
         "reports throughput and latency percentiles per operation and verifies every answer.\n"
-        "The workload files are YCSB's (../shared/data/ycsb/workloada ... workloadf).");
+        "YCSB's core workloads A-F are in the repository: data/ycsb/workloada ... workloadf.");
     parser.add_text("workload", &options.workload_file, "the workload property file (also -P FILE)", "FILE")
         .add_custom("property", "KEY=VALUE", "override a workload property, as YCSB's -p (repeatable)", "",
                     [&](std::string_view value) { options.overrides.emplace_back(value); })
@@ -1063,7 +1063,7 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
                 options.container = container_kind::skiplist;
         })
         .add_epilogue("example:\n  mpiexec -n 2 " + program +
-                      " --workload ../shared/data/ycsb/workloada -p recordcount=10000 -p operationcount=100000\n");
+                      " --workload data/ycsb/workloada -p recordcount=10000 -p operationcount=100000\n");
     if (const auto stop = support::parse_collectively(comm, parser, arguments, program))
         return finish(*stop);
 

@@ -331,7 +331,7 @@ TEST(Properties, BadFilesAreNamedClearly) {
     }
 }
 
-TEST(Properties, TheSharedWorkloadFiles) {
+TEST(Properties, TheRepositorysWorkloadFiles) {
     const std::string directory = MPIDICT_YCSB_WORKLOADS;
     struct expectation {
         const char* file;
@@ -348,8 +348,7 @@ TEST(Properties, TheSharedWorkloadFiles) {
     };
     for (const expectation& each : expected) {
         const std::string path = directory + "/" + each.file;
-        if (!std::ifstream(path))
-            GTEST_SKIP() << path << " is not there";
+        ASSERT_TRUE(std::ifstream(path)) << path << " is missing from the checkout (data/ycsb)";
         const workload spec = workload::from(properties::read_file(path), each.file);
         for (int i = 0; i < operation_count; ++i)
             EXPECT_DOUBLE_EQ(spec.proportions[i], each.proportions[i]) << each.file << " " << operation_names[i];
