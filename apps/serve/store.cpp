@@ -472,7 +472,7 @@ std::string command_zrange(const std::string& name, keyspace::values_ref& values
     for (std::size_t i = first_option; i < argv.size(); ++i) {
         const std::string option = upper(argv[i]);
         const std::size_t left = argv.size() - i - 1;
-        if (option == "WITHSCORES" && name != "ZRANGEBYLEX" && name != "ZREVRANGEBYLEX") {
+        if (option == "WITHSCORES") {
             scores = true;
         } else if (option == "LIMIT" && left >= 2 && name != "ZREVRANGE") {
             if (!parse_integer(argv[i + 1], offset) || !parse_integer(argv[i + 2], count))
@@ -573,9 +573,9 @@ std::string command_zrange(const std::string& name, keyspace::values_ref& values
                     break;
         } else {
             auto it = z.order.rbegin();
-            if (kind == range_kind::score)
+            if (kind == range_kind::score && smax.value != HUGE_VAL)  // past the last element of score <= max
                 it = std::make_reverse_iterator(
-                    z.order.upper_bound({smax.value, std::string(1, '\xff') + std::string(4096, '\xff')}));
+                    z.order.lower_bound({std::nextafter(smax.value, HUGE_VAL), std::string()}));
             for (; it != z.order.rend() && !in_high(*it); ++it) {
             }
             for (; it != z.order.rend() && in_low(*it); ++it)
@@ -861,15 +861,25 @@ void drop_if_dead::operator()(const std::string&, keyspace::values_ref& values) 
 std::vector<std::string> dead_local_keys(const keyspace& map, std::size_t limit) {
     std::vector<std::string> dead;
     const std::int64_t now = now_ms();
+    bool expiring = false;  // a live entry with an expiry time: sweep again later
     map.local_for_each([&](const std::string& key, const auto& values) {
-        if (dead.size() < limit && !values.empty() && is_dead(read_entry(values[0]), now))
-            dead.push_back(key);
+        if (values.empty())
+            return;
+        const entry e = read_entry(values[0]);
+        if (is_dead(e, now)) {
+            if (dead.size() < limit)
+                dead.push_back(key);
+            else
+                expiring = true;
+        } else if (e.expires != 0) {
+            expiring = true;
+        }
     });
+    state().maybe_dead = expiring;
     return dead;
 }
 
 bool sweep_wanted() { return state().maybe_dead; }
-void sweep_done() { state().maybe_dead = false; }
 
 rank_counters counters() { return state().count; }
 

@@ -47,10 +47,12 @@ struct drop_if_dead {
 };
 
 // Up to `limit` keys of this rank whose entries are dead (not in a handler).
+// O(local keys): the loop calls it at most every 200 ms, and only while
+// sweep_wanted().
 std::vector<std::string> dead_local_keys(const keyspace& map, std::size_t limit);
-// True when this rank may hold dead entries (a FLUSHALL or an expiry time was set since the last sweep).
+// True when this rank may hold dead entries: a FLUSHALL, or an entry with an
+// expiry time seen since the last dead_local_keys.
 bool sweep_wanted();
-void sweep_done();
 
 // Counters of this rank, for INFO.
 struct rank_counters {
