@@ -36,9 +36,9 @@ list=tests/registered_tests.txt
 status=0
 
 # ---- 1. nothing names a path beside the checkout ---------------------------------
-# The pattern is assembled so that this file does not match it: "..", "/", the
-# name; and the same path joined in Python (os.path.join(.., "shared", "data"),
-# pathlib's / "shared" / "data").
+# The pattern is assembled so that this file does not match it: "..", "/" and
+# the directory's name; and that name followed by "data" as separate quoted
+# pieces, as Python's os.path.join and pathlib spell the same path.
 outside='\.\./'"shared"'|"'"shared"'", *"data"|/ *"'"shared"'" */ *"data"'
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   hits="$(git ls-files -z | xargs -0 grep -nIE "$outside" -- 2>/dev/null || true)"
