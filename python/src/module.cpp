@@ -42,6 +42,7 @@
 #include "mpidict/linear_hash_map.hpp"
 #include "mpidict/rma_hash_set.hpp"
 #include "mpidict/skiplist_map.hpp"
+#include "reference.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -277,6 +278,7 @@ public:
         nb::gil_scoped_release released;
         m->destroy();
     }
+    Map& map() { return *m; }  // for the C++ references (reference.hpp)
 
 protected:
     std::unique_ptr<Map> m;
@@ -561,35 +563,16 @@ public:
     }
     bool destroyed() const { return m->engine().destroyed(); }
 
-    // The same batch operations written in C++, for the Python-overhead benchmark
-    // (bench/python_hash_map.py): keys 0..n-1 scrambled, values = key, then
-    // find_many; returns (insert seconds, find seconds), the slowest rank's.
-    std::pair<double, double> cpp_reference(std::size_t n, std::uint64_t salt) requires std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint64_t> {
+    // The same batch operations written in C++ (python/src/reference.hpp), for
+    // bench/python_hash_map.py: on the keys Python passes, values = key, checked.
+    double cpp_reference_insert(const array_in<std::uint64_t>& keys) requires std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint64_t> {
         nb::gil_scoped_release released;
-        std::vector<std::uint64_t> keys(n);
-        for (std::size_t i = 0; i < n; ++i)
-            keys[i] = mpidict::mix64(i ^ salt);
-        MPI_Comm comm = MPI_COMM_WORLD;
-        MPI_Barrier(comm);
-        double start = MPI_Wtime();
-        for (std::size_t i = 0; i < n; ++i)
-            m->async_insert(keys[i], keys[i]);
-        m->flush();
-        const double insert = MPI_Wtime() - start;
-        std::uint64_t sum = 0;
-        MPI_Barrier(comm);
-        start = MPI_Wtime();
-        m->find_many(std::span<const std::uint64_t>(keys), 1,
-                     [&](std::size_t, std::span<const std::uint64_t> vs) { sum += vs.empty() ? 0 : vs[0]; });
-        m->flush();  // serve the others' finds before the MPI collective below
-        const double find = MPI_Wtime() - start;
-        double local[2] = {insert, find}, slowest[2] = {0, 0};
-        MPI_Allreduce(local, slowest, 2, MPI_DOUBLE, MPI_MAX, comm);
-        if (sum == 0 && n > 0)
-            throw mpidict::error("cpp_reference found nothing");
-        return {slowest[0], slowest[1]};
+        return mpidict_python::reference::hash_map_insert(*m, std::span<const std::uint64_t>(keys.data(), keys.shape(0)));
     }
-
+    double cpp_reference_find(const array_in<std::uint64_t>& keys) requires std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint64_t> {
+        nb::gil_scoped_release released;
+        return mpidict_python::reference::hash_map_find(*m, std::span<const std::uint64_t>(keys.data(), keys.shape(0)));
+    }
 };
 
 template <class K, class V>
@@ -613,7 +596,7 @@ void bind_hash_map(nb::module_& mod, const char* name) {
                  .def("destroyed", &M::destroyed);
     bind_common(c);
     if constexpr (std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint64_t>)
-        c.def("cpp_reference", &M::cpp_reference);
+        c.def("cpp_reference_insert", &M::cpp_reference_insert).def("cpp_reference_find", &M::cpp_reference_find);
 }
 
 // ---- linear_hash_map ---------------------------------------------------------------
@@ -684,6 +667,17 @@ void bind_linear_hash_map(nb::module_& mod, const char* name) {
                  .def("async_rejected", &M::async_rejected)
                  .def("local_items", &M::local_items);
     bind_single_valued(c);
+    if constexpr (std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint64_t>) {
+        namespace ref = mpidict_python::reference;
+        c.def("cpp_reference_insert", [](M& self, const array_in<std::uint64_t>& keys) {
+            nb::gil_scoped_release released;
+            return ref::linear_insert(self.map(), std::span<const std::uint64_t>(keys.data(), keys.shape(0)));
+        });
+        c.def("cpp_reference_find", [](M& self, const array_in<std::uint64_t>& keys) {
+            nb::gil_scoped_release released;
+            return ref::linear_find(self.map(), std::span<const std::uint64_t>(keys.data(), keys.shape(0)));
+        });
+    }
 }
 
 // ---- skiplist_map --------------------------------------------------------------------
@@ -783,6 +777,26 @@ void bind_skiplist_map(nb::module_& mod, const char* name) {
                  .def("range", &M::range)
                  .def("match", &M::match);
     bind_single_valued(c);
+    if constexpr (std::is_same_v<K, std::int64_t> && std::is_same_v<V, std::uint64_t>) {
+        namespace ref = mpidict_python::reference;
+        using span = std::span<const std::int64_t>;
+        c.def("cpp_reference_insert", [](M& self, const array_in<std::int64_t>& keys) {
+            nb::gil_scoped_release released;
+            return ref::skiplist_insert(self.map(), span(keys.data(), keys.shape(0)));
+        });
+        c.def("cpp_reference_find", [](M& self, const array_in<std::int64_t>& keys) {
+            nb::gil_scoped_release released;
+            return ref::skiplist_find(self.map(), span(keys.data(), keys.shape(0)));
+        });
+        c.def("cpp_reference_range", [](M& self, const array_in<std::int64_t>& lo, const array_in<std::int64_t>& hi,
+                                        const array_in<std::uint64_t>& expected) {
+            if (lo.shape(0) != hi.shape(0) || lo.shape(0) != expected.shape(0))
+                throw mpidict::invalid_argument_error("cpp_reference_range: lo, hi and expected differ in length");
+            nb::gil_scoped_release released;
+            return ref::skiplist_range(self.map(), span(lo.data(), lo.shape(0)), span(hi.data(), hi.shape(0)),
+                                       std::span<const std::uint64_t>(expected.data(), expected.shape(0)));
+        });
+    }
 }
 
 // ---- rma_hash_set --------------------------------------------------------------------
