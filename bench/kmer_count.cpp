@@ -5,7 +5,11 @@
 //             (the values are copied out and written back);
 //   lambda    async_visit with a lambda adding in place (values_ref);
 //   reduce    async_reduce(kmer, 1) (std::plus, combined at the origin);
-// and, for scale, a serial std::unordered_map over all k-mers on rank 0.
+// and two serial baselines on rank 0 over all k-mers (the other ranks wait
+// yielding their cores): std::unordered_map (node-based, the seed's) and
+// absl::flat_hash_map reserved for the distinct k-mers (the one a user would write;
+// built with Debian's abseil when present).  Each repetition runs the serial
+// baselines and the distributed methods in alternating order.
 //
 // Each rank takes every p-th line of --input and every substring of --k bytes
 // of it (a k-mer, k <= 8, packed into a uint64).  One repetition of a method
@@ -29,14 +33,19 @@
 #include "common/mpi_main.hpp"
 #include "common/report.hpp"
 #include "mpidict/hash_map.hpp"
+#include "mpidict/support/yielding.hpp"
+
+#if MPIDICT_BENCH_HAVE_ABSL
+#include <absl/container/flat_hash_map.h>
+#endif
 
 namespace {
 
 constexpr char bench_name[] = "kmer_count";
 constexpr char description[] =
     "k-mer counting with hash_map: appending 1s, a registered visitor, a lambda visitor and\n"
-    "async_reduce, beside a serial\n"
-    "std::unordered_map on rank 0.  JSON lines on stdout (rank 0), a table on stderr; exit 1 if\n"
+    "async_reduce, beside serial std::unordered_map and absl::flat_hash_map counts on rank 0\n"
+    "(interleaved with the methods).  JSON lines on stdout (rank 0), a table on stderr; exit 1 if\n"
     "a method's total or top 10 differs from the serial count.";
 
 struct settings {
@@ -51,6 +60,7 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_count("reps", &s.reps, "repetitions; medians are reported", 1, 1000, "R");
 }
 
+using mpidict::bench::json_object;
 using map_type = mpidict::hash_map<std::uint64_t, std::uint64_t>;
 using entry = std::pair<std::uint64_t, std::uint64_t>;  // (count, k-mer)
 
@@ -132,13 +142,17 @@ int run(const settings& s, const mpidict::bench::world& w) {
     mpidict::bench::report out(bench_name, w.size, 0, w.rank == 0);
     out.context().add("input", s.input).add("k", s.k);
 
-    // Serial baseline on rank 0 over every k-mer of the file.
+    // Serial baselines on rank 0 over every k-mer of the file; the first run of
+    // the node-based one gives the expected counts.
     tally expected;
-    std::vector<double> serial_seconds;
-    if (w.rank == 0) {
-        const std::vector<std::uint64_t> everything = kmers_of(lines, s.k, 0, 1);
-        for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
-            const double start = MPI_Wtime();
+    std::vector<double> serial_seconds, flat_seconds;
+    std::vector<std::uint64_t> everything;
+    std::size_t distinct = 0;
+    if (w.rank == 0)
+        everything = kmers_of(lines, s.k, 0, 1);
+    const auto run_serial = [&](bool first) {
+        if (w.rank == 0) {
+            double start = MPI_Wtime();
             std::unordered_map<std::uint64_t, std::uint64_t> counts;
             for (std::uint64_t kmer : everything)
                 ++counts[kmer];
@@ -146,11 +160,34 @@ int run(const settings& s, const mpidict::bench::world& w) {
             pairs.reserve(counts.size());
             for (const auto& [kmer, n] : counts)
                 pairs.emplace_back(n, kmer);
-            expected.top = top10(std::move(pairs));
+            std::vector<entry> top = top10(std::move(pairs));
             serial_seconds.push_back(MPI_Wtime() - start);
+            if (first) {
+                expected.top = top;
+                expected.total = everything.size();
+                distinct = counts.size();
+            } else if (top != expected.top) {
+                throw mpidict::error("kmer_count: the serial unordered_map's top 10 changed between repetitions");
+            }
+#if MPIDICT_BENCH_HAVE_ABSL
+            start = MPI_Wtime();
+            absl::flat_hash_map<std::uint64_t, std::uint64_t> flat;
+            flat.reserve(distinct);
+            for (std::uint64_t kmer : everything)
+                ++flat[kmer];
+            std::vector<entry> flat_pairs;
+            flat_pairs.reserve(flat.size());
+            for (const auto& [kmer, n] : flat)
+                flat_pairs.emplace_back(n, kmer);
+            top = top10(std::move(flat_pairs));
+            flat_seconds.push_back(MPI_Wtime() - start);
+            if (top != expected.top)
+                throw mpidict::error("kmer_count: the serial flat_hash_map's top 10 differs from unordered_map's");
+#endif
         }
-        expected.total = everything.size();
-    }
+        mpidict::support::barrier_yielding(w.comm);
+    };
+    run_serial(true);
     MPI_Bcast(&expected.total, 1, MPI_UINT64_T, 0, w.comm);
     expected.top.resize(10);
     MPI_Bcast(expected.top.data(), 20, MPI_UINT64_T, 0, w.comm);
@@ -161,6 +198,8 @@ int run(const settings& s, const mpidict::bench::world& w) {
     bool ok = true;
     std::uint64_t combined = 0;
     for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
+        if (rep % 2 == 0 && rep > 0)
+            run_serial(false);  // even repetitions: the serial baselines first (rep 0's ran above)
         for (int m : {append, visitor, lambda, reduce}) {
             MPI_Barrier(w.comm);
             const double start = MPI_Wtime();
@@ -199,6 +238,8 @@ int run(const settings& s, const mpidict::bench::world& w) {
             }
             map.destroy();
         }
+        if (rep % 2 == 1)
+            run_serial(false);  // odd repetitions: last
     }
     const auto median = [](const std::vector<double>& v) { return mpidict::bench::summary::of(v).median; };
     const double total = static_cast<double>(expected.total);
@@ -210,16 +251,35 @@ int run(const settings& s, const mpidict::bench::world& w) {
     };
     for (int m : {append, visitor, lambda, reduce})
         out.figure(std::string(names[m]) + "_rate", rates(seconds[m]), "kmers/s");
-    if (w.rank == 0)
-        out.figure("serial_unordered_map_rate", rates(serial_seconds), "kmers/s");
+    if (w.rank == 0) {
+        out.figure("serial_unordered_map_rate", rates(serial_seconds), "kmers/s",
+                   json_object().add("what", "std::unordered_map, not reserved (node-based; the seed's baseline)"));
+        if (flat_seconds.empty())
+            out.skipped("serial_flat_hash_map_rate", "kmers/s", "built without abseil (Debian libabsl-dev)");
+        else
+            out.figure("serial_flat_hash_map_rate", rates(flat_seconds), "kmers/s",
+                       json_object().add("what", "absl::flat_hash_map reserved for the distinct k-mers"));
+    }
     out.figure("kmers", total, "count");
     out.figure("reduces_combined_rank0", static_cast<double>(combined), "count");
     out.ratio("reduce_vs_append", median(seconds[append]) / median(seconds[reduce]), ">= 1.0",
               median(seconds[reduce]) <= median(seconds[append]));
     out.ratio("visitor_vs_append", median(seconds[append]) / median(seconds[visitor]), "(reported)", true);
     out.ratio("lambda_vs_append", median(seconds[append]) / median(seconds[lambda]), "(reported)", true);
-    if (w.rank == 0)
-        out.ratio("reduce_vs_serial", median(serial_seconds) / median(seconds[reduce]), "(reported)", true);
+    if (w.rank == 0) {
+        out.ratio("reduce_vs_serial", median(serial_seconds) / median(seconds[reduce]), "(reported)", true,
+                  json_object()
+                      .add("baseline", "serial_unordered_map_rate")
+                      .add("ours_rate", total / median(seconds[reduce]))
+                      .add("baseline_rate", total / median(serial_seconds)));
+        if (!flat_seconds.empty())
+            out.ratio("reduce_vs_serial_flat", median(flat_seconds) / median(seconds[reduce]), ">= 1.0",
+                      median(seconds[reduce]) <= median(flat_seconds),
+                      json_object()
+                          .add("baseline", "serial_flat_hash_map_rate")
+                          .add("ours_rate", total / median(seconds[reduce]))
+                          .add("baseline_rate", total / median(flat_seconds)));
+    }
     if (w.rank == 0) {
         std::string top;
         for (const entry& e : expected.top) {

@@ -6,11 +6,16 @@
 //                    multi-valued, 24-byte slots, linear probing, load <= 0.8)
 //   absl_flat        absl::flat_hash_map<uint64_t, uint64_t> (Debian's abseil):
 //                    single-valued, so a lower bound on what abseil would cost us
+//   absl_flat_huge   absl_flat with our allocator (detail/huge_pages.hpp: arrays of
+//                    4 MiB and more get MADV_HUGEPAGE, as multi_table's do), so the
+//                    ratio compares the tables, not the page size (issue 52)
 //   absl_flat_multi  absl::flat_hash_map<uint64_t, absl::InlinedVector<uint64_t, 1>>:
 //                    the multi-valued equivalent we would actually have to store
 //   unordered_map    std::unordered_map<uint64_t, uint64_t> (node-based reference)
 // The abseil rows are left out when the build did not find abseil.
 //
+// Each repetition runs every contender once, in alternating order (forward on
+// even repetitions, backward on odd ones), after one warm-up round.
 // Per contender and repetition: build (construct + reserve + insert N random
 // keys, so page faults of a reserved array count where they happen), find every
 // key (hits, each value checked), find N absent keys (misses), and heap bytes
@@ -21,7 +26,8 @@
 // on integers; keys are random, so that does not hurt it).
 //
 // Output: JSON lines with metric "<table>_<reserved|unreserved>_<figure>" and
-// fields "table", "reserved"; ratios multi_table/absl_flat* for the reserved case.
+// fields "table", "reserved"; ratios multi_table/absl_flat* for the reserved case,
+// each beside both rates.
 // A wrong lookup result exits 1.
 //
 // Usage: local_table [--keys N] [--reps R] [--seed S]
@@ -34,6 +40,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <new>
 #include <string>
 #include <unordered_map>
@@ -45,6 +52,7 @@
 #include "common/report.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/local/multi_table.hpp"
+#include "mpidict/detail/huge_pages.hpp"
 
 #if MPIDICT_BENCH_HAVE_ABSL
 #include "absl/container/flat_hash_map.h"
@@ -182,6 +190,23 @@ struct abseil {
     std::size_t size() const { return table.size(); }
 };
 
+// abseil's table on the allocator multi_table uses (huge pages for large arrays).
+struct abseil_huge {
+    static constexpr const char* name = "absl_flat_huge";
+    using allocator = mpidict::detail::huge_page_allocator<std::pair<const key_type, value_type>>;
+    absl::flat_hash_map<key_type, value_type, absl::Hash<key_type>, std::equal_to<key_type>, allocator> table;
+    explicit abseil_huge(std::size_t reserve) {
+        if (reserve)
+            table.reserve(reserve);
+    }
+    void insert(key_type key, value_type value) { table.emplace(key, value); }
+    value_type find(key_type key, value_type absent) const {
+        const auto found = table.find(key);
+        return found == table.end() ? absent : found->second;
+    }
+    std::size_t size() const { return table.size(); }
+};
+
 struct abseil_multi {
     static constexpr const char* name = "absl_flat_multi";
     absl::flat_hash_map<key_type, absl::InlinedVector<value_type, 1>> table;
@@ -244,31 +269,33 @@ bool measure(const std::vector<key_type>& keys, const std::vector<key_type>& abs
     return ok;
 }
 
-template <class Table>
-bool run_table(mpidict::bench::report& out, const std::vector<key_type>& keys,
-               const std::vector<key_type>& absent_keys, bool reserved, std::uint64_t reps,
-               std::vector<std::pair<std::string, measurement>>& results) {
+// One contender: its name and its measurements, one per repetition.
+struct contender {
+    std::string name;
+    bool (*measure_once)(const std::vector<key_type>&, const std::vector<key_type>&, bool, measurement&);
     measurement m;
     bool ok = true;
-    measure<Table>(keys, absent_keys, reserved, m);  // warm-up, not reported
-    m = measurement{};
-    for (std::uint64_t rep = 0; rep < reps; ++rep)
-        ok = measure<Table>(keys, absent_keys, reserved, m) && ok;
-    const std::string prefix = std::string(Table::name) + (reserved ? "_reserved_" : "_unreserved_");
+};
+
+template <class Table>
+contender contender_for() {
+    return contender{Table::name, &measure<Table>, {}, true};
+}
+
+void report_contender(mpidict::bench::report& out, const contender& c, bool reserved) {
+    const std::string prefix = c.name + (reserved ? "_reserved_" : "_unreserved_");
     json_object fields;
-    fields.add("table", Table::name).add("reserved", reserved);
-    out.figure(prefix + "insert_rate", m.insert_rate, "ops/s",
+    fields.add("table", c.name).add("reserved", reserved);
+    out.figure(prefix + "insert_rate", c.m.insert_rate, "ops/s",
                json_object(fields).add("what", "construct + reserve + insert every key"));
-    out.figure(prefix + "find_hit_rate", m.find_hit_rate, "ops/s", fields);
-    out.figure(prefix + "find_miss_rate", m.find_miss_rate, "ops/s", fields);
-    out.figure(prefix + "bytes_per_pair", m.bytes_per_pair, "bytes",
+    out.figure(prefix + "find_hit_rate", c.m.find_hit_rate, "ops/s", fields);
+    out.figure(prefix + "find_miss_rate", c.m.find_miss_rate, "ops/s", fields);
+    out.figure(prefix + "bytes_per_pair", c.m.bytes_per_pair, "bytes",
                json_object(fields).add("what", "heap bytes held after the build / pairs"));
-    out.figure(prefix + "peak_bytes_per_pair", m.peak_bytes_per_pair, "bytes",
+    out.figure(prefix + "peak_bytes_per_pair", c.m.peak_bytes_per_pair, "bytes",
                json_object(fields).add("what", "heap high-water mark during the build / pairs"));
-    results.emplace_back(prefix, m);
-    if (!ok)
+    if (!c.ok)
         out.note(prefix + "lookups returned WRONG results");
-    return ok;
 }
 
 int run(int argc, char** argv) {
@@ -309,15 +336,31 @@ int run(int argc, char** argv) {
     std::vector<std::pair<std::string, measurement>> results;
     bool ok = true;
     for (const bool reserved : {true, false}) {
-        ok = run_table<ours>(out, keys, absent_keys, reserved, reps, results) && ok;
+        std::vector<contender> contenders{contender_for<ours>()};
 #if MPIDICT_BENCH_HAVE_ABSL
-        ok = run_table<abseil>(out, keys, absent_keys, reserved, reps, results) && ok;
-        ok = run_table<abseil_multi>(out, keys, absent_keys, reserved, reps, results) && ok;
+        contenders.push_back(contender_for<abseil>());
+        contenders.push_back(contender_for<abseil_huge>());
+        contenders.push_back(contender_for<abseil_multi>());
 #endif
-        ok = run_table<standard>(out, keys, absent_keys, reserved, reps, results) && ok;
+        contenders.push_back(contender_for<standard>());
+        for (contender& c : contenders) {  // warm-up round, not reported
+            measurement scratch;
+            c.ok = c.measure_once(keys, absent_keys, reserved, scratch) && c.ok;
+        }
+        for (std::uint64_t rep = 0; rep < reps; ++rep)
+            for (std::size_t i = 0; i < contenders.size(); ++i) {
+                contender& c = contenders[rep % 2 == 0 ? i : contenders.size() - 1 - i];
+                c.ok = c.measure_once(keys, absent_keys, reserved, c.m) && c.ok;
+            }
+        for (const contender& c : contenders) {
+            report_contender(out, c, reserved);
+            ok = ok && c.ok;
+            results.emplace_back(c.name + (reserved ? "_reserved_" : "_unreserved_"), c.m);
+        }
     }
 #if MPIDICT_BENCH_HAVE_ABSL
-    // Ours against abseil, reserved, per figure (> 1: ours faster / smaller for bytes < 1).
+    // Ours against abseil, reserved, per figure (> 1: ours faster / smaller for
+    // bytes < 1), each beside both sides' medians.
     auto find_result = [&](const std::string& prefix) -> const measurement& {
         for (const auto& [name, m] : results)
             if (name == prefix)
@@ -325,20 +368,21 @@ int run(int argc, char** argv) {
         throw std::logic_error("no result for " + prefix);
     };
     const measurement& mine = find_result("multi_table_reserved_");
-    for (const char* other : {"absl_flat", "absl_flat_multi"}) {
+    for (const char* other : {"absl_flat", "absl_flat_huge", "absl_flat_multi"}) {
         const measurement& theirs = find_result(std::string(other) + "_reserved_");
         auto median = [](const std::vector<double>& samples) { return mpidict::bench::summary::of(samples).median; };
-        json_object fields;
-        fields.add("against", other).add("reserved", true);
         const std::string prefix = std::string("multi_table_vs_") + other + "_";
-        out.figure(prefix + "insert", median(mine.insert_rate) / median(theirs.insert_rate), "ratio",
-                   json_object(fields).add("what", "rate ratio, > 1: multi_table faster"));
-        out.figure(prefix + "find_hit", median(mine.find_hit_rate) / median(theirs.find_hit_rate), "ratio",
-                   json_object(fields).add("what", "rate ratio, > 1: multi_table faster"));
-        out.figure(prefix + "find_miss", median(mine.find_miss_rate) / median(theirs.find_miss_rate), "ratio",
-                   json_object(fields).add("what", "rate ratio, > 1: multi_table faster"));
-        out.figure(prefix + "bytes", median(mine.bytes_per_pair) / median(theirs.bytes_per_pair), "ratio",
-                   json_object(fields).add("what", "bytes per pair ratio, < 1: multi_table smaller"));
+        const auto ratio = [&](const char* figure, const std::vector<double>& a, const std::vector<double>& b,
+                               const char* what) {
+            json_object fields;
+            fields.add("against", other).add("reserved", true).add("ours", median(a)).add("theirs", median(b))
+                .add("what", what).add("load_1m", mpidict::bench::report::load_1m());
+            out.figure(prefix + figure, median(a) / median(b), "ratio", fields);
+        };
+        ratio("insert", mine.insert_rate, theirs.insert_rate, "rate ratio, > 1: multi_table faster");
+        ratio("find_hit", mine.find_hit_rate, theirs.find_hit_rate, "rate ratio, > 1: multi_table faster");
+        ratio("find_miss", mine.find_miss_rate, theirs.find_miss_rate, "rate ratio, > 1: multi_table faster");
+        ratio("bytes", mine.bytes_per_pair, theirs.bytes_per_pair, "bytes per pair ratio, < 1: multi_table smaller");
     }
 #else
     out.note("abseil not found at configure time: absl_flat rows skipped");

@@ -295,7 +295,8 @@ public:
                     continue;
                 json_object extra;
                 extra.add("backend", name).add("baseline", "rma_owner_lock").add("local_volume", volume).add(
-                    "object_bytes", bytes);
+                    "object_bytes", bytes).add("ours_seconds", medians.at(name)).add("baseline_seconds",
+                                                                                    medians.at("rma_owner_lock"));
                 const double speedup = medians.at("rma_owner_lock") / medians.at(name);
                 m_out.figure(std::string(name) + "_speedup_vs_owner_lock", speedup, "ratio", extra);
             }

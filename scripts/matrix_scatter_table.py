@@ -2,7 +2,8 @@
 """Regenerate seed 000's Table 1 (matrix scatter) in docs/matrix_scatter.md.
 
 Runs the matrix_scatter app on every MatrixMarket file (.mtx or .mtx.gz) in
-the repository's data/mtx (or --data-dir) at 4 ranks,
+the repository's data/mtx (or --data-dir) at each rank count of --ranks
+(default 2 and 4: a core per rank, and oversubscribed),
 collects its JSON lines, and rewrites the part of docs/matrix_scatter.md
 between the markers
 
@@ -108,8 +109,8 @@ def read_sizes(data_dir):
     return sizes
 
 
-def run_matrix(args, path):
-    command = [str(REPO / "scripts" / "mpirun.sh"), "-n", str(args.ranks), str(args.exe),
+def run_matrix(args, path, ranks):
+    command = [str(REPO / "scripts" / "mpirun.sh"), "-n", str(ranks), str(args.exe),
                "--repeat", str(args.repeat), "--warmup", str(args.warmup),
                "--blocking-factor", str(args.blocking_factor), str(path)]
     print("running: " + " ".join(shlex.quote(part) for part in command), file=sys.stderr, flush=True)
@@ -136,18 +137,59 @@ def fmt(value, digits=2):
     return ("%%.%df" % digits) % value
 
 
-def generated_section(args, rows, missing, machine, started, elapsed):
+def rank_table(out, ranks, nproc, rows):
+    """One rank count's table and headline."""
+    oversubscribed = ranks > nproc
+    out.append("### %d ranks on %d cores%s" % (ranks, nproc, " (OVERSUBSCRIBED)" if oversubscribed else ""))
+    out.append("")
+    load = rows[0][1]["nnz"].get("load_1_5_15") if rows else None
+    if load:
+        out.append("Load average (1, 5, 15 min) at the first matrix's end: %s." % ", ".join("%.2f" % x for x in load))
+        out.append("")
+    out.append("| matrix | size | nnz | read (ms) | hash_map barrier (us/nnz) | send/recv barrier (us/nnz) "
+               "| send/recv ratio | packed Alltoallv barrier (us/nnz) | Alltoallv ratio "
+               "| hash_map async_insert barrier (us/nnz) | Alltoallv / async | hash_map msgs | send/recv msgs |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, metrics in rows:
+        barrier = metrics["barrier_us_per_nnz"]
+        sendrecv = metrics["sendrecv_barrier_us_per_nnz"]
+        packed = metrics["alltoallv_barrier_us_per_nnz"]
+        messages = metrics["messages"]
+        async_ = metrics["async_barrier_us_per_nnz"]
+        out.append("| %s | %d | %d | %.2f | %s [%s-%s] | %s [%s-%s] | %.2f | %s [%s-%s] | %.2f | %s [%s-%s] | %.2f "
+                   "| %d | %d |" % (
+            name, barrier["rows"], metrics["nnz"]["value"], metrics["read_seconds"]["value"] * 1e3,
+            fmt(barrier["value"]), fmt(barrier["min"]), fmt(barrier["max"]),
+            fmt(sendrecv["value"]), fmt(sendrecv["min"]), fmt(sendrecv["max"]),
+            metrics["scatter_vs_sendrecv"]["value"],
+            fmt(packed["value"]), fmt(packed["min"]), fmt(packed["max"]),
+            metrics["scatter_vs_alltoallv"]["value"],
+            fmt(async_["value"]), fmt(async_["min"]), fmt(async_["max"]),
+            metrics["async_scatter_vs_alltoallv"]["value"], messages["value"], messages["sendrecv_messages"]))
+    out.append("")
+    faster = sum(1 for _, m in rows if m["scatter_vs_sendrecv"]["value"] > 1)
+    faster_packed = sum(1 for _, m in rows if m["scatter_vs_alltoallv"]["value"] > 1)
+    faster_async = sum(1 for _, m in rows if m["async_scatter_vs_alltoallv"]["value"] > 1)
+    out.append("At %d ranks%s: hash_map's median barrier time per nonzero was below the seed's blocking "
+               "send/recv scatter's for %d of %d matrices, and below the packed `MPI_Alltoallv` scatter's for "
+               "%d of %d (ratios above 1: hash_map faster; below 1: **hash_map slower**); with `async_insert` "
+               "and `flush` instead of the seed's requests, below the packed scatter's for %d of %d."
+               % (ranks, " (oversubscribed)" if oversubscribed else " (a core per rank)", faster, len(rows),
+                  faster_packed, len(rows), faster_async, len(rows)))
+    out.append("")
+
+
+def generated_section(args, tables, missing, machine, started, elapsed):
     out = []
-    command = ("scripts/matrix_scatter_table.py --build-dir %s --ranks %d --repeat %d --warmup %d "
+    command = ("scripts/matrix_scatter_table.py --build-dir %s --ranks %s --repeat %d --warmup %d "
                "--blocking-factor %d" % (os.path.relpath(args.build_dir, REPO), args.ranks, args.repeat,
                                          args.warmup, args.blocking_factor))
-    per_matrix = ("scripts/mpirun.sh -n %d %s --repeat %d --warmup %d --blocking-factor %d FILE.mtx"
-                  % (args.ranks, os.path.relpath(args.exe, REPO), args.repeat, args.warmup,
-                     args.blocking_factor))
+    per_matrix = ("scripts/mpirun.sh -n N %s --repeat %d --warmup %d --blocking-factor %d FILE.mtx"
+                  % (os.path.relpath(args.exe, REPO), args.repeat, args.warmup, args.blocking_factor))
     out.append(BEGIN)
     out.append("")
-    out.append("Generated by `%s` on %s UTC (%.0f s), which runs, for each matrix,"
-               % (command, started.strftime("%Y-%m-%d %H:%M"), elapsed))
+    out.append("Generated by `%s` on %s UTC (%.0f s), which runs, for each matrix and each N in %s,"
+               % (command, started.strftime("%Y-%m-%d %H:%M"), elapsed, args.ranks))
     out.append("")
     out.append("```")
     out.append(per_matrix)
@@ -155,47 +197,29 @@ def generated_section(args, rows, missing, machine, started, elapsed):
     out.append("")
     out.append("- machine: %s cores (`nproc`), %s, %s; %s" % (machine["nproc"], machine["cpu"], machine["kernel"],
                                                             machine["mpi"]))
-    out.append("- load average when the runs started: %s" % machine["load"])
+    out.append("- load average when the runs started: %s; other agents' builds and tests ran on the machine "
+               "at the same time, so every number below includes waiting for the scheduler" % machine["load"])
     out.append("- commit: %s" % commit_description())
-    out.append("- **%d ranks share %s cores** (oversubscribed), and other builds and tests ran on the machine "
-               "at the same time: every number below includes waiting for the scheduler, so treat "
-               "differences under about 2x as noise." % (args.ranks, machine["nproc"]))
     out.append("- Times are the median of %d repetitions (after %d warm-up) of the maximum over ranks, "
                "divided by the matrix's nonzeros; [min-max] over the repetitions in brackets. "
-               "Read = rank 0 reading the file into its local table (Figure 1), in ms." % (args.repeat,
-                                                                                            args.warmup))
-    out.append("- Ratio = send/recv barrier time / hash_map barrier time (the `scatter_vs_sendrecv` "
-               "metric): above 1 the hash_map scatter is faster.")
+               "Read = rank 0 reading the file into its local table (Figure 1), in ms. The three scatters "
+               "rotate which runs first from one repetition to the next." % (args.repeat, args.warmup))
+    out.append("- send/recv ratio = send/recv barrier time / hash_map barrier time (`scatter_vs_sendrecv`); "
+               "Alltoallv ratio = packed-Alltoallv barrier time / hash_map barrier time "
+               "(`scatter_vs_alltoallv`): above 1 the hash_map scatter is faster. Alltoallv / async = the "
+               "same against hash_map scattering with `async_insert` + `flush` (`async_scatter_vs_alltoallv`).")
     out.append("")
-    out.append("| matrix | size | nnz | read (ms) | hash_map barrier (us/nnz) | send/recv barrier (us/nnz) "
-               "| ratio | hash_map msgs | send/recv msgs |")
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, metrics in rows:
-        barrier = metrics["barrier_us_per_nnz"]
-        sendrecv = metrics["sendrecv_barrier_us_per_nnz"]
-        messages = metrics["messages"]
-        out.append("| %s | %d | %d | %.2f | %s [%s-%s] | %s [%s-%s] | %.2f | %d | %d |" % (
-            name, barrier["rows"], metrics["nnz"]["value"], metrics["read_seconds"]["value"] * 1e3,
-            fmt(barrier["value"]), fmt(barrier["min"]), fmt(barrier["max"]),
-            fmt(sendrecv["value"]), fmt(sendrecv["min"]), fmt(sendrecv["max"]),
-            metrics["scatter_vs_sendrecv"]["value"], messages["value"], messages["sendrecv_messages"]))
-    out.append("")
-    faster = sum(1 for _, m in rows if m["scatter_vs_sendrecv"]["value"] > 1)
-    separated = sum(1 for _, m in rows
-                    if m["barrier_us_per_nnz"]["max"] < m["sendrecv_barrier_us_per_nnz"]["min"]
-                    or m["sendrecv_barrier_us_per_nnz"]["max"] < m["barrier_us_per_nnz"]["min"])
-    out.append("Headline: the hash_map scatter's median barrier time per nonzero was below the blocking "
-               "send/recv scatter's for %d of %d matrices here (ratio above 1); the [min-max] ranges of the "
-               "two do not overlap for %d of them. The paper (16 ranks on an IBM SP, table below) found "
-               "CSE_Hash slower than send/recv on every matrix but one (memplus), by up to 9x on the "
-               "smallest ones." % (faster, len(rows), separated))
+    for ranks, rows in tables:
+        rank_table(out, ranks, int(machine["nproc"]), rows)
+    out.append("The paper (16 ranks on an IBM SP, table below) found CSE_Hash slower than send/recv on every "
+               "matrix but one (memplus), by up to 9x on the smallest ones.")
     out.append("")
     out.append("The paper's Table 1 for the same matrices (us per nonzero; its I/O column's unit is not "
                "stated), with its ratio computed the same way:")
     out.append("")
     out.append("| matrix | size | nnz | I/O | CSE_Hash barrier | Send/Recv barrier | ratio |")
     out.append("|---|---:|---:|---:|---:|---:|---:|")
-    ran = {name for name, _ in rows}
+    ran = {name for _, rows in tables for name, _ in rows}
     for name, size, nnz, io, ours, theirs in PAPER_TABLE_1:
         if name in ran:
             out.append("| %s | %d | %d | %s | %s | %s | %.2f |" % (name, size, nnz, io, ours, theirs, theirs / ours))
@@ -216,7 +240,7 @@ def main():
     parser.add_argument("--exe", help="matrix_scatter program (default <build>/apps/matrix_scatter/matrix_scatter)")
     parser.add_argument("--data-dir", default=str(REPO / "data" / "mtx"))
     parser.add_argument("--output", default=str(REPO / "docs" / "matrix_scatter.md"))
-    parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--ranks", default="2,4", help="comma-separated rank counts, one table each")
     parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--blocking-factor", type=int, default=64)
@@ -234,21 +258,22 @@ def main():
 
     machine = machine_description()
     started = datetime.datetime.utcnow()
-    rows = []
-    for path in matrices:
-        rows.append((path.name.split(".")[0], run_matrix(args, path)))
+    tables = []
+    for ranks in [int(r) for r in args.ranks.split(",")]:
+        rows = [(path.name.split(".")[0], run_matrix(args, path, ranks)) for path in matrices]
+        rows.sort(key=lambda item: -item[1]["nnz"]["value"])  # as the paper: largest first
+        tables.append((ranks, rows))
     elapsed = (datetime.datetime.utcnow() - started).total_seconds()
-    rows.sort(key=lambda item: -item[1]["nnz"]["value"])  # as the paper: largest first
 
     sizes = read_sizes(data_dir)
-    ran = {name for name, _ in rows}
+    ran = {name for _, rows in tables for name, _ in rows}
     missing = []
     for name, size, nnz, *_ in PAPER_TABLE_1:
         if name not in ran:
             known = sizes.get(name)
             missing.append("%s (%d rows, %d nnz)" % (name, known[0], known[1]) if known
                            else "%s (%d rows, %d nnz per the paper)" % (name, size, nnz))
-    section = generated_section(args, rows, missing, machine, started, elapsed)
+    section = generated_section(args, tables, missing, machine, started, elapsed)
     if args.dry_run:
         print(section)
         return

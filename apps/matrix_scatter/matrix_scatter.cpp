@@ -8,6 +8,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -17,6 +18,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "mpidict/support/json.hpp"
 #include "mpidict/support/options.hpp"
@@ -248,6 +251,32 @@ phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_r
     return times;
 }
 
+phase_times scatter_with_hash_map_async(MPI_Comm comm, row_map& map, row_table& root_rows) {
+    const int rank = map.rank();
+    const int ranks = map.num_ranks();
+    const std::size_t chunk = values_per_insert(map);
+    std::vector<matrix_entry> batch;
+    phase_times times;
+    const std::vector<std::int64_t> rows = rank == 0 ? rows_to_send(root_rows, ranks) : std::vector<std::int64_t>{};
+    MPI_Barrier(comm);
+    const double start = runtime::now_seconds();
+    if (rank == 0) {
+        for (const std::int64_t row : rows) {
+            batch.clear();
+            root_rows.take(row, std::numeric_limits<std::size_t>::max(),
+                           [&](matrix_entry&& entry) { batch.push_back(entry); });
+            for (std::size_t offset = 0; offset < batch.size(); offset += chunk)
+                map.async_insert(target_rank{owner_of_row(row, ranks)}, row,
+                                 std::span<const matrix_entry>(batch.data() + offset,
+                                                               std::min(chunk, batch.size() - offset)));
+        }
+        times.initiation_seconds = times.completion_seconds = runtime::now_seconds() - start;
+    }
+    map.flush();  // barrier phase
+    times.barrier_seconds = runtime::now_seconds() - start;
+    return times;
+}
+
 phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::uint64_t longest_row) {
     int rank = 0;
     int ranks = 1;
@@ -292,6 +321,84 @@ phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::uint64_t 
                                    " bytes is not a whole number of entries");
             const std::size_t n = static_cast<std::size_t>(bytes) / sizeof(matrix_entry) - 1;
             rows.append(buffer[0].column, buffer.begin() + 1, buffer.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+        }
+        times.completion_seconds = runtime::now_seconds() - start;
+    }
+    MPI_Barrier(comm);  // barrier phase
+    times.barrier_seconds = runtime::now_seconds() - start;
+    return times;
+}
+
+phase_times scatter_with_alltoallv(MPI_Comm comm, row_table& rows) {
+    int rank = 0;
+    int ranks = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    const std::vector<std::int64_t> sending = rank == 0 ? rows_to_send(rows, ranks) : std::vector<std::int64_t>{};
+    const auto p = static_cast<std::size_t>(ranks);
+    phase_times times;
+    MPI_Barrier(comm);
+    const double start = runtime::now_seconds();
+    // Rank 0: one packed buffer per destination; a row is a header entry
+    // {row, count} followed by its pairs.
+    std::vector<std::vector<matrix_entry>> packed(rank == 0 ? p : 0);
+    std::vector<std::int64_t> counts(rank == 0 ? 2 * p : 0, 0);  // (entries, rows) per destination
+    if (rank == 0) {
+        for (const std::int64_t row : sending) {
+            const auto target = static_cast<std::size_t>(owner_of_row(row, ranks));
+            std::vector<matrix_entry>& out = packed[target];
+            const std::size_t header = out.size();
+            out.push_back(matrix_entry{row, 0});
+            std::size_t n = 0;
+            rows.take(row, std::numeric_limits<std::size_t>::max(), [&](matrix_entry&& entry) {
+                out.push_back(entry);
+                ++n;
+            });
+            out[header].value = static_cast<double>(n);
+            ++counts[2 * target + 1];
+        }
+        for (std::size_t target = 0; target < p; ++target) {
+            counts[2 * target] = static_cast<std::int64_t>(packed[target].size());
+            if (packed[target].size() > static_cast<std::size_t>(INT_MAX) / sizeof(matrix_entry))
+                throw invalid_argument_error("matrix_scatter: " + std::to_string(packed[target].size()) +
+                                             " entries for one rank do not fit in one MPI_Alltoallv count");
+        }
+        times.initiation_seconds = runtime::now_seconds() - start;
+    }
+    std::int64_t mine[2] = {0, 0};
+    MPI_Scatter(counts.data(), 2, MPI_INT64_T, mine, 2, MPI_INT64_T, 0, comm);
+    std::vector<int> send_counts(p, 0), send_offsets(p, 0), receive_counts(p, 0), receive_offsets(p, 0);
+    std::vector<matrix_entry> send_buffer;
+    if (rank == 0) {
+        std::size_t total = 0;
+        for (std::size_t target = 1; target < p; ++target)
+            total += packed[target].size();
+        send_buffer.reserve(total);
+        for (std::size_t target = 1; target < p; ++target) {
+            send_offsets[target] = static_cast<int>(send_buffer.size() * sizeof(matrix_entry));
+            send_counts[target] = static_cast<int>(packed[target].size() * sizeof(matrix_entry));
+            send_buffer.insert(send_buffer.end(), packed[target].begin(), packed[target].end());
+        }
+    } else {
+        receive_counts[0] = static_cast<int>(static_cast<std::size_t>(mine[0]) * sizeof(matrix_entry));
+    }
+    std::vector<matrix_entry> received(rank == 0 ? 0 : static_cast<std::size_t>(mine[0]));
+    MPI_Alltoallv(send_buffer.data(), send_counts.data(), send_offsets.data(), MPI_BYTE, received.data(),
+                  receive_counts.data(), receive_offsets.data(), MPI_BYTE, comm);
+    if (rank == 0) {
+        times.completion_seconds = runtime::now_seconds() - start;
+    } else {
+        rows.reserve(rows.size() + static_cast<std::size_t>(mine[1]));
+        for (std::size_t at = 0; at < received.size();) {
+            const std::int64_t row = received[at].column;
+            const double count = received[at].value;
+            if (!(count >= 0) || static_cast<double>(received.size() - at - 1) < count)
+                throw decode_error("matrix_scatter: a packed row header says " + std::to_string(count) +
+                                   " entries, more than the message holds");
+            const auto n = static_cast<std::size_t>(count);
+            rows.append(row, received.begin() + static_cast<std::ptrdiff_t>(at + 1),
+                        received.begin() + static_cast<std::ptrdiff_t>(at + 1 + n));
+            at += 1 + n;
         }
         times.completion_seconds = runtime::now_seconds() - start;
     }
@@ -426,6 +533,8 @@ struct repetition {
     double read_seconds = 0;
     phase_times hash_map;
     phase_times sendrecv;
+    phase_times alltoallv;
+    phase_times hash_map_async;
     std::uint64_t hash_map_messages = 0;  // sent by rank 0
 };
 
@@ -446,18 +555,22 @@ public:
             sample.read_seconds = m_read_seconds;
             std::vector<row_summary> expected;
             row_table sendrecv_rows;
+            row_table alltoallv_rows;
+            row_table async_rows;
             if (m_rank == 0) {
                 expected = expected_by_rank(m_reading.table, m_ranks);
-                sendrecv_rows = m_reading.table;  // the send/recv run gets its own copy
+                sendrecv_rows = m_reading.table;  // each other scatter gets its own copy
+                alltoallv_rows = m_reading.table;
+                async_rows = m_reading.table;
             }
-            // Alternate which goes first so neither always meets a warmer machine.
-            if (index % 2 == 0) {
-                run_hash_map(sample, expected);
-                run_sendrecv(sample, expected, sendrecv_rows);
-            } else {
-                run_sendrecv(sample, expected, sendrecv_rows);
-                run_hash_map(sample, expected);
-            }
+            // Rotate which goes first so none always meets a warmer machine.
+            const std::function<void()> runs[4] = {
+                [&] { run_hash_map(sample, expected, m_reading.table, false); },
+                [&] { run_sendrecv(sample, expected, sendrecv_rows); },
+                [&] { run_alltoallv(sample, expected, alltoallv_rows); },
+                [&] { run_hash_map(sample, expected, async_rows, true); }};
+            for (std::size_t k = 0; k < 4; ++k)
+                runs[(index + k) % 4]();
             if (index >= m_options.warmup)
                 m_samples.push_back(sample);
         }
@@ -507,7 +620,9 @@ private:
         return true;
     }
 
-    void run_hash_map(repetition& sample, const std::vector<row_summary>& expected) {
+    // async: async_insert of every row and flush (no requests, no window) instead
+    // of the seed's insert requests waited for every L.
+    void run_hash_map(repetition& sample, const std::vector<row_summary>& expected, row_table& reading, bool async) {
         hash_map_config config;
         config.place = placement::cyclic;
         // A capacity hint from the entries present, not the declared row count.
@@ -518,14 +633,25 @@ private:
         row_map map(m_world, config);
         insert_tally tally;
         row_table empty;
-        row_table& root_rows = m_rank == 0 ? m_reading.table : empty;
-        const phase_times mine =
-            scatter_with_hash_map(m_world, map, root_rows, m_options.blocking_factor, tally);
-        sample.hash_map = max_over_ranks(m_world, mine);
-        sample.hash_map_messages = map.stats().messages_sent;
+        row_table& root_rows = m_rank == 0 ? reading : empty;
+        if (async) {
+            sample.hash_map_async = max_over_ranks(m_world, scatter_with_hash_map_async(m_world, map, root_rows));
+            const std::uint64_t refused = map.async_rejected();
+            tally.requested = tally.stored = 0;
+            if (refused != 0) {
+                std::fprintf(stderr, "matrix_scatter: hash_map async scatter: %llu values refused\n",
+                             static_cast<unsigned long long>(refused));
+                tally.requested = refused;
+            }
+        } else {
+            const phase_times mine =
+                scatter_with_hash_map(m_world, map, root_rows, m_options.blocking_factor, tally);
+            sample.hash_map = max_over_ranks(m_world, mine);
+            sample.hash_map_messages = map.stats().messages_sent;
+        }
 
-        const row_summary held = held_rows(m_rank == 0 ? &m_reading.table : nullptr, &map, m_rank, m_ranks);
-        bool ok = verify_rows(m_world, held, expected, "hash_map scatter");
+        const row_summary held = held_rows(m_rank == 0 ? &reading : nullptr, &map, m_rank, m_ranks);
+        bool ok = verify_rows(m_world, held, expected, async ? "hash_map async scatter" : "hash_map scatter");
         if (tally.stored != tally.requested) {  // only rank 0 inserts
             std::fprintf(stderr, "matrix_scatter: hash_map scatter: owners stored %llu of %llu values\n",
                          static_cast<unsigned long long>(tally.stored),
@@ -544,6 +670,13 @@ private:
         sample.sendrecv = max_over_ranks(m_world, mine);
         const row_summary held = held_rows(&rows, nullptr, m_rank, m_ranks);
         m_verified = verify_rows(m_world, held, expected, "send/recv scatter") && m_verified;
+    }
+
+    void run_alltoallv(repetition& sample, const std::vector<row_summary>& expected, row_table& rows) {
+        const phase_times mine = scatter_with_alltoallv(m_world, rows);
+        sample.alltoallv = max_over_ranks(m_world, mine);
+        const row_summary held = held_rows(&rows, nullptr, m_rank, m_ranks);
+        m_verified = verify_rows(m_world, held, expected, "packed MPI_Alltoallv scatter") && m_verified;
     }
 
     void report() const {
@@ -567,6 +700,18 @@ private:
             return s.hash_map.barrier_seconds > 0 ? s.sendrecv.barrier_seconds / s.hash_map.barrier_seconds : 0.0;
         });
         const double ratio = barrier.median > 0 ? sr_barrier.median / barrier.median : 0.0;
+        const spread a2a_barrier = collect([&](const repetition& s) { return s.alltoallv.barrier_seconds * per_nnz; });
+        const spread a2a_ratios = collect([](const repetition& s) {
+            return s.hash_map.barrier_seconds > 0 ? s.alltoallv.barrier_seconds / s.hash_map.barrier_seconds : 0.0;
+        });
+        const double a2a_ratio = barrier.median > 0 ? a2a_barrier.median / barrier.median : 0.0;
+        const spread async_barrier =
+            collect([&](const repetition& s) { return s.hash_map_async.barrier_seconds * per_nnz; });
+        const double async_vs_a2a = async_barrier.median > 0 ? a2a_barrier.median / async_barrier.median : 0.0;
+        double load[3] = {0, 0, 0};
+        (void)getloadavg(load, 3);
+        const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        const bool oversubscribed = cores > 0 && m_ranks > cores;
         const std::uint64_t messages = m_samples.empty() ? 0 : m_samples.back().hash_map_messages;
         const std::int64_t sendrecv_messages = m_facts.rows_sent;
 
@@ -583,7 +728,10 @@ private:
                      "  %-12s %14.4f %14.4f\n  %-12s %14.4f %14.4f\n  %-12s %14.4f %14.4f\n"
                      "  send/recv / hash_map barrier time: %.3f (above 1: hash_map is faster)\n"
                      "  messages from rank 0: hash_map %llu, send/recv %lld\n"
-                     "  verified: %s\n",
+                     "  verified: %s\n"
+                     "  packed MPI_Alltoallv barrier: %.4f us per nonzero; alltoallv / hash_map: %.3f (above 1: hash_map is faster)\n"
+                     "  hash_map with async_insert + flush (no requests): barrier %.4f us per nonzero; alltoallv / it: %.3f\n"
+                     "  load %.2f %.2f %.2f, %ld cores%s\n",
                      m_program.c_str(), name.c_str(), static_cast<long long>(m_facts.rows),
                      static_cast<long long>(m_facts.columns), static_cast<long long>(m_facts.file_entries),
                      static_cast<long long>(m_facts.nnz), to_string(field), to_string(symmetry), m_ranks,
@@ -592,7 +740,9 @@ private:
                      initiation.median, sr_initiation.median, "completion", completion.median, sr_completion.median,
                      "barrier", barrier.median, sr_barrier.median, ratio, static_cast<unsigned long long>(messages),
                      static_cast<long long>(sendrecv_messages),
-                     m_verified ? "yes (every rank's rows, entries and checksum match the file)" : "NO");
+                     m_verified ? "yes (every rank's rows, entries and checksum match the file)" : "NO",
+                     a2a_barrier.median, a2a_ratio, async_barrier.median, async_vs_a2a, load[0], load[1], load[2], cores,
+                     oversubscribed ? ", OVERSUBSCRIBED (ranks > cores)" : "");
         std::fflush(stderr);
 
         // JSON lines (stdout).
@@ -610,6 +760,10 @@ private:
         json.describe("release_queue", support::json_number(static_cast<double>(m_options.release_queue)));
         json.describe("reps", support::json_number(static_cast<double>(m_options.repeat)));
         json.describe("warmup", support::json_number(static_cast<double>(m_options.warmup)));
+        json.describe("cores", support::json_number(static_cast<double>(cores)));
+        json.describe("oversubscribed", oversubscribed ? "true" : "false");
+        json.describe("load_1_5_15", "[" + support::json_number(load[0]) + "," + support::json_number(load[1]) + "," +
+                                         support::json_number(load[2]) + "]");
         auto stats = [](const spread& s) {
             return std::vector<std::pair<std::string, std::string>>{
                 {"median", support::json_number(s.median)},
@@ -625,7 +779,21 @@ private:
         json.emit("sendrecv_barrier_us_per_nnz", sr_barrier.median, "us", stats(sr_barrier));
         auto ratio_fields = stats(ratios);
         ratio_fields.insert(ratio_fields.begin(), {"of", support::json_string("median sendrecv barrier / median hash_map barrier")});
+        ratio_fields.push_back({"baseline_us_per_nnz", support::json_number(sr_barrier.median)});
+        ratio_fields.push_back({"ours_us_per_nnz", support::json_number(barrier.median)});
         json.emit("scatter_vs_sendrecv", ratio, "ratio", ratio_fields);
+        json.emit("alltoallv_barrier_us_per_nnz", a2a_barrier.median, "us", stats(a2a_barrier));
+        auto a2a_fields = stats(a2a_ratios);
+        a2a_fields.insert(a2a_fields.begin(),
+                          {"of", support::json_string("median packed-alltoallv barrier / median hash_map barrier")});
+        a2a_fields.push_back({"baseline_us_per_nnz", support::json_number(a2a_barrier.median)});
+        a2a_fields.push_back({"ours_us_per_nnz", support::json_number(barrier.median)});
+        json.emit("scatter_vs_alltoallv", a2a_ratio, "ratio", a2a_fields);
+        json.emit("async_barrier_us_per_nnz", async_barrier.median, "us", stats(async_barrier));
+        json.emit("async_scatter_vs_alltoallv", async_vs_a2a, "ratio",
+                  {{"of", support::json_string("median packed-alltoallv barrier / median hash_map async_insert barrier")},
+                   {"baseline_us_per_nnz", support::json_number(a2a_barrier.median)},
+                   {"ours_us_per_nnz", support::json_number(async_barrier.median)}});
         json.emit("messages", static_cast<double>(messages), "messages",
                   {{"sendrecv_messages", support::json_number(static_cast<double>(sendrecv_messages))}});
         json.emit("nnz", static_cast<double>(m_facts.nnz), "entries");

@@ -92,6 +92,10 @@ std::vector<std::int64_t> rows_to_send(const row_table& table, int ranks);
 phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_rows, std::size_t blocking_factor,
                                   insert_tally& tally);
 
+// Collective over comm.  Figure 2 without requests: rank 0 async_inserts every
+// row (split as above) and every rank flushes; no window, no answers.
+phase_times scatter_with_hash_map_async(MPI_Comm comm, row_map& map, row_table& root_rows);
+
 // Collective over comm.  The same scatter with blocking MPI_Send/MPI_Recv only:
 // one message {row, pairs} per row of rows_to_send(); each target is told first
 // (MPI_Scatter, before the timed phase) how many it will receive.  On rank 0
@@ -99,6 +103,14 @@ phase_times scatter_with_hash_map(MPI_Comm comm, row_map& map, row_table& root_r
 // it receives their rows.  `longest_row` (the paper's m) sizes the receive
 // buffer and must be the same on every rank.
 phase_times scatter_with_sendrecv(MPI_Comm comm, row_table& rows, std::uint64_t longest_row);
+
+// Collective over comm.  The scatter a user would write today (issue 52): rank 0
+// packs the rows of rows_to_send() per destination ({row, count} then the
+// pairs), tells each rank its entry and row counts (MPI_Scatter), and moves
+// everything in one MPI_Alltoallv; each receiver reserves its table for the rows
+// it gets and appends them.  All of it is timed, from a barrier to a barrier.
+// `rows` as for scatter_with_sendrecv.
+phase_times scatter_with_alltoallv(MPI_Comm comm, row_table& rows);
 
 // The app: parses its own options (argv[0] is the program name used in
 // messages), runs on `comm`, prints the human table on stderr and JSON lines

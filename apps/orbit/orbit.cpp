@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
@@ -406,6 +407,38 @@ public:
         ++m_size;
         return true;
     }
+    // Inserts a batch of images, calling on_new(point) for each that was new:
+    // grown first, then every home slot prefetched before any is probed (the
+    // serial search buffers as many images as the distributed backends do).
+    template <class OnNew>
+    void insert_batch(std::span<const Point> points, OnNew&& on_new) {
+        while (2 * (m_size + points.size()) > m_slots.size())
+            rebuild(2 * m_slots.size());
+        m_home.resize(points.size());
+        for (std::size_t i = 0; i < points.size(); ++i) {
+            const std::size_t index = static_cast<std::size_t>(hasher<Point>{}(points[i])) & m_mask;
+            m_home[i] = index;
+            __builtin_prefetch(&m_used[index]);
+            __builtin_prefetch(&m_slots[index]);
+        }
+        for (std::size_t i = 0; i < points.size(); ++i) {
+            std::size_t index = m_home[i];
+            bool fresh = true;
+            while (m_used[index]) {
+                if (m_slots[index] == points[i]) {
+                    fresh = false;
+                    break;
+                }
+                index = (index + 1) & m_mask;
+            }
+            if (fresh) {
+                m_used[index] = 1;
+                m_slots[index] = points[i];
+                ++m_size;
+                on_new(points[i]);
+            }
+        }
+    }
     std::size_t size() const { return m_size; }
     std::size_t memory_bytes() const { return m_slots.size() * (sizeof(Point) + 1); }
 
@@ -424,6 +457,7 @@ private:
 
     std::vector<Point> m_slots;
     std::vector<std::uint8_t> m_used;
+    std::vector<std::size_t> m_home;
     std::size_t m_mask = 0;
     std::size_t m_size = 0;
 };
@@ -432,6 +466,12 @@ template <class Point>
 struct unordered_point_set {
     explicit unordered_point_set(std::size_t expected) { set.reserve(expected); }
     bool insert(const Point& point) { return set.insert(point).second; }
+    template <class OnNew>
+    void insert_batch(std::span<const Point> points, OnNew&& on_new) {
+        for (const Point& point : points)
+            if (set.insert(point).second)
+                on_new(point);
+    }
     std::size_t size() const { return set.size(); }
     std::size_t memory_bytes() const {
         return set.bucket_count() * sizeof(void*) + set.size() * (sizeof(Point) + 2 * sizeof(void*));
@@ -458,17 +498,27 @@ orbit_result serial_search(const problem& input, backend which, const orbit_opti
     seen.insert(frontier.front());
     print(0, 1, 1, 0.0);
     int level = 0;
+    // Images are buffered and inserted --batch at a time, as the distributed
+    // backends do (a set probed per image as computed was 1.7x slower, issue 52).
+    std::vector<Point> batch;
+    const std::size_t batch_limit = std::max<std::size_t>(options.batch, 1);
+    batch.reserve(batch_limit);
+    const auto drain = [&] {
+        seen.insert_batch(std::span<const Point>(batch), [&](const Point& image) { next.push_back(image); });
+        batch.clear();
+    };
     while (!frontier.empty()) {
         next.clear();
         for (const Point& point : frontier) {
             codec.unpack(point, in.data());
             for (std::size_t generator = 0; generator < action.generators(); ++generator) {
                 action.apply(generator, in.data(), out.data());
-                const Point image = codec.pack<Point>(out.data());
-                if (seen.insert(image))
-                    next.push_back(image);
+                batch.push_back(codec.pack<Point>(out.data()));
+                if (batch.size() >= batch_limit)
+                    drain();
             }
         }
+        drain();
         result.images += frontier.size() * action.generators();
         frontier.swap(next);
         ++level;
@@ -608,8 +658,10 @@ support::option_parser make_parser(const std::string& program, orbit_options& op
                             throw usage_error("--max-load: '" + copy + "' is not a number in (0, 1]");
                         options.max_load = value;
                     })
-        .add_count("batch", &options.batch, "rma backends: images per insert_if_absent_many", 1,
+        .add_count("batch", &options.batch, "images per batch: the rma backends' insert_if_absent_many and the serial baselines' batched inserts", 1,
                    std::uint64_t{1} << 24)
+        .add_count("repeat", &options.repeat, "runs of every backend (order reversed on odd runs); seconds are medians",
+                   1, 1000, "R")
         .add_flag("quiet", &options.progress, "no progress line per BFS level", false)
         .add_flag("trace-exit", &trace_exit, "every rank prints its exit code (for tests)")
         .add_positional("problem file", &options.file, "FILE")
@@ -664,24 +716,52 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
                      input.generators.size(), static_cast<unsigned long long>(input.expected), ranks);
     }
 
-    std::vector<orbit_result> results;
+    // --repeat R: every backend R times, the order reversed on odd repetitions
+    // (issue 52: no backend always runs first); seconds are medians, the other
+    // figures the last run's.
+    std::vector<orbit_result> results(options.backends.size());
+    std::vector<std::vector<double>> seconds(options.backends.size());
+    std::vector<bool> good_runs(options.backends.size(), true);
     bool all_good = true;
-    for (const backend which : options.backends) {
-        orbit_result result = enumerate(input, which, options, comm);
-        results.push_back(result);
+    const std::size_t repeats = std::max<std::size_t>(options.repeat, 1);
+    for (std::size_t rep = 0; rep < repeats; ++rep)
+        for (std::size_t k = 0; k < options.backends.size(); ++k) {
+            const std::size_t index = rep % 2 == 0 ? k : options.backends.size() - 1 - k;
+            const backend which = options.backends[index];
+            orbit_result result = enumerate(input, which, options, comm);
+            if (rank == 0) {
+                const bool length_ok = input.expected == 0 || result.orbit_length == input.expected;
+                const bool size_ok = result.set_size == result.orbit_length;
+                const bool good = result.failure.empty() && length_ok && size_ok;
+                all_good = all_good && good;
+                good_runs[index] = good_runs[index] && good;
+                if (!result.failure.empty())
+                    std::fprintf(stderr, "%s: error: [%s] %s\n", program.c_str(), to_string(which),
+                                 result.failure.c_str());
+                else if (!good)
+                    std::fprintf(stderr, "%s: WRONG [%s]: orbit length %llu, visited set holds %llu, expected %llu\n",
+                                 program.c_str(), to_string(which), static_cast<unsigned long long>(result.orbit_length),
+                                 static_cast<unsigned long long>(result.set_size),
+                                 static_cast<unsigned long long>(input.expected));
+            }
+            seconds[index].push_back(result.seconds);
+            results[index] = std::move(result);
+        }
+    for (std::size_t index = 0; index < results.size(); ++index) {
+        std::vector<double> sorted = seconds[index];
+        std::sort(sorted.begin(), sorted.end());
+        const std::size_t n = sorted.size();
+        results[index].seconds = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+    double load[3] = {0, 0, 0};
+    (void)getloadavg(load, 3);
+    const bool oversubscribed = support::node_oversubscribed(comm);
+    for (std::size_t index = 0; index < results.size(); ++index) {
+        const orbit_result& result = results[index];
+        const backend which = options.backends[index];
         if (rank != 0)
             continue;
-        const bool length_ok = input.expected == 0 || result.orbit_length == input.expected;
-        const bool size_ok = result.set_size == result.orbit_length;
-        const bool good = result.failure.empty() && length_ok && size_ok;
-        all_good = all_good && good;
-        if (!result.failure.empty())
-            std::fprintf(stderr, "%s: error: [%s] %s\n", program.c_str(), to_string(which), result.failure.c_str());
-        else if (!good)
-            std::fprintf(stderr, "%s: WRONG [%s]: orbit length %llu, visited set holds %llu, expected %llu\n",
-                         program.c_str(), to_string(which), static_cast<unsigned long long>(result.orbit_length),
-                         static_cast<unsigned long long>(result.set_size),
-                         static_cast<unsigned long long>(input.expected));
+        const bool good = good_runs[index];
         std::string fields = ",\"problem\":" + support::json_string(input.name) + ",\"backend\":" + support::json_string(to_string(which));
         if (which == backend::rma_lock_free || which == backend::rma_owner_lock)
             fields += ",\"access\":" + support::json_string(result.shared_memory ? "shared_memory" : "mpi_rma");
@@ -690,8 +770,13 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
                   ",\"levels\":" + std::to_string(result.levels) + ",\"images\":" + std::to_string(result.images) +
                   ",\"point_bytes\":" + std::to_string(point_bytes) +
                   ",\"table_bytes_per_rank\":" + std::to_string(result.table_bytes_per_rank) +
-                  ",\"peak_rss_bytes\":" + std::to_string(result.peak_rss_bytes);
-        json_line(ranks, "orbit_seconds", result.seconds, "s", fields);
+                  ",\"peak_rss_bytes\":" + std::to_string(result.peak_rss_bytes) +
+                  ",\"reps\":" + std::to_string(repeats) + ",\"oversubscribed\":" + (oversubscribed ? "true" : "false") +
+                  ",\"load_1m\":" + support::json_number(load[0]);
+        std::string all_seconds = ",\"seconds_per_rep\":[";
+        for (std::size_t rep = 0; rep < seconds[index].size(); ++rep)
+            all_seconds += (rep ? "," : "") + support::json_number(seconds[index][rep]);
+        json_line(ranks, "orbit_seconds", result.seconds, "s", fields + all_seconds + "]");
         json_line(ranks, "points_per_second", static_cast<double>(result.orbit_length) / result.seconds, "points/s",
                   fields);
     }
@@ -710,13 +795,19 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
                 continue;
             const std::string fields =
                 ",\"problem\":" + support::json_string(input.name) + ",\"backend\":" + support::json_string(to_string(result.which));
+            const std::string ours = ",\"ours_seconds\":" + support::json_number(result.seconds) +
+                                     ",\"oversubscribed\":" + (oversubscribed ? "true" : "false") +
+                                     ",\"load_1m\":" + support::json_number(load[0]) + ",\"reps\":" + std::to_string(repeats);
             if (serial != nullptr)
-                json_line(ranks, "speedup_vs_serial", serial->seconds / result.seconds, "ratio", fields);
+                json_line(ranks, "speedup_vs_serial", serial->seconds / result.seconds, "ratio",
+                          fields + ours + ",\"baseline_seconds\":" + support::json_number(serial->seconds));
             if (serial_flat != nullptr)
-                json_line(ranks, "speedup_vs_serial_flat", serial_flat->seconds / result.seconds, "ratio", fields);
+                json_line(ranks, "speedup_vs_serial_flat", serial_flat->seconds / result.seconds, "ratio",
+                          fields + ours + ",\"baseline_seconds\":" + support::json_number(serial_flat->seconds));
         }
-        std::fprintf(stderr, "\norbit %s (%d rank%s), expected %llu\n", input.name.c_str(), ranks, ranks == 1 ? "" : "s",
-                     static_cast<unsigned long long>(input.expected));
+        std::fprintf(stderr, "\norbit %s (%d rank%s%s), expected %llu; seconds: median of %zu (order alternating), load %.2f %.2f %.2f\n",
+                     input.name.c_str(), ranks, ranks == 1 ? "" : "s", oversubscribed ? ", OVERSUBSCRIBED" : "",
+                     static_cast<unsigned long long>(input.expected), repeats, load[0], load[1], load[2]);
         std::fprintf(stderr, "  %-15s %12s %10s %14s %9s %9s %7s %14s %14s\n", "backend", "orbit", "seconds",
                      "points/s", "vs serial", "vs flat", "levels", "table B/rank", "peak RSS B");
         for (const orbit_result& result : results) {

@@ -53,7 +53,8 @@ struct orbit_options {
     rma_access access = rma_access::automatic;
     std::size_t slots_per_rank = 0;  // rma backends; 0: from expected / p / max_load
     double max_load = 0.5;
-    std::size_t batch = 4096;        // images per insert_if_absent_many (rma backends)
+    std::size_t repeat = 1;          // runs of every backend, order alternating; medians reported
+    std::size_t batch = 4096;        // images per insert_if_absent_many (rma backends) and per serial batch
     bool progress = true;            // a line per BFS level on rank 0
 };
 

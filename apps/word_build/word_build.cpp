@@ -478,6 +478,47 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
     std::string value;
     std::string expected;
 
+    // ---- the hash_map baseline -------------------------------------------------------
+    // Run before or after LH*LH (options.baseline_first), so that repetitions
+    // can alternate which side meets the warmer machine (issue 52).
+    const auto run_baseline = [&] {
+        timings base;
+        std::uint64_t base_stored = 0;
+        {
+            hash_map_config config;
+            config.runtime = runtime_config;
+            config.expected_keys_per_rank = words.size() / static_cast<std::size_t>(servers_max) + 16;
+            hash_map<std::string, std::string> map(comm, config);
+            support::barrier_yielding(comm);
+            const double start = runtime::now_seconds();
+            if (is_client) {
+                run_windowed<request<insert_result>>(
+                    mine.size(), options.window, start,
+                    [&](std::size_t position) {
+                        const std::string_view word = words[mine[position]];
+                        key.assign(word);
+                        make_value(word, options.seed, options.value_bytes, value);
+                        const std::uint64_t hash = hash_bytes(word.data(), word.size());
+                        const int owner = result.server_ranks[static_cast<std::size_t>(
+                            reduce_range(mix64(hash), static_cast<std::size_t>(servers_max)))];
+                        return map.insert(target_rank{owner}, key, std::span<const std::string>(&value, 1));
+                    },
+                    [&](std::size_t, insert_result answer) { base_stored += answer.stored; }, base);
+            }
+            map.flush();
+            map.destroy();
+        }
+        baseline_result baseline_summary;
+        baseline_summary.build_seconds = reduce_max(comm, is_client ? base.last_done : 0.0);
+        baseline_summary.stored = reduce_sum<1>(comm, {base_stored})[0];
+        std::vector<float> latencies = gather_vectors(comm, base.latency_us);
+        if (rank == 0)
+            baseline_summary.insert_latency = summarize(std::move(latencies));
+        result.baseline = baseline_summary;
+    };
+    if (options.baseline && options.baseline_first)
+        run_baseline();
+
     // ---- LH*LH: build, flush, look up --------------------------------------------------
     timings build;
     timings lookup;
@@ -628,43 +669,8 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
         }
     }
 
-    // ---- the hash_map baseline -------------------------------------------------------
-    if (options.baseline) {
-        timings base;
-        std::uint64_t base_stored = 0;
-        {
-            hash_map_config config;
-            config.runtime = runtime_config;
-            config.expected_keys_per_rank = words.size() / static_cast<std::size_t>(servers_max) + 16;
-            hash_map<std::string, std::string> map(comm, config);
-            support::barrier_yielding(comm);
-            const double start = runtime::now_seconds();
-            if (is_client) {
-                run_windowed<request<insert_result>>(
-                    mine.size(), options.window, start,
-                    [&](std::size_t position) {
-                        const std::string_view word = words[mine[position]];
-                        key.assign(word);
-                        make_value(word, options.seed, options.value_bytes, value);
-                        const std::uint64_t hash = hash_bytes(word.data(), word.size());
-                        const int owner = result.server_ranks[static_cast<std::size_t>(
-                            reduce_range(mix64(hash), static_cast<std::size_t>(servers_max)))];
-                        return map.insert(target_rank{owner}, key, std::span<const std::string>(&value, 1));
-                    },
-                    [&](std::size_t, insert_result answer) { base_stored += answer.stored; }, base);
-            }
-            map.flush();
-            map.destroy();
-        }
-        baseline_result baseline_summary;
-        baseline_summary.build_seconds = reduce_max(comm, is_client ? base.last_done : 0.0);
-        baseline_summary.stored = reduce_sum<1>(comm, {base_stored})[0];
-        std::vector<float> latencies = gather_vectors(comm, base.latency_us);
-        if (rank == 0)
-            baseline_summary.insert_latency = summarize(std::move(latencies));
-        result.baseline = baseline_summary;
-    }
-
+    if (options.baseline && !options.baseline_first)
+        run_baseline();
     return result;
 }
 
@@ -747,6 +753,69 @@ void print_json(const word_build_result& result, const word_build_options& optio
     }
     line("verified", result.verified() ? 1 : 0, "bool");
     std::fflush(stdout);
+}
+
+// Medians over --repeat runs (rank 0): build time and mean insert latency of
+// both sides and their ratios, each run's order and ratio listed.
+void print_repeats(const std::vector<word_build_result>& runs, const word_build_options& options) {
+    const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    };
+    std::vector<double> build, latency, base_build, base_latency, latency_ratio, build_ratio;
+    std::string order = "[", ratios = "[";
+    for (std::size_t rep = 0; rep < runs.size(); ++rep) {
+        const word_build_result& r = runs[rep];
+        build.push_back(r.build_seconds);
+        latency.push_back(r.insert_latency.mean_us);
+        if (r.baseline) {
+            base_build.push_back(r.baseline->build_seconds);
+            base_latency.push_back(r.baseline->insert_latency.mean_us);
+            latency_ratio.push_back(r.insert_latency.mean_us / r.baseline->insert_latency.mean_us);
+            build_ratio.push_back(r.build_seconds / r.baseline->build_seconds);
+            ratios += (rep ? "," : "") + support::json_number(latency_ratio.back());
+        }
+        const bool baseline_first = options.baseline && (options.baseline_first != (rep % 2 == 1));
+        order += std::string(rep ? "," : "") + (baseline_first ? "\"hash_map first\"" : "\"lhlh first\"");
+    }
+    order += "]";
+    ratios += "]";
+    const word_build_result& last = runs.back();
+    double load[3] = {0, 0, 0};
+    (void)getloadavg(load, 3);
+    const std::string common = run_fields(last, options) + ",\"repeats\":" + std::to_string(runs.size()) +
+                               ",\"order\":" + order + ",\"load_1m\":" + support::json_number(load[0]);
+    auto line = [&](std::string_view metric, double value, std::string_view unit, const std::string& extra = {}) {
+        if (options.json)
+            std::printf("{\"bench\":\"mpidict_words\",\"metric\":%s,\"value\":%s,\"unit\":%s,\"ranks\":%d,\"seed\":%llu%s%s}\n",
+                        support::json_string(metric).c_str(), support::json_number(value).c_str(),
+                        support::json_string(unit).c_str(), last.ranks, static_cast<unsigned long long>(options.seed),
+                        common.c_str(), extra.c_str());
+    };
+    line("median_build_seconds", median(build), "s");
+    line("median_insert_latency_us", median(latency), "us");
+    if (!latency_ratio.empty()) {
+        line("median_hash_map_build_seconds", median(base_build), "s");
+        line("median_hash_map_insert_latency_us", median(base_latency), "us");
+        line("median_insert_latency_vs_hash_map", median(latency_ratio), "ratio",
+             ",\"per_run\":" + ratios + ",\"lhlh_us\":" + support::json_number(median(latency)) +
+                 ",\"hash_map_us\":" + support::json_number(median(base_latency)));
+        line("median_build_time_vs_hash_map", median(build_ratio), "ratio",
+             ",\"lhlh_s\":" + support::json_number(median(build)) +
+                 ",\"hash_map_s\":" + support::json_number(median(base_build)));
+    }
+    std::fflush(stdout);
+    if (!options.quiet) {
+        std::fprintf(stderr, "median of %zu runs (%s, load %.2f %.2f %.2f): LH*LH build %.3f s, insert latency mean %.1f us",
+                     runs.size(), last.oversubscribed ? "OVERSUBSCRIBED" : "ranks <= cores", load[0], load[1], load[2],
+                     median(build), median(latency));
+        if (!latency_ratio.empty())
+            std::fprintf(stderr, "; hash_map build %.3f s, latency %.1f us; LH*LH/hash_map latency %.2f, build time %.2f "
+                                 "(order alternates: %s)",
+                         median(base_build), median(base_latency), median(latency_ratio), median(build_ratio),
+                         order.c_str());
+        std::fprintf(stderr, "\n");
+    }
 }
 
 void print_table(const word_build_result& result, const word_build_options& options, const std::string& program) {
@@ -950,6 +1019,11 @@ support::option_parser make_parser(const std::string& program, word_build_option
                             throw usage_error("--share: '" + std::string(kind) +
                                               "' is not one of contiguous|strided");
                     })
+        .add_count("repeat", &options.repeat,
+                   "whole runs (the last printed in full, then medians); with --baseline the order of the two "
+                   "alternates",
+                   1, 1000, "R")
+        .add_flag("baseline-first", &options.baseline_first, "with --baseline: build the hash_map first (in run 1)")
         .add_flag("baseline", &options.baseline,
                   "also build a hash_map<string,string> placed by hash on the S server ranks, same clients and "
                   "window")
@@ -990,13 +1064,30 @@ int word_build_main(int argc, char** argv, MPI_Comm comm) {
     if (const auto stop = support::parse_collectively(comm, parser, support::arguments_of(argc, argv), program))
         return finish(*stop);
 
-    const word_build_result result = run_word_build(comm, options);
-    if (!result.failure.empty()) {
-        if (rank == 0)
-            std::fprintf(stderr, "%s: error: %s\n", program.c_str(), result.failure.c_str());
-        return finish(1);
+    // --repeat R: R whole runs; with --baseline, odd runs build the hash_map
+    // first, so the two sides alternate (issue 52).  The last run is printed in
+    // full, then medians over the runs.
+    std::vector<word_build_result> runs;
+    bool all_verified = true;
+    for (std::size_t rep = 0; rep < std::max<std::size_t>(options.repeat, 1); ++rep) {
+        word_build_options this_run = options;
+        this_run.baseline_first = options.baseline && (options.baseline_first != (rep % 2 == 1));
+        runs.push_back(run_word_build(comm, this_run));
+        if (!runs.back().failure.empty()) {
+            if (rank == 0)
+                std::fprintf(stderr, "%s: error: %s\n", program.c_str(), runs.back().failure.c_str());
+            return finish(1);
+        }
+        all_verified = all_verified && (rank != 0 || runs.back().verified());
     }
+    const word_build_result& result = runs.back();
     int verdict = 0;
+    if (rank == 0 && runs.size() > 1)
+        print_repeats(runs, options);
+    if (rank == 0 && !all_verified && result.verified()) {
+        std::fprintf(stderr, "%s: error: verification failed in an earlier repetition\n", program.c_str());
+        verdict = 1;
+    }
     if (rank == 0) {
         if (options.json)
             print_json(result, options);

@@ -60,6 +60,8 @@ struct word_build_options {
     std::size_t window = 1;                 // outstanding requests per client
     share_kind share = share_kind::contiguous;
     bool baseline = false;
+    bool baseline_first = false;            // run the hash_map baseline before LH*LH
+    std::size_t repeat = 1;                 // whole runs; with --baseline they alternate the order
     bool json = false;
     std::string trace;                      // write the trace document here (rank 0)
     std::uint64_t seed = 1;
