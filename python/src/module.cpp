@@ -22,6 +22,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -471,12 +472,20 @@ private:
 
 public:
     // (counts, values): counts[i] values of keys[i], concatenated in key order.
+    // Numeric keys are read in place from the numpy buffer (no copy); answers
+    // arrive in any order and are put back in key order in one pass at the end.
     nb::tuple find_many(const typename kind<K>::batch& keys, std::size_t limit, bool take) {
         auto k = kind<K>::open(keys);
-        std::vector<K> list;
-        list.reserve(k.size());
-        for (std::size_t i = 0; i < k.size(); ++i)
-            list.push_back(k.at(i));
+        std::vector<K> copied;
+        std::span<const K> list;
+        if constexpr (std::is_arithmetic_v<K>) {
+            list = std::span<const K>(keys.data(), keys.shape(0));
+        } else {
+            copied.reserve(k.size());
+            for (std::size_t i = 0; i < k.size(); ++i)
+                copied.push_back(k.at(i));
+            list = std::span<const K>(copied);
+        }
         std::vector<std::uint32_t> counts(list.size(), 0);
         std::vector<std::uint64_t> starts(list.size(), 0);
         std::vector<V> arrived;
@@ -488,15 +497,28 @@ public:
                 arrived.insert(arrived.end(), found.begin(), found.end());
             };
             if (take)
-                m->take_many(std::span<const K>(list), limit, collect);
+                m->take_many(list, limit, collect);
             else
-                m->find_many(std::span<const K>(list), limit, collect);
+                m->find_many(list, limit, collect);
         }
-        typename kind<V>::out out;
-        for (std::size_t i = 0; i < list.size(); ++i)
-            for (std::uint32_t j = 0; j < counts[i]; ++j)
-                out.add(arrived[starts[i] + j]);
-        return nb::make_tuple(to_numpy(std::move(counts)), out.release());
+        if constexpr (std::is_arithmetic_v<V>) {
+            std::vector<V> ordered(arrived.size());
+            {
+                nb::gil_scoped_release released;
+                std::size_t at = 0;
+                for (std::size_t i = 0; i < list.size(); ++i) {
+                    std::copy_n(arrived.data() + starts[i], counts[i], ordered.data() + at);
+                    at += counts[i];
+                }
+            }
+            return nb::make_tuple(to_numpy(std::move(counts)), to_numpy(std::move(ordered)));
+        } else {
+            typename kind<V>::out out;
+            for (std::size_t i = 0; i < list.size(); ++i)
+                for (std::uint32_t j = 0; j < counts[i]; ++j)
+                    out.add(arrived[starts[i] + j]);
+            return nb::make_tuple(to_numpy(std::move(counts)), out.release());
+        }
     }
     nb::object insert_if_absent_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
         auto k = kind<K>::open(keys);
