@@ -1,6 +1,7 @@
 # mpidict — user-facing entry points. Two commands set everything up:
-#   make demo   install missing dependencies, build, run a 4-rank demo
-#   make test   install missing dependencies, build, run the whole test suite
+#   make demo   install what the demo needs (compilers, CMake, Ninja, MPI), build
+#               the library and the mpidict CLI only, run a 4-rank demo
+#   make test   install every dependency, build everything, run the whole test suite
 # Other targets: deps, build, sanitize, report, words-report, ycsb-report, flights-data, flights, clean. Variables: BUILD_DIR, BUILD_TYPE,
 # JOBS, CTEST_ARGS (passed to ctest), CMAKE_ARGS (passed to cmake configure).
 
@@ -29,6 +30,13 @@ endef
 
 CTEST := ctest --no-tests=error --output-on-failure -j1
 
+# make demo configures a new build directory for the library and the CLI only;
+# make build (and so make test) turns everything on again in the same directory.
+DEMO_OPTIONS := -DMPIDICT_BUILD_TESTS=OFF -DMPIDICT_BUILD_BENCH=OFF -DMPIDICT_BUILD_EXAMPLES=OFF \
+                -DMPIDICT_BUILD_PYTHON=OFF -DMPIDICT_BUILD_APPS=ON -DMPIDICT_BUILD_TOOLS=ON
+FULL_OPTIONS := -DMPIDICT_BUILD_TESTS=ON -DMPIDICT_BUILD_BENCH=ON -DMPIDICT_BUILD_EXAMPLES=ON \
+                -DMPIDICT_BUILD_PYTHON=AUTO -DMPIDICT_BUILD_APPS=ON -DMPIDICT_BUILD_TOOLS=ON
+
 .PHONY: all deps build demo test sanitize report words-report ycsb-report flights-data flights clean help
 
 all: build
@@ -40,10 +48,16 @@ deps:
 	@scripts/install_deps.sh
 
 build: deps
-	@$(call cmake_configure,$(BUILD_DIR),-DCMAKE_BUILD_TYPE=$(BUILD_TYPE))
+	@$(call cmake_configure,$(BUILD_DIR),-DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(FULL_OPTIONS))
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
-demo: build
+# Only the library and the CLI (target mpidict_cli, the program tools/mpidict);
+# an existing build directory is kept as it is configured.
+demo:
+	@scripts/install_deps.sh --demo
+	@if [ ! -f "$(BUILD_DIR)/CMakeCache.txt" ]; then \
+	  $(call cmake_configure,$(BUILD_DIR),-DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(DEMO_OPTIONS)); fi
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target mpidict_cli
 	scripts/mpirun.sh -n 4 $(BUILD_DIR)/tools/mpidict hash --keys 200000 --pattern nn
 
 # Serial (-j1): a 4-rank test already oversubscribes a 2-core machine.

