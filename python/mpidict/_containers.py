@@ -214,7 +214,7 @@ def _communicator(comm):
 
 def _config(config, options: dict, what: str):
     runtime_names = {"buffer_bytes", "blocking_factor", "release_queue", "total_outbox_bytes", "progress_thread",
-                     "routing"}
+                     "routing", "stuck_wait_seconds"}
     for name, value in options.items():
         target = config.runtime if name in runtime_names else config
         if not hasattr(target, name):
@@ -299,7 +299,8 @@ class hash_map(_Container):
     sequence of values in insertion order.  Options: expected_keys_per_rank,
     max_load, capacity_values, capacity_bytes, cyclic, buffer_bytes,
     blocking_factor, release_queue, total_outbox_bytes, progress_thread, routing ("automatic", "direct",
-    "grid")."""
+    "grid"), stuck_wait_seconds (the stuck-wait message's threshold; 0 off; default: the environment
+    variable MPIDICT_STUCK_WAIT_SECONDS, else 10; docs/runtime.md "Stuck waits")."""
 
     def __init__(self, key_dtype="int64", value_dtype="int64", comm=None, **options):
         self._key = _Codec(key_dtype)

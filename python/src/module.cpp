@@ -957,6 +957,7 @@ NB_MODULE(_core, mod) {
         .def_rw("buffer_bytes", &mpidict::runtime::config::buffer_bytes)
         .def_rw("blocking_factor", &mpidict::runtime::config::blocking_factor)
         .def_rw("release_queue", &mpidict::runtime::config::release_queue)
+        .def_rw("stuck_wait_seconds", &mpidict::runtime::config::stuck_wait_seconds)
         .def_rw("total_outbox_bytes", &mpidict::runtime::config::total_outbox_bytes)
         .def_rw("progress_thread", &mpidict::runtime::config::progress_thread)
         .def_prop_rw(

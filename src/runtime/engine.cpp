@@ -208,6 +208,10 @@ void engine::initialise() {
                                "buffer_bytes");
     }
     m_transport->open(m_config.buffer_bytes, m_config.receive_buffers, m_routed ? 2 : 1);
+    // Only over MPI: a simulated transport's waits are not the program's time.
+    const double stuck_seconds = resolve_stuck_wait_seconds(m_config.stuck_wait_seconds);
+    if (m_transport->mpi_communicator() != MPI_COMM_NULL)
+        m_stuck.start(m_rank, m_size, stuck_seconds);
     m_outboxes.resize(static_cast<std::size_t>(m_size));
     register_handler("mpidict.reply", &engine::handle_reply, this);
     m_exchange_handler = register_handler("mpidict.exchange", &engine::handle_exchange, this);
@@ -400,6 +404,7 @@ void engine::min_max(std::span<const std::int64_t> input, std::span<std::int64_t
 void engine::reduce_serving(std::span<const std::int64_t> input, std::span<std::int64_t> output) {
     // Non-blocking, and serving others meanwhile: a rank may enter this while
     // another still waits for an answer this rank owes it.
+    const stuck_wait_detector::scope watched(m_stuck, wait_kind::collective, "a reduction");
     m_transport->start_sum(input, output);
     unsigned idle_rounds = 0;
     while (!m_transport->sum_complete()) {
@@ -435,6 +440,7 @@ void engine::sum(std::span<const std::int64_t> input, std::span<std::int64_t> ou
         throw error("mpidict: a collective call cannot be made from inside a visitor or handler");
     // First the tag, in a reduction as long as a flush round's, so that a rank in
     // a different collective sees the mismatch instead of mixing the numbers.
+    const stuck_wait_detector::scope watched(m_stuck, wait_kind::collective, what);
     std::int64_t pieces[tag_pieces];
     collective_tag(what, pieces);
     std::int64_t round[2 + tag_pieces] = {0, 0, pieces[0], pieces[1], pieces[2], pieces[3]};
@@ -830,6 +836,7 @@ void engine::ship(int destination, bool full) {
     m_stats.bytes_sent += size;
     m_in_flight_bytes += m_config.buffer_bytes;
     m_in_flight.push_back(in_flight_send{ticket, std::move(buffer), destination, channel});
+    m_stuck.sent_to(destination);
     update_high_water();
     if (m_release_queue == 0 && !in_handler()) {
         // q = 0: no deferred release; the caller waits for this send to finish.
@@ -845,6 +852,7 @@ void engine::wait_for_queue_space() {
     if (m_in_flight.size() < limit)
         return;
     ++m_stats.queue_stalls;
+    const stuck_wait_detector::scope watched(m_stuck, wait_kind::send_queue, "");
     release_finished_sends();
     unsigned idle_rounds = 0;
     while (m_in_flight.size() >= limit) {
@@ -856,6 +864,7 @@ void engine::wait_for_queue_space() {
 }
 
 void engine::backoff(bool active, unsigned& idle_rounds) {
+    m_stuck.tick();  // every waiting loop comes here each round
     // A few empty polls spin (a reply is usually microseconds away); after that
     // the transport lets other processes run, which matters when ranks outnumber cores.
 #if MPIDICT_SMPI
@@ -900,6 +909,7 @@ bool engine::poll_once() {
 
 void engine::handle_message(int source, int channel, std::span<const std::byte> message) {
     if (source != m_rank) {
+        m_stuck.heard_from(source);
         ++m_stats.messages_received;
         m_stats.bytes_received += message.size();
     }
@@ -1072,6 +1082,7 @@ std::uint32_t engine::open_request(op_kind kind) {
     // Inside a handler the window may overflow: a handler must never wait.
     if (m_outstanding >= m_config.blocking_factor && !in_handler()) {
         ++m_stats.window_stalls;
+        const stuck_wait_detector::scope watched(m_stuck, wait_kind::request_window, "");
         unsigned idle_rounds = 0;
         while (m_outstanding >= m_config.blocking_factor) {
             // The records of outstanding requests may still sit in outboxes.
@@ -1225,6 +1236,7 @@ void engine::wait_request(std::uint32_t slot) {
         throw error("mpidict: a visitor or handler must not wait on a request (it would block the rank's progress)");
     ++m_stats.waits;
     const double start = now_seconds();
+    const stuck_wait_detector::scope watched(m_stuck, wait_kind::request, op_kind_name(m_requests[slot].kind));
     // Latency mode: whatever holds this request's record leaves now.
     ship_all();
     unsigned idle_rounds = 0;
@@ -1280,6 +1292,7 @@ void engine::flush() {
     // rank handled after its cut was itself sent after one, which nothing
     // could have caused.  One round that finds everything delivered ends the
     // flush; a flush with nothing to do takes one reduction.
+    const stuck_wait_detector::scope watched(m_stuck, wait_kind::flush, "flush");
     std::int64_t pieces[tag_pieces];
     collective_tag("flush", pieces);
     for (;;) {

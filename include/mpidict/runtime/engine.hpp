@@ -67,6 +67,7 @@
 
 #include "mpidict/error.hpp"
 #include "mpidict/runtime/statistics.hpp"
+#include "mpidict/runtime/stuck_wait.hpp"
 #include "mpidict/runtime/transport.hpp"
 
 namespace mpidict::runtime {
@@ -99,6 +100,11 @@ struct config {
     bool progress_thread = false;
     std::chrono::microseconds progress_interval{100};
     routing_mode routing = routing_mode::automatic;
+    // Stuck-wait message (stuck_wait.hpp, docs/runtime.md "Stuck waits"): a rank
+    // that waits this many seconds with no message from the ranks it waits for
+    // says so once on stderr and keeps waiting.  Below 0: the environment
+    // variable MPIDICT_STUCK_WAIT_SECONDS, else 10.  0: off.
+    double stuck_wait_seconds = -1;
 };
 
 // Parses "direct", "grid" or "automatic" (MPIDICT_ROUTING, command-line flags);
@@ -272,6 +278,7 @@ public:
         if (in_handler())
             throw error("mpidict: a visitor or handler must not wait (it would block the rank's progress)");
         ++m_stats.waits;
+        const stuck_wait_detector::scope watched(m_stuck, wait_kind::batch, "");
         ship_all();
         unsigned idle_rounds = 0;
         while (!done()) {
@@ -348,6 +355,8 @@ public:
 
     statistics& stats() { return m_stats; }
     const statistics& stats() const { return m_stats; }
+    // The stuck-wait detector (its threshold, the reports it printed; tests).
+    const stuck_wait_detector& stuck_waits() const { return m_stuck; }
     void reset_statistics();
 
     // True while a handler runs on this thread (sends then never block).
@@ -549,6 +558,7 @@ private:
     double m_ship_seconds = 0;
     bool m_fault_drop_flush_message = false;
     statistics m_stats;
+    stuck_wait_detector m_stuck;  // watches the waiting loops (backoff)
     std::recursive_mutex m_mutex;  // recursive: visitors start operations while progress holds it
     std::thread m_progress_thread;
     std::atomic<bool> m_stop_thread{false};
