@@ -19,6 +19,7 @@
 // 64 of its rounds.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
