@@ -20,11 +20,14 @@ for need in "$build/apps/flights/flights" "$build/flights_data/flights.tsv" "$bu
   [ -e "$need" ] || { echo "flights: $need is missing (make flights builds everything)" >&2; exit 1; }
 done
 
+# The control port answers only clients that send the token the service writes
+# here (mode 0600, readable by this user alone); the front reads it.
+token="$build/flights_control.token"
 "$root/scripts/mpirun.sh" -n "$ranks" "$build/apps/flights/flights" --data "$build/flights_data" \
-  --start "$start" --speed "$speed" --control-port "$control" &
+  --start "$start" --speed "$speed" --control-port "$control" --token-file "$token" &
 service=$!
 "$root/.venv/bin/python" "$root/apps/flights/web/front.py" --service-port "$control" --port "$port" \
-  --assets "$build/flights_web" &
+  --assets "$build/flights_web" --service-token-file "$token" &
 front=$!
 stop() { kill -TERM "$front" "$service" 2>/dev/null || true; wait "$service" 2>/dev/null || true; }
 trap stop INT TERM EXIT

@@ -1,6 +1,7 @@
 // The flights service (flights.hpp, docs/flights.md).
 
 #include "flights/flights.hpp"
+#include "flights/control_port.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -181,38 +182,7 @@ flight_key key_of(const flight_data& data, const flight& f) {
 
 // ---------------------------------------------------------------- queries
 
-std::optional<box> parse_box(std::string_view text, std::string_view what) {
-    const std::string name(what);
-    if (text == "*")
-        return std::nullopt;
-    double values[4];
-    std::size_t begin = 0;
-    for (int i = 0; i < 4; ++i) {
-        const std::size_t comma = text.find(',', begin);
-        if ((i < 3) != (comma != std::string_view::npos))
-            throw invalid_argument_error(name + " '" + std::string(text) +
-                                         "' is not four numbers west,south,east,north (or * for anywhere)");
-        const std::string_view field = text.substr(begin, i < 3 ? comma - begin : std::string_view::npos);
-        const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), values[i]);
-        if (error != std::errc() || end != field.data() + field.size() || field.empty() || !std::isfinite(values[i]))
-            throw invalid_argument_error(name + " '" + std::string(text) + "': '" + std::string(field) +
-                                         "' is not a number");
-        begin = comma + 1;
-    }
-    const box b{values[0], values[1], values[2], values[3]};
-    for (const double longitude : {b.west, b.east})
-        if (longitude < -180 || longitude > 180)
-            throw invalid_argument_error(name + " '" + std::string(text) + "': longitude " +
-                                         support::json_number(longitude) + " is outside [-180, 180]");
-    for (const double latitude : {b.south, b.north})
-        if (latitude < -90 || latitude > 90)
-            throw invalid_argument_error(name + " '" + std::string(text) + "': latitude " +
-                                         support::json_number(latitude) + " is outside [-90, 90]");
-    if (b.west > b.east || b.south > b.north)
-        throw invalid_argument_error(name + " '" + std::string(text) +
-                                     "': west must not exceed east, nor south north");
-    return b;
-}
+// parse_box and combine_named: control_port.cpp (the fuzzed parser).
 
 std::string box_text(const std::optional<box>& b) {
     if (!b)
@@ -232,13 +202,6 @@ key_pattern query_pattern(const std::optional<box>& departure, const std::option
     return pattern;
 }
 
-std::optional<combine> combine_named(std::string_view name) {
-    if (name == "and")
-        return combine::both;
-    if (name == "or")
-        return combine::either;
-    return std::nullopt;
-}
 
 std::vector<flight> run_query(flight_map& map, const std::optional<box>& departure,
                               const std::optional<box>& arrival, combine how) {
@@ -351,144 +314,12 @@ struct service_options {
     std::uint64_t granularity = 16;
     double flush_interval = 1.0;   // wall seconds between collective flushes
     std::uint64_t max_results = 5000;
+    std::string token_file;        // non-empty: clients must send the token written there
+    double idle_timeout = 60;      // seconds a control-port client may stay idle
 };
 
 // The commands rank 0 sends the other ranks (on a communicator of their own).
 enum class order : int { flush = 1, stop = 2 };
-
-// Rank 0's control port: a listening socket on 127.0.0.1 and its clients, read
-// without blocking; one command per line, one JSON line per answer.
-class control_port {
-public:
-    explicit control_port(std::uint16_t port) {
-        m_listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (m_listener < 0)
-            throw std::runtime_error(std::string("control port: socket: ") + std::strerror(errno));
-        const int yes = 1;
-        ::setsockopt(m_listener, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_port = htons(port);
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::bind(m_listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-            ::listen(m_listener, 16) != 0) {
-            const std::string why = std::strerror(errno);
-            ::close(m_listener);
-            throw std::runtime_error("control port 127.0.0.1:" + std::to_string(port) + ": " + why +
-                                     " (choose another with --control-port)");
-        }
-        socklen_t length = sizeof address;
-        ::getsockname(m_listener, reinterpret_cast<sockaddr*>(&address), &length);
-        m_port = ntohs(address.sin_port);
-    }
-    ~control_port() {
-        for (const client& c : m_clients)
-            ::close(c.fd);
-        ::close(m_listener);
-    }
-    control_port(const control_port&) = delete;
-    control_port& operator=(const control_port&) = delete;
-    std::uint16_t port() const { return m_port; }
-
-    // Waits up to `timeout_ms` for anything, accepts clients, reads what they
-    // sent and calls answer(line) for every complete line, sending back what
-    // it returns (plus a newline).
-    void serve(int timeout_ms, const std::function<std::string(std::string_view)>& answer) {
-        std::vector<pollfd> fds{{m_listener, POLLIN, 0}};
-        for (const client& c : m_clients)
-            fds.push_back({c.fd, POLLIN, 0});
-        if (::poll(fds.data(), fds.size(), timeout_ms) <= 0)
-            return;
-        if (fds[0].revents & POLLIN) {
-            while (true) {
-                const int fd = ::accept4(m_listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (fd < 0)
-                    break;
-                if (m_clients.size() >= max_clients) {
-                    send_all(fd, "{\"type\":\"error\",\"message\":\"too many clients on the control port\"}\n");
-                    ::close(fd);
-                    continue;
-                }
-                m_clients.push_back({fd, {}});
-            }
-        }
-        for (std::size_t i = 0; i < m_clients.size();) {
-            client& c = m_clients[i];
-            bool open = true;
-            char chunk[4096];
-            while (true) {
-                const ssize_t got = ::recv(c.fd, chunk, sizeof chunk, 0);
-                if (got > 0) {
-                    c.pending.append(chunk, static_cast<std::size_t>(got));
-                    continue;
-                }
-                if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-                    open = false;
-                break;
-            }
-            std::size_t newline;
-            while (open && (newline = c.pending.find('\n')) != std::string::npos) {
-                std::string line = c.pending.substr(0, newline);
-                c.pending.erase(0, newline + 1);
-                if (!line.empty() && line.back() == '\r')
-                    line.pop_back();
-                open = send_all(c.fd, answer(line) + "\n");
-            }
-            if (open && c.pending.size() > max_line) {
-                send_all(c.fd, "{\"type\":\"error\",\"message\":\"command line longer than " +
-                                   std::to_string(max_line) + " bytes; closing\"}\n");
-                open = false;
-            }
-            if (!open) {
-                ::close(c.fd);
-                m_clients.erase(m_clients.begin() + static_cast<std::ptrdiff_t>(i));
-            } else {
-                ++i;
-            }
-        }
-    }
-
-private:
-    struct client {
-        int fd;
-        std::string pending;
-    };
-    static constexpr std::size_t max_clients = 16;
-    static constexpr std::size_t max_line = 4096;
-
-    static bool send_all(int fd, std::string_view text) {
-        while (!text.empty()) {
-            const ssize_t sent = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-            if (sent < 0) {
-                if (errno == EINTR)
-                    continue;
-                if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                    pollfd out{fd, POLLOUT, 0};
-                    if (::poll(&out, 1, 5000) <= 0)
-                        return false;  // a client that does not read for 5 s is dropped
-                    continue;
-                }
-                return false;
-            }
-            text.remove_prefix(static_cast<std::size_t>(sent));
-        }
-        return true;
-    }
-
-    int m_listener = -1;
-    std::uint16_t m_port = 0;
-    std::vector<client> m_clients;
-};
-
-// Errors quote what the client sent, which may be any bytes: those that are
-// not printable ASCII become '?' (the answer stays valid UTF-8 JSON).
-std::string error_line(std::string_view message) {
-    std::string printable(message);
-    for (char& c : printable)
-        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)
-            c = '?';
-    return "{\"type\":\"error\",\"message\":" + support::json_string(printable) + "}";
-}
 
 std::string flight_json(const flight_data& data, const flight& f) {
     const std::string carrier(f.carrier.data());
@@ -509,23 +340,18 @@ public:
     std::uint64_t queries() const { return m_queries; }
 
     std::string answer(std::string_view line) {
-        const std::size_t space = line.find(' ');
-        const std::string_view command = line.substr(0, space);
-        const std::string_view rest = space == std::string_view::npos ? std::string_view{} : line.substr(space + 1);
         try {
-            if (command == "status" && rest.empty())
+            const control_command command = parse_command(line);
+            if (command.what == control_command::kind::status)
                 return status();
+            if (command.what == control_command::kind::auth)
+                return "{\"type\":\"auth\",\"ok\":true}";  // (the port checks tokens; none is needed here)
             if (!m_map)
                 return error_line("the service is still loading the flights (" + std::to_string(m_loading_lines) +
                                   " read so far); ask again shortly");
-            if (command == "airports" && rest.empty())
+            if (command.what == control_command::kind::airports)
                 return airports();
-            if (command == "query")
-                return query(rest);
-            if (command == "status" || command == "airports")
-                return error_line("'" + std::string(command) + "' takes no arguments");
-            return error_line("unknown command '" + std::string(command.substr(0, 64)) +
-                              "' (known: status, airports, query <departure box> <arrival box> [and|or])");
+            return query(command);
         } catch (const std::exception& problem) {
             return error_line(problem.what());
         }
@@ -561,22 +387,10 @@ private:
         return out + "]}";
     }
 
-    std::string query(std::string_view rest) {
-        std::vector<std::string_view> words;
-        for (std::size_t begin = 0; begin <= rest.size() && words.size() < 4;) {
-            const std::size_t space = std::min(rest.find(' ', begin), rest.size());
-            words.push_back(rest.substr(begin, space - begin));
-            begin = space + 1;
-        }
-        if (words.size() < 2 || words.size() > 3 || rest.empty())
-            return error_line("query needs two boxes and maybe how they combine: query <departure> <arrival> "
-                              "[and|or], each box west,south,east,north or *");
-        const auto departure = parse_box(words[0], "departure box");
-        const auto arrival = parse_box(words[1], "arrival box");
-        const auto how = words.size() == 3 ? combine_named(words[2]) : std::optional(combine::both);
-        if (!how)
-            return error_line("query: '" + std::string(words[2].substr(0, 32)) +
-                              "' is not how boxes combine (and, or)");
+    std::string query(const control_command& command) {
+        const auto& departure = command.departure;
+        const auto& arrival = command.arrival;
+        const auto how = std::optional(command.how);
         const clock::time_point now = m_sim.now();
         const auto began = std::chrono::steady_clock::now();
         const std::vector<flight> found = run_query(*m_map, departure, arrival, *how);
@@ -645,7 +459,13 @@ int run_service(MPI_Comm comm, const service_options& options, const std::string
     command_handler handler(data, sim, options, ranks);
     if (rank == 0) {
         try {
-            port = std::make_unique<control_port>(static_cast<std::uint16_t>(options.control_port));
+            control_port_options settings;
+            settings.idle_seconds = options.idle_timeout;
+            if (!options.token_file.empty()) {
+                settings.token = write_token_file(options.token_file);
+                settings.token_file = options.token_file;
+            }
+            port = std::make_unique<control_port>(static_cast<std::uint16_t>(options.control_port), settings);
             std::printf("%s: control port 127.0.0.1:%u\n", program.c_str(), port->port());
             std::fflush(stdout);
         } catch (const std::exception& e) {
@@ -794,6 +614,15 @@ int flights_main(int argc, char** argv, MPI_Comm comm) {
         .add_real("duration", &options.duration, "stop after this many seconds (0: when the replay ends)", 0, 1e9)
         .add_count("control-port", &options.control_port, "rank 0's control port on 127.0.0.1 (0: any free one)", 0,
                    65535, "PORT")
+        .add_custom("token-file", "FILE",
+                    "write a fresh token to FILE (mode 0600) and answer only clients that send 'auth TOKEN' first",
+                    "none", [&](std::string_view value) {
+                        if (value.empty())
+                            throw support::usage_error("--token-file: the file name is empty");
+                        options.token_file = std::string(value);
+                    })
+        .add_real("idle-timeout", &options.idle_timeout,
+                  "seconds after which a control-port client that neither sends nor reads is closed", 0.1, 86400)
         .add_count("granularity", &options.granularity, "skiplist_map's G, keys per node", 2, 512)
         .add_real("flush-interval", &options.flush_interval, "seconds between collective flushes", 0.01, 3600)
         .add_count("max-results", &options.max_results, "the most flights one answer lists", 1, 1000000)

@@ -64,9 +64,9 @@ def start_service(args, start, speed=0, port=0, extra=()):
     return service
 
 
-def start_front(python, service_port, assets, port=0, refresh=0.5):
+def start_front(python, service_port, assets, port=0, refresh=0.5, extra=()):
     front = Process([python, FRONT, "--service-port", str(service_port), "--port", str(port), "--assets", assets,
-                     "--refresh", str(refresh)], "front")
+                     "--refresh", str(refresh), *extra], "front")
     line = front.wait_for("front: serving http://127.0.0.1:")
     front.port = int(line.split("127.0.0.1:")[1].split("/")[0])
     return front
