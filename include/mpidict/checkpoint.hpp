@@ -126,6 +126,10 @@ namespace detail::checkpoint {
 
 inline constexpr std::uint32_t format_version = 1;
 
+// Checks a manifest's text as load() and inspect_checkpoint() do (no files are
+// opened); throws checkpoint_error naming the problem.  For the fuzzer.
+void check_manifest_text(const std::string& text);
+
 // How a key or value type is stored: one fixed-width column, or (byte strings)
 // an offsets column and a data column.  Containers may specialise it for key
 // types that are neither (skiplist_map's tuple keys).

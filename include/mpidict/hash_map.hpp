@@ -779,6 +779,12 @@ public:
         if (problem.empty() && refused != 0)
             problem = "mpidict: checkpoint " + directory + ": this hash_map's capacity limits refused " +
                       std::to_string(refused) + " of the saved values";
+        // A key saved twice (each shard's keys are distinct, and so are the shards'):
+        // fewer keys than the manifest's entries.
+        if (const std::size_t distinct = global_size(); problem.empty() && distinct != in.total_entries())
+            problem = "mpidict: checkpoint " + directory + ": the manifest lists " +
+                      std::to_string(in.total_entries()) + " keys, but only " + std::to_string(distinct) +
+                      " are distinct: a key is saved more than once";
         try {
             ck::agree(comm.get(), problem);
         } catch (const checkpoint_error& failure) {

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import sys
 import zlib
 from dataclasses import dataclass
@@ -43,6 +45,173 @@ _DTYPES = {
 
 class CheckpointError(Exception):
     """The checkpoint is missing, damaged, or not one this reader understands."""
+
+
+MAX_MANIFEST_BYTES = 256 << 20  # as the library (src/checkpoint/manifest.hpp)
+_MOST_BYTES = 1 << 62
+_CONTAINERS = ("hash_map", "linear_hash_map", "skiplist_map", "rma_hash_set")
+_WIDTHS = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4,
+           "uint64": 8, "float32": 4, "float64": 8, "string": 0, "bytes": 0}
+_DATA_FILE = re.compile(r"data-[0-9]+(-r[0-9]+)?\.bin")
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _read_manifest(path: str) -> bytes:
+    """The manifest's bytes: a regular file (a FIFO would block) of at most MAX_MANIFEST_BYTES,
+    both checked before anything is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise CheckpointError(f"no checkpoint here ({path} does not exist)") from None
+    except OSError as problem:
+        raise CheckpointError(f"no checkpoint here ({path} cannot be opened: {problem.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CheckpointError(f"{path} is {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > MAX_MANIFEST_BYTES:
+            raise CheckpointError(f"{path} is {info.st_size} bytes, more than the {MAX_MANIFEST_BYTES} a manifest "
+                                  f"may have")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(MAX_MANIFEST_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def _uint(obj, name: str, most: int, where: str) -> int:
+    """A field that must be a whole number from 0 to `most` (JSON; not a bool, not a float)."""
+    if not isinstance(obj, dict) or name not in obj:
+        raise CheckpointError(f"{where} has no field {name!r}")
+    value = obj[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CheckpointError(f"{where}: {name!r} is {json.dumps(value)[:40]}, not a whole number from 0 to {most}")
+    if value > most:
+        raise CheckpointError(f"{where}: {name!r} is {value}, more than {most}")
+    return value
+
+
+def _text(obj, name: str, where: str) -> str:
+    if not isinstance(obj, dict) or not isinstance(obj.get(name), str):
+        raise CheckpointError(f"{where}: {name!r} is missing or not a string")
+    return obj[name]
+
+
+def _implied_columns(container, key_type, key_bytes, value_type, value_bytes, multi):
+    """(name, type, width) of the columns a load of this container reads, in order."""
+    out = []
+
+    def add(name, type_, width):
+        if width == 0:
+            out.extend([(name + ".offsets", "uint64", 8), (name + ".data", type_, 1)])
+        else:
+            out.append((name, type_, width))
+    add("keys", key_type, key_bytes)
+    if multi:
+        out.append(("value_counts", "uint64", 8))
+    if value_type is not None:
+        add("values", value_type, value_bytes)
+    if container == "skiplist_map":
+        out.append(("expiry", "float64", 8))
+    return out
+
+
+def _check_manifest(m, path: str) -> list:
+    """The shards of a manifest, after every check the library's load makes
+    (src/checkpoint/manifest.cpp); raises CheckpointError naming the field."""
+    container = _text(m, "container", path)
+    if container not in _CONTAINERS:
+        raise CheckpointError(f"{path}: 'container' is {container[:40]!r}, not one of {', '.join(_CONTAINERS)}")
+    key = m.get("key")
+    key_type, key_bytes = _text(key, "type", path + ": key"), _uint(key, "bytes", 1 << 30, path + ": key")
+    value_type = value_bytes = None
+    if "value" in m:
+        value_type = _text(m["value"], "type", path + ": value")
+        value_bytes = _uint(m["value"], "bytes", 1 << 30, path + ": value")
+    multi = m.get("multi_valued")
+    if not isinstance(multi, bool):
+        raise CheckpointError(f"{path}: 'multi_valued' is missing or not true/false")
+    if multi != (container == "hash_map"):
+        raise CheckpointError(f"{path}: 'multi_valued' is {str(multi).lower()}, but a {container} is "
+                              f"{'' if container == 'hash_map' else 'not '}multi-valued")
+    if (value_type is None) != (container == "rma_hash_set"):
+        raise CheckpointError(f"{path}: a {container} {'needs' if value_type is None else 'has no'} 'value'")
+    for type_, width, role in ((key_type, key_bytes, "key"), (value_type, value_bytes, "value")):
+        if type_ in _WIDTHS and _WIDTHS[type_] != width:
+            raise CheckpointError(f"{path}: the {role} type {type_} has {_WIDTHS[type_]} bytes, not {width}")
+    ranks = _uint(m, "ranks", 2**31 - 1, path)
+    generation = _uint(m, "generation", 2**64 - 1, path)
+    layout = _text(m, "layout", path)
+    if layout not in ("shared_file", "file_per_rank"):
+        raise CheckpointError(f"{path}: 'layout' is {layout[:40]!r}, not shared_file or file_per_rank")
+    declared = _uint(m, "entries", 2**64 - 1, path)
+    listed = m.get("shards")
+    if not isinstance(listed, list):
+        raise CheckpointError(f"{path}: 'shards' is missing or not a list")
+    if ranks < 1 or len(listed) != ranks:
+        raise CheckpointError(f"{path} lists {len(listed)} shards for {ranks} ranks")
+    wanted = _implied_columns(container, key_type, key_bytes, value_type, value_bytes, multi)
+    seen, shards, spans = set(), [], {}
+    for item in listed:
+        rank = _uint(item, "rank", ranks - 1, path + ": a shard")
+        where = f"{path}: shard {rank}"
+        if rank in seen:
+            raise CheckpointError(f"{where} is listed twice")
+        seen.add(rank)
+        file = _text(item, "file", where)
+        entries = _uint(item, "entries", _MOST_BYTES, where)
+        own = f"data-{generation}" + ("" if layout == "shared_file" else f"-r{rank}") + ".bin"
+        if os.path.basename(file) != file or not _DATA_FILE.fullmatch(file):
+            raise CheckpointError(f"{where} names the file {file[:80]!r}, which is not a data file of a checkpoint")
+        if file != own:
+            raise CheckpointError(f"{where} names the file {file!r}; a {layout} checkpoint of generation "
+                                  f"{generation} keeps it in {own}")
+        columns_listed = item.get("columns")
+        if not isinstance(columns_listed, list):
+            raise CheckpointError(f"{where}: 'columns' is missing or not a list")
+        if len(columns_listed) != len(wanted):
+            raise CheckpointError(f"{where} has {len(columns_listed)} columns, expected {len(wanted)}")
+        columns = {}
+        for index, (c, (name, type_, width)) in enumerate(zip(columns_listed, wanted)):
+            cw = f"{where} column {index}"
+            column = Column(_text(c, "name", cw), _text(c, "type", cw), _uint(c, "width", 1 << 30, cw),
+                            _uint(c, "count", _MOST_BYTES, cw), _uint(c, "offset", _MOST_BYTES, cw),
+                            _uint(c, "bytes", _MOST_BYTES, cw), _uint(c, "crc32", 0xFFFFFFFF, cw))
+            if (column.name, column.type, column.width) != (name, type_, width):
+                raise CheckpointError(f"{where} column {index} is {column.name[:40]!r} of {column.type[:40]} "
+                                      f"({column.width} bytes wide), expected {name!r} of {type_} ({width})")
+            if column.count * column.width != column.bytes or column.bytes > _MOST_BYTES or \
+                    column.offset > _MOST_BYTES - column.bytes:
+                raise CheckpointError(f"{where} column {column.name} has inconsistent sizes (count {column.count} "
+                                      f"x width {column.width} is not bytes {column.bytes})")
+            per_entry = name in ("keys", "value_counts", "expiry") or (name == "values" and not multi)
+            offsets_per_entry = name == "keys.offsets" or (name == "values.offsets" and not multi)
+            if (per_entry and column.count != entries) or (offsets_per_entry and column.count != entries + 1) or \
+                    (name == "values.offsets" and column.count == 0):
+                raise CheckpointError(f"{where} column {name} has {column.count} elements for {entries} entries")
+            if column.bytes:
+                spans.setdefault(file, []).append((column.offset, column.offset + column.bytes, rank, name))
+            columns[name] = column
+        shards.append(Shard(rank, file, entries, columns))
+    shards.sort(key=lambda shard: shard.rank)
+    total = sum(shard.entries for shard in shards)
+    if total != declared:
+        raise CheckpointError(f"{path}: 'entries' is {declared}, but the shards hold {total}")
+    for file, ranges in spans.items():
+        ranges.sort()
+        for before, after in zip(ranges, ranges[1:]):
+            if after[0] < before[1]:
+                raise CheckpointError(f"{path}: in {file}, column {before[3]} of shard {before[2]} (bytes "
+                                      f"{before[0]} to {before[1]}) and column {after[3]} of shard {after[2]} "
+                                      f"(from byte {after[0]}) overlap")
+    return shards
 
 
 @dataclass(frozen=True)
@@ -71,34 +240,21 @@ class Checkpoint:
         self.directory = os.fspath(directory)
         path = os.path.join(self.directory, "manifest.json")
         try:
-            with open(path, "rb") as handle:
-                self.manifest: dict[str, Any] = json.load(handle)
-        except FileNotFoundError:
-            raise CheckpointError(f"no checkpoint here ({path} does not exist)") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as problem:
+            self.manifest: dict[str, Any] = json.loads(_read_manifest(path))
+        except RecursionError:
+            raise CheckpointError(f"{path} is not valid JSON (nested too deeply)") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as problem:
             raise CheckpointError(f"{path} is not valid JSON ({problem})") from None
         m = self.manifest
         if not isinstance(m, dict) or m.get("format") != FORMAT:
             raise CheckpointError(f"{path} is not an mpidict checkpoint manifest")
-        if int(m.get("version", 0)) > FORMAT_VERSION:
+        if _uint(m, "version", 2**64 - 1, path) > FORMAT_VERSION:
             raise CheckpointError(f"{path} has format version {m['version']}, newer than this reader "
                                   f"({FORMAT_VERSION})")
         if m.get("byte_order") != sys.byteorder:
-            raise CheckpointError(f"{path} was written {m.get('byte_order')}-endian; this machine is "
+            raise CheckpointError(f"{path} was written {str(m.get('byte_order'))[:20]}-endian; this machine is "
                                   f"{sys.byteorder}-endian")
-        try:
-            self.shards = [
-                Shard(int(s["rank"]), str(s["file"]), int(s["entries"]),
-                      {c["name"]: Column(c["name"], c["type"], int(c["width"]), int(c["count"]),
-                                         int(c["offset"]), int(c["bytes"]), int(c["crc32"]))
-                       for c in s["columns"]})
-                for s in m["shards"]
-            ]
-        except (KeyError, TypeError, ValueError) as problem:
-            raise CheckpointError(f"{path} is malformed ({problem!r})") from None
-        for shard in self.shards:
-            if os.path.basename(shard.file) != shard.file:
-                raise CheckpointError(f"{path}: shard {shard.rank} names a file outside the directory")
+        self.shards = _check_manifest(m, path)
         if verify:
             self.verify()
 
@@ -135,9 +291,13 @@ class Checkpoint:
         for shard in self.shards:
             path = os.path.join(self.directory, shard.file)
             try:
-                size = os.path.getsize(path)
+                info = os.stat(path)
             except FileNotFoundError:
                 raise CheckpointError(f"shard {shard.rank} is missing: {path} does not exist") from None
+            if not stat.S_ISREG(info.st_mode):  # a FIFO would block the open
+                raise CheckpointError(f"shard {shard.rank} ({shard.file}): {path} is {_kind(info.st_mode)}, "
+                                      f"not a regular file")
+            size = info.st_size
             with open(path, "rb") as handle:
                 for column in shard.columns.values():
                     if column.offset + column.bytes > size:
@@ -154,6 +314,31 @@ class Checkpoint:
                         raise CheckpointError(f"shard {shard.rank} ({shard.file}) is corrupt: column "
                                               f"{column.name} has CRC-32 {crc:#010x}, the manifest says "
                                               f"{column.crc32:#010x}")
+            self._verify_structure(shard)
+
+    def _verify_structure(self, shard: Shard) -> None:
+        """Offsets increase from 0 to the data's length; value counts are positive and add up to the values."""
+        name = f"shard {shard.rank} ({shard.file})"
+        for column in shard.columns.values():
+            if column.name.endswith(".offsets"):
+                offsets = self._fixed(shard, column.name)
+                if len(offsets) and (offsets[0] != 0 or np.any(offsets[1:] < offsets[:-1])):
+                    raise CheckpointError(f"{name}: column {column.name} is not a list of increasing offsets from 0")
+                data = shard.columns[column.name[:-8] + ".data"]
+                end = int(offsets[-1]) if len(offsets) else 0
+                if end != data.count:
+                    raise CheckpointError(f"{name}: column {column.name} ends at {end}, but {data.name} holds "
+                                          f"{data.count} bytes")
+        if "value_counts" in shard.columns:
+            counts = self._fixed(shard, "value_counts")
+            if len(counts) and np.any(counts == 0):
+                raise CheckpointError(f"{name}: value_counts holds a 0 at entry {int(np.argmax(counts == 0))} "
+                                      f"(every saved key has a value)")
+            total = int(np.sum(counts, dtype=np.uint64)) if len(counts) else 0
+            values = shard.columns.get("values") or shard.columns.get("values.offsets")
+            held = values.count if values.name == "values" else values.count - 1
+            if total != held:
+                raise CheckpointError(f"{name}: value_counts add up to {total}, but the values column holds {held}")
 
     # ---- columns ----------------------------------------------------------------------
 

@@ -6,6 +6,8 @@
 
 #include "mpidict/checkpoint.hpp"
 
+#include "manifest.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -30,13 +33,9 @@
 namespace mpidict::detail::checkpoint {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;  // keeps the manifest's fields in the order written
 
-constexpr std::string_view format_name = "mpidict-checkpoint";
-constexpr std::string_view manifest_name = "manifest.json";
 constexpr std::size_t min_column_buffer = std::size_t{64} << 10;
-constexpr std::size_t max_io_bytes = std::size_t{1} << 30;  // below MPI-IO's int count
 
 std::string mpi_message(int code) {
     char text[MPI_MAX_ERROR_STRING];
@@ -69,32 +68,6 @@ std::string fault_setting() {
 }
 
 std::uint64_t padded(std::uint64_t bytes) { return (bytes + 7) / 8 * 8; }
-
-// Bytes of a column, or false if count x width does not fit in 63 bits.
-bool column_bytes(std::uint64_t count, std::uint64_t width, std::uint64_t& bytes) {
-    if (width != 0 && count > (std::numeric_limits<std::uint64_t>::max() >> 2) / width)
-        return false;
-    bytes = count * width;
-    return true;
-}
-
-// Data file names: data-<generation>.bin (shared) or data-<generation>-r<rank>.bin.
-bool data_file_generation(const std::string& name, std::uint64_t& generation) {
-    if (name.size() < 9 || name.rfind("data-", 0) != 0 || !name.ends_with(".bin"))
-        return false;
-    const char* first = name.data() + 5;
-    const char* last = name.data() + name.size() - 4;
-    const auto [end, code] = std::from_chars(first, last, generation);
-    if (code != std::errc() || end == first)
-        return false;
-    if (end == last)
-        return true;
-    if (*end != '-' || end + 1 == last || end[1] != 'r')
-        return false;
-    std::uint64_t rank = 0;
-    const auto [rank_end, rank_code] = std::from_chars(end + 2, last, rank);
-    return rank_code == std::errc() && rank_end == last && rank_end != end + 2;
-}
 
 std::string utc_now() {
     const std::time_t now = std::time(nullptr);
@@ -129,8 +102,13 @@ std::string agreed_problem(MPI_Comm communicator, const std::string& problem) {
     return text;
 }
 
+// A new file: whatever is at `path` (a stale file, or a link that would send the
+// text elsewhere) is removed first, never followed; O_EXCL | O_NOFOLLOW refuse
+// one that appears in between.
 void write_text_file_synced(const fs::path& path, const std::string& text) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+        throw checkpoint_error("cannot replace " + path.string() + ": " + std::strerror(errno));
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         throw checkpoint_error("cannot create " + path.string() + ": " + std::strerror(errno));
     std::size_t done = 0;
@@ -162,6 +140,37 @@ void sync_directory(const fs::path& directory) {
     }
 }
 
+// The data files a manifest or a save's journal names (names of data files
+// only, nothing with a '/'); nothing if it cannot be read.
+std::vector<std::string> named_data_files(const fs::path& path, std::uint64_t* generation = nullptr) {
+    std::vector<std::string> out;
+    try {
+        const json listed = json::parse(read_regular_file(path, max_manifest_bytes, "checkpoint file"));
+        if (generation != nullptr && listed.contains("generation") && listed.at("generation").is_number_unsigned())
+            *generation = listed.at("generation").get<std::uint64_t>();
+        auto keep = [&](const json& name) {
+            std::uint64_t ignored = 0;
+            if (name.is_string() && name.get<std::string>().find('/') == std::string::npos &&
+                data_file_generation(name.get<std::string>(), ignored))
+                out.push_back(name.get<std::string>());
+        };
+        if (listed.contains("shards") && listed.at("shards").is_array())
+            for (const json& shard : listed.at("shards"))
+                if (shard.is_object() && shard.contains("file"))
+                    keep(shard.at("file"));
+        if (listed.contains("files") && listed.at("files").is_array())
+            for (const json& name : listed.at("files"))
+                keep(name);
+    } catch (const std::exception&) {
+        // An unreadable old manifest or journal names nothing: nothing of it is deleted.
+    }
+    return out;
+}
+
+// A save's journal: written before its data files exist, naming them, so that
+// a later save may delete what an abandoned one left (and nothing else).
+constexpr std::string_view journal_prefix = "manifest.json.pending-";
+
 json describe_json(const description& what) {
     json tunables = json::object();
     for (const auto& [name, value] : what.tunables)
@@ -175,9 +184,6 @@ json describe_json(const description& what) {
     return out;
 }
 
-std::string type_phrase(const std::string& type, std::uint64_t bytes) {
-    return type + (bytes == 0 ? " (variable length)" : " (" + std::to_string(bytes) + " bytes)");
-}
 
 }  // namespace
 
@@ -235,6 +241,7 @@ struct writer::state {
     bool committed = false;
     bool exit_fault = false;
     std::vector<column> columns;
+    std::vector<std::string> old_files;  // rank 0: the data files the previous manifest named
     std::string problem;  // first local failure; reported at commit()
 
     void write_out(column& c) {
@@ -284,21 +291,39 @@ writer::writer(MPI_Comm communicator, const std::string& directory, description 
             problem = where + ": exists and is not a directory";
         } else {
             for (const auto& item : fs::directory_iterator(m->directory, failure)) {
+                const std::string name = item.path().filename().string();
                 std::uint64_t found = 0;
-                if (data_file_generation(item.path().filename().string(), found) && found >= generation)
+                if (data_file_generation(name, found) && found >= generation)
                     generation = found + 1;
-            }
-            std::ifstream manifest(m->directory / manifest_name);
-            if (manifest) {
-                try {
-                    const json old = json::parse(manifest);
-                    generation = std::max<std::uint64_t>(generation, old.value("generation", std::uint64_t{0}) + 1);
-                } catch (const std::exception&) {
-                    // An unreadable old manifest does not stop a new save.
+                if (name.rfind(journal_prefix, 0) == 0) {
+                    const auto [end, code] =
+                        std::from_chars(name.data() + journal_prefix.size(), name.data() + name.size(), found);
+                    if (code == std::errc() && found >= generation)
+                        generation = found + 1;
                 }
             }
+            std::uint64_t old_generation = 0;
+            m->old_files = named_data_files(m->directory / manifest_name, &old_generation);
+            if (old_generation != std::numeric_limits<std::uint64_t>::max())
+                generation = std::max<std::uint64_t>(generation, old_generation + 1);
             if (failure)
                 problem = where + ": cannot list the directory: " + failure.message();
+            if (problem.empty() && generation == std::numeric_limits<std::uint64_t>::max())
+                problem = where + ": no generation number is left";
+            if (problem.empty()) {
+                json files = json::array();
+                for (int r = 0; r < (m->shared ? 1 : m->size); ++r)
+                    files.push_back("data-" + std::to_string(generation) +
+                                    (m->shared ? std::string() : "-r" + std::to_string(r)) + ".bin");
+                try {
+                    write_text_file_synced(
+                        m->directory / (std::string(journal_prefix) + std::to_string(generation)),
+                        json{{"format", "mpidict-checkpoint-journal"}, {"generation", generation}, {"files", files}}
+                                .dump() + "\n");
+                } catch (const checkpoint_error& failure_to_write) {
+                    problem = where + ": " + failure_to_write.what();
+                }
+            }
         }
     }
     agree(communicator, problem);
@@ -461,13 +486,26 @@ void writer::commit() {
             if (failure)
                 throw checkpoint_error("cannot rename " + temporary.string() + ": " + failure.message());
             sync_directory(m->directory);
-            // The new manifest is in force: data files of other generations
-            // (the previous checkpoint, abandoned saves) go.
-            for (const auto& item : fs::directory_iterator(m->directory, failure)) {
-                std::uint64_t found = 0;
-                if (data_file_generation(item.path().filename().string(), found) && found != m->generation)
-                    fs::remove(item.path(), failure);
-            }
+            // The new manifest is in force: the data files the previous one
+            // named and those abandoned saves' journals named go, with the
+            // journals; files no manifest or journal of this checkpoint named
+            // (a user's, say) stay.
+            std::set<std::string> keep;
+            for (const json& shard : manifest["shards"])
+                keep.insert(shard["file"].get<std::string>());
+            std::vector<std::string> doomed = m->old_files;
+            std::vector<fs::path> journals;
+            for (const auto& item : fs::directory_iterator(m->directory, failure))
+                if (item.path().filename().string().rfind(journal_prefix, 0) == 0) {
+                    journals.push_back(item.path());
+                    for (std::string& name : named_data_files(item.path()))
+                        doomed.push_back(std::move(name));
+                }
+            for (const std::string& name : doomed)
+                if (keep.count(name) == 0)
+                    fs::remove(m->directory / name, failure);
+            for (const fs::path& journal : journals)
+                fs::remove(journal, failure);
         } catch (const std::exception& failure) {
             problem = where + ": " + failure.what();
         }
@@ -481,163 +519,6 @@ void writer::commit() {
 
 namespace {
 
-struct shard_column {
-    column_spec spec;
-    std::uint64_t offset = 0;
-    std::uint64_t bytes = 0;
-    std::uint32_t crc = 0;
-};
-struct shard_info {
-    int rank = 0;
-    std::string file;
-    std::uint64_t entries = 0;
-    std::vector<shard_column> columns;
-};
-
-struct open_file {
-    MPI_File handle = MPI_FILE_NULL;
-    std::uint64_t size = 0;
-};
-
-// The manifest's text (rank 0 reads it).
-std::string read_manifest(const fs::path& directory) {
-    const std::string manifest_path = (directory / manifest_name).string();
-    std::ifstream in(manifest_path, std::ios::binary);
-    if (!in)
-        throw checkpoint_error("no checkpoint here (" + manifest_path + " cannot be opened: " + std::strerror(errno) + ")");
-    std::ostringstream all;
-    all << in.rdbuf();
-    std::string text = all.str();
-    if (text.size() > max_io_bytes)
-        throw checkpoint_error(manifest_path + " is implausibly large");
-    return text;
-}
-
-struct parsed_manifest {
-    std::string container;
-    std::string key_type;
-    std::uint64_t key_bytes = 0;
-    std::string value_type;  // empty: no values (a set)
-    std::uint64_t value_bytes = 0;
-    bool multi_valued = false;
-    int ranks = 0;
-    std::uint64_t entries = 0;
-    std::vector<shard_info> shards;
-};
-
-// Checks a manifest, against what a container expects when it says so; throws
-// checkpoint_error naming the problem.
-parsed_manifest parse_manifest(const std::string& text, const std::string& manifest_path, const description* expected,
-                               const std::vector<column_spec>* expected_columns) {
-    parsed_manifest out;
-    try {
-        json manifest;
-        try {
-            manifest = json::parse(text);
-        } catch (const json::parse_error& failure) {
-            throw checkpoint_error(manifest_path + " is not valid JSON (" + failure.what() + ")");
-        }
-        if (!manifest.is_object() || manifest.value("format", std::string()) != format_name)
-            throw checkpoint_error(manifest_path + " is not an mpidict checkpoint manifest (no \"format\": \"" +
-                                   std::string(format_name) + "\")");
-        const auto version = manifest.at("version").get<std::uint64_t>();
-        if (version > format_version)
-            throw checkpoint_error(manifest_path + " has format version " + std::to_string(version) +
-                                   ", newer than this mpidict reads (" + std::to_string(format_version) +
-                                   "); load it with a newer mpidict");
-        const std::string native = std::endian::native == std::endian::little ? "little" : "big";
-        if (manifest.at("byte_order").get<std::string>() != native)
-            throw checkpoint_error(manifest_path + " was written on a " + manifest.at("byte_order").get<std::string>() +
-                                   "-endian machine; this one is " + native + "-endian");
-        const auto container = manifest.at("container").get<std::string>();
-        if (expected && container != expected->container)
-            throw checkpoint_error(manifest_path + " holds a " + container + ", not a " + expected->container);
-        out.key_type = manifest.at("key").at("type").get<std::string>();
-        out.key_bytes = manifest.at("key").at("bytes").get<std::uint64_t>();
-        if (expected && (out.key_type != expected->key_type || out.key_bytes != expected->key_bytes))
-            throw checkpoint_error(manifest_path + ": the saved keys are " + type_phrase(out.key_type, out.key_bytes) +
-                                   ", this " + expected->container + "'s keys are " +
-                                   type_phrase(expected->key_type, expected->key_bytes));
-        const bool values_expected = expected && !expected->value_type.empty();
-        if (values_expected || manifest.contains("value")) {
-            out.value_type = manifest.at("value").at("type").get<std::string>();
-            out.value_bytes = manifest.at("value").at("bytes").get<std::uint64_t>();
-        }
-        if (values_expected && (out.value_type != expected->value_type || out.value_bytes != expected->value_bytes))
-            throw checkpoint_error(manifest_path + ": the saved values are " + type_phrase(out.value_type, out.value_bytes) +
-                                   ", this " + expected->container + "'s values are " +
-                                   type_phrase(expected->value_type, expected->value_bytes));
-        out.multi_valued = manifest.at("multi_valued").get<bool>();
-        if (expected && out.multi_valued != expected->multi_valued)
-            throw checkpoint_error(manifest_path + ": multi_valued disagrees with the container");
-        out.container = container;
-        out.ranks = manifest.at("ranks").get<int>();
-        const json& listed = manifest.at("shards");
-        if (out.ranks < 1 || !listed.is_array() || listed.size() != static_cast<std::size_t>(out.ranks))
-            throw checkpoint_error(manifest_path + " lists " + std::to_string(listed.size()) + " shards for " +
-                                   std::to_string(out.ranks) + " ranks");
-        std::uint64_t total = 0;
-        for (const json& item : listed) {
-            shard_info shard;
-            shard.rank = item.at("rank").get<int>();
-            shard.file = item.at("file").get<std::string>();
-            shard.entries = item.at("entries").get<std::uint64_t>();
-            std::uint64_t ignored = 0;
-            if (shard.file.find('/') != std::string::npos || !data_file_generation(shard.file, ignored))
-                throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " names the file '" +
-                                       shard.file + "', which is not a data file of a checkpoint");
-            const json& columns = item.at("columns");
-            if (expected_columns && columns.size() != expected_columns->size())
-                throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " has " +
-                                       std::to_string(columns.size()) + " columns, expected " +
-                                       std::to_string(expected_columns->size()));
-            for (std::size_t index = 0; index < columns.size(); ++index) {
-                const json& c = columns[index];
-                shard_column column;
-                column.spec.name = c.at("name").get<std::string>();
-                column.spec.type = c.at("type").get<std::string>();
-                column.spec.width = c.at("width").get<std::uint32_t>();
-                column.spec.count = c.at("count").get<std::uint64_t>();
-                column.offset = c.at("offset").get<std::uint64_t>();
-                column.bytes = c.at("bytes").get<std::uint64_t>();
-                column.crc = c.at("crc32").get<std::uint32_t>();
-                std::uint64_t bytes = 0;
-                if (expected_columns && (column.spec.name != (*expected_columns)[index].name ||
-                                         column.spec.type != (*expected_columns)[index].type ||
-                                         column.spec.width != (*expected_columns)[index].width))
-                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
-                                           std::to_string(index) + " is '" + column.spec.name + "' of " +
-                                           column.spec.type + ", expected '" + (*expected_columns)[index].name + "' of " +
-                                           (*expected_columns)[index].type);
-                if (!column_bytes(column.spec.count, column.spec.width, bytes) || bytes != column.bytes ||
-                    column.offset > (std::uint64_t{1} << 62))
-                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
-                                           column.spec.name + " has inconsistent sizes");
-                // Element counts follow from the entries (values are checked against value_counts later).
-                const std::uint64_t entries = shard.entries;
-                const bool per_entry = column.spec.name == "keys" || column.spec.name == "value_counts" ||
-                                       column.spec.name == "expiry" ||
-                                       (column.spec.name == "values" && !out.multi_valued);
-                const bool offsets_per_entry =
-                    column.spec.name == "keys.offsets" || (column.spec.name == "values.offsets" && !out.multi_valued);
-                if ((per_entry && column.spec.count != entries) ||
-                    (offsets_per_entry && column.spec.count != entries + 1))
-                    throw checkpoint_error(manifest_path + ": shard " + std::to_string(shard.rank) + " column " +
-                                           column.spec.name + " has " + std::to_string(column.spec.count) +
-                                           " elements for " + std::to_string(entries) + " entries");
-                shard.columns.push_back(std::move(column));
-            }
-            total += shard.entries;
-            out.shards.push_back(std::move(shard));
-        }
-        out.entries = total;
-
-    } catch (const json::exception& failure) {
-        throw checkpoint_error(manifest_path + " is malformed (" + failure.what() + ")");
-    }
-    return out;
-}
-
 // Checks one shard's files, sizes, checksums and column structure; throws
 // checkpoint_error naming the problem.  Opens (and keeps in `files`) its data file.
 void verify_shard(const fs::path& directory, const shard_info& shard,
@@ -649,6 +530,7 @@ void verify_shard(const fs::path& directory, const shard_info& shard,
         const std::string path = (directory / shard.file).string();
         if (std::error_code failure; !fs::exists(path, failure))
             throw checkpoint_error(shard_name + " is missing: " + path + " does not exist");
+        require_regular_file(path, shard_name);  // a FIFO would block the open
         if (const int code = MPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &file->handle);
             code != MPI_SUCCESS) {
             file->handle = MPI_FILE_NULL;
@@ -695,6 +577,10 @@ void verify_shard(const fs::path& directory, const shard_info& shard,
                                                    " is not a list of increasing offsets from 0");
                         previous = value;
                     } else {
+                        if (value == 0)
+                            throw checkpoint_error(shard_name + ": value_counts holds a 0 at entry " +
+                                                   std::to_string(seen) + " (every saved key has a value)");
+                        ++seen;
                         if (value > std::numeric_limits<std::uint64_t>::max() - counted_values)
                             throw checkpoint_error(shard_name + ": value_counts overflow");
                         counted_values += value;
@@ -917,9 +803,17 @@ checkpoint_summary inspect_checkpoint(const std::string& directory, bool verify)
                 out.data_bytes += column.bytes;
                 ++out.columns;
             }
-        if (verify)
+        if (verify) {
             for (const ck::shard_info& shard : manifest.shards)
                 ck::verify_shard(directory, shard, files);
+            // hash_map's load refuses a key saved twice (it counts the keys it stored).
+            if (const std::uint64_t distinct = manifest.container == "hash_map"
+                                                   ? ck::count_distinct_keys(manifest.shards, files)
+                                                   : manifest.entries;
+                distinct != manifest.entries)
+                throw checkpoint_error("the manifest lists " + std::to_string(manifest.entries) + " keys, but only " +
+                                       std::to_string(distinct) + " are distinct: a key is saved more than once");
+        }
     } catch (const std::exception& failure) {
         out.problem = "mpidict: checkpoint " + directory + ": " + failure.what();
     }
