@@ -2,6 +2,10 @@
 // choosers and the record format (workload.hpp).
 #include "ycsb/workload.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -65,16 +69,49 @@ std::string unescape(std::string_view text, const std::string& origin) {
 
 }  // namespace
 
-properties properties::read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+std::string properties::read_bytes(const std::string& path, std::size_t limit) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
         throw workload_error(path + ": cannot open: " + std::strerror(errno));
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    if (in.bad())
-        throw workload_error(path + ": cannot read: " + std::strerror(errno));
-    return parse(bytes.str(), path);
+    struct stat info {};
+    std::string problem;
+    if (::fstat(fd, &info) != 0)
+        problem = path + ": cannot examine: " + std::strerror(errno);
+    else if (S_ISDIR(info.st_mode))
+        problem = path + " is a directory, not a workload file";
+    else if (S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode))
+        problem = path + " is a " + (S_ISFIFO(info.st_mode) ? "FIFO (named pipe)" : "socket") +
+                  ", not a workload file";
+    else if (S_ISREG(info.st_mode) && static_cast<std::uint64_t>(info.st_size) > limit)
+        problem = path + ": " + std::to_string(info.st_size) + " bytes is too large for a workload file (at most " +
+                  std::to_string(limit) + ")";
+    std::string bytes;
+    if (problem.empty()) {
+        // A device (/dev/zero) has no size: read at most limit + 1 bytes.
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        char chunk[65536];
+        while (bytes.size() <= limit) {
+            const ssize_t got = ::read(fd, chunk, std::min(sizeof chunk, limit + 1 - bytes.size()));
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got < 0) {
+                problem = path + ": cannot read: " + std::strerror(errno);
+                break;
+            }
+            if (got == 0)
+                break;
+            bytes.append(chunk, static_cast<std::size_t>(got));
+        }
+        if (problem.empty() && bytes.size() > limit)
+            problem = path + ": more than " + std::to_string(limit) + " bytes is too large for a workload file";
+    }
+    ::close(fd);
+    if (!problem.empty())
+        throw workload_error(problem);
+    return bytes;
 }
+
+properties properties::read_file(const std::string& path) { return parse(read_bytes(path), path); }
 
 properties properties::parse(std::string_view text, const std::string& name) {
     properties result;

@@ -57,6 +57,10 @@ class properties {
 public:
     // Reads a Java properties file; throws workload_error.
     static properties read_file(const std::string& path);
+    // The bytes of a workload file of at most `limit` bytes; throws
+    // workload_error for a directory, a FIFO or socket (checked before anything
+    // is read, so nothing blocks) or a file (or device) longer than `limit`.
+    static std::string read_bytes(const std::string& path, std::size_t limit = std::size_t{1} << 20);
     static properties parse(std::string_view text, const std::string& name);
 
     // "key=value" from the command line; throws workload_error on a missing '='.

@@ -1,6 +1,10 @@
 // ycsb: YCSB's core workloads on mpidict's containers (ycsb.hpp, docs/ycsb.md).
 #include "ycsb/ycsb.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -789,19 +793,41 @@ std::vector<std::string> sorted_loaded_keys(const workload& spec) {
     return keys;
 }
 
+// The --dump-keys file, or nullptr with `problem` set.  A FIFO (which would
+// block every rank until somebody reads it), a socket or a directory is
+// refused; opening without blocking, the kind is checked on the descriptor.
+std::FILE* open_dump(const std::string& path, std::string& problem) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd < 0) {
+        problem = "--dump-keys: cannot write " + path + ": " +
+                  (errno == ENXIO ? std::string("it is a FIFO (named pipe) nobody reads, not a regular file")
+                                  : std::string(std::strerror(errno)));
+        return nullptr;
+    }
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode)) {
+        problem = "--dump-keys: cannot write " + path + ": it is a " +
+                  (S_ISSOCK(info.st_mode) ? "socket" : "FIFO (named pipe)") + ", not a regular file";
+        ::close(fd);
+        return nullptr;
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    std::FILE* out = ::fdopen(fd, "w");
+    if (out == nullptr) {
+        problem = "--dump-keys: cannot write " + path + ": " + std::strerror(errno);
+        ::close(fd);
+    }
+    return out;
+}
+
 // Rank 0 reads the file; every rank gets its bytes (or the reason it could not be read).
 std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path, std::string& problem) {
     std::string bytes;
     if (rank == 0) {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) {
-            problem = path + ": cannot open: " + std::strerror(errno);
-        } else {
-            std::ostringstream text;
-            text << in.rdbuf();
-            bytes = text.str();
-            if (bytes.size() > (std::size_t{1} << 20))
-                problem = path + ": " + std::to_string(bytes.size()) + " bytes is too large for a workload file";
+        try {
+            bytes = properties::read_bytes(path);
+        } catch (const workload_error& failure) {
+            problem = failure.what();
         }
     }
     problem = support::agree_on_failure(comm, problem);
@@ -859,9 +885,7 @@ ycsb_result run_ycsb(MPI_Comm comm, const ycsb_options& options) {
         loaded = sorted_loaded_keys(spec);
     std::FILE* dump = nullptr;
     if (rank == 0 && !options.dump_keys.empty()) {
-        dump = std::fopen(options.dump_keys.c_str(), "w");
-        if (dump == nullptr)
-            problem = "--dump-keys: cannot write " + options.dump_keys + ": " + std::strerror(errno);
+        dump = open_dump(options.dump_keys, problem);
     }
     problem = support::agree_on_failure(comm, problem);
     if (!problem.empty()) {
@@ -1046,8 +1070,13 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
         .add_count("seed", &options.seed, "seed of the random choices (rank r uses its own stream)")
         .add_choice("counter-window", &options.counter_window, {"auto", "rma"},
                     "the shared insert counter: shared memory when every rank is on one node (auto), or MPI RMA")
-        .add_text("dump-keys", &options.dump_keys,
-                  "rank 0 writes each run-phase operation and its record number here, one per line", "FILE")
+        .add_custom("dump-keys", "FILE",
+                    "rank 0 writes each run-phase operation and its record number here, one per line", "",
+                    [&](std::string_view value) {
+                        if (value.empty())
+                            throw support::usage_error("--dump-keys: the file name is empty");
+                        options.dump_keys = std::string(value);
+                    })
         .add_flag("json", &options.json, "print JSON lines (docs/architecture.md's format) on stdout")
         .add_flag("quiet", &options.quiet, "no human table on stderr")
         .add_flag("progress", &options.progress, "show a progress bar on stderr even when it is not a terminal")

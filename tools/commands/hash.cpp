@@ -39,6 +39,13 @@
 namespace mpidict::tool {
 namespace {
 
+// --save "" and --load "" did nothing and said nothing (issue 48, item 12).
+std::string non_empty_directory(const char* option, std::string_view value) {
+    if (value.empty())
+        throw usage_error(std::string("--") + option + ": the checkpoint directory name is empty");
+    return std::string(value);
+}
+
 enum class pattern_kind { one_to_n, n_to_n, n_to_one };
 
 struct hash_options {
@@ -701,15 +708,15 @@ int run_hash(command_context& context) {
                    "per-rank limit on stored values (0: none); values beyond it are rejected, which "
                    "the run reports as a verification failure",
                    0, UINT64_MAX, "N")
-        .add_text("save", &options.save,
-                  "after insert, save the map to this checkpoint directory (replaced only once the new "
-                  "checkpoint is complete)",
-                  "DIR")
-        .add_text("load", &options.load,
-                  "instead of inserting, load the map from this checkpoint directory (saved by --save with "
-                  "the same --keys, --seed, --values-per-key and --value-bytes, at any number of ranks), then "
-                  "verify, find and take as usual",
-                  "DIR")
+        .add_custom("save", "DIR",
+                    "after insert, save the map to this checkpoint directory (replaced only once the new "
+                    "checkpoint is complete)",
+                    "", [&](std::string_view value) { options.save = non_empty_directory("save", value); })
+        .add_custom("load", "DIR",
+                    "instead of inserting, load the map from this checkpoint directory (saved by --save with "
+                    "the same --keys, --seed, --values-per-key and --value-bytes, at any number of ranks), then "
+                    "verify, find and take as usual",
+                    "", [&](std::string_view value) { options.load = non_empty_directory("load", value); })
         .add_flag("json", &options.json, "print only the JSON lines (one object per figure) on stdout")
         .add_flag("progress", &options.progress, "show a progress bar on stderr even when it is not a terminal")
         .add_check([&] {
