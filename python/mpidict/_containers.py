@@ -123,9 +123,26 @@ class _Codec:
                 raise InvalidArgumentError(f"mpidict: {what} must be one-dimensional, not of shape {items.shape}")
             return items
         try:
-            return np.asarray(items, dtype=self.dtype).reshape(-1)
+            return self._cast(items, what).reshape(-1)
         except (TypeError, ValueError, OverflowError) as problem:
             raise InvalidArgumentError(f"mpidict: {what} do not convert to {self.dtype} ({problem})") from None
+
+    def _cast(self, items, what):
+        """items as this codec's dtype, by numpy's same_kind rule (issue 48, item 14):
+        7.9 or '7' for an int64 key is refused, not truncated to 7; an integer
+        outside the dtype's range is refused, not wrapped."""
+        source = np.asarray(items)
+        if source.size == 0 and source.dtype.kind == "f":
+            return np.asarray(items, dtype=self.dtype)  # [] is float64 to numpy
+        if source.dtype.kind == "O" or not np.can_cast(source.dtype, self.dtype, casting="same_kind"):
+            raise InvalidArgumentError(
+                f"mpidict: {what} ({_describe(items)}) are not {self.dtype}: numpy's same_kind rule refuses "
+                f"{source.dtype} -> {self.dtype} (convert them yourself if a {self.dtype} is what you mean)")
+        converted = source.astype(self.dtype)
+        if source.dtype.kind in "iub" and self.dtype.kind in "iu" and \
+                not np.array_equal(converted.astype(source.dtype), source):
+            raise InvalidArgumentError(f"mpidict: {what} ({_describe(items)}) do not fit in {self.dtype}")
+        return converted
 
     def _to_u64(self, array):
         size = self.dtype.itemsize
@@ -163,7 +180,7 @@ class _Codec:
                 raise InvalidArgumentError(f"mpidict: {what} must be bytes, not {type(item).__name__}")
             return bytes(item)
         try:
-            value = np.asarray(item, dtype=self.dtype)
+            value = self._cast(item, what)
         except (TypeError, ValueError, OverflowError) as problem:
             raise InvalidArgumentError(f"mpidict: {what} does not convert to {self.dtype} ({problem})") from None
         if value.ndim != 0:
@@ -203,6 +220,20 @@ class _Converted:
         return self._request.test()
 
 
+def _describe(items) -> str:
+    text = repr(items)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _count(value, what: str, most: int = 2**64 - 1) -> int:
+    """A whole number from 0 to most, or InvalidArgumentError naming it (issue 48, item 15)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(f"mpidict: {what} must be a whole number, not {_describe(value)}")
+    if not 0 <= int(value) <= most:
+        raise InvalidArgumentError(f"mpidict: {what} = {int(value)} is out of range (0 to {most})")
+    return int(value)
+
+
 def _communicator(comm):
     comm = _MPI.COMM_WORLD if comm is None else comm
     if not isinstance(comm, _MPI.Comm):
@@ -219,6 +250,9 @@ def _config(config, options: dict, what: str):
         target = config.runtime if name in runtime_names else config
         if not hasattr(target, name):
             raise InvalidArgumentError(f"mpidict: {what} has no option {name!r}")
+        current = getattr(target, name)
+        if isinstance(current, int) and not isinstance(current, bool):
+            value = _count(value, f"{what} option {name}")
         try:
             setattr(target, name, value)
         except (TypeError, ValueError) as problem:
@@ -376,9 +410,7 @@ class hash_map(_Container):
 def _limit(limit):
     if limit is None:
         return 0xFFFFFFFF
-    if limit < 0:
-        raise InvalidArgumentError(f"mpidict: limit must be >= 0, not {limit}")
-    return min(int(limit), 0xFFFFFFFF)
+    return min(_count(limit, "limit"), 0xFFFFFFFF)
 
 
 class _SingleValued(_Container):
@@ -454,13 +486,13 @@ class skiplist_map(_SingleValued):
 
     def range(self, lo, hi, limit: int = 0, descending: bool = False):
         """(keys, values) with lo <= key <= hi, in key order (at most `limit`; 0: all)."""
-        keys, values = self._live().range(self._key.one(lo, "lo"), self._key.one(hi, "hi"), int(limit),
-                                          bool(descending))
+        keys, values = self._live().range(self._key.one(lo, "lo"), self._key.one(hi, "hi"),
+                                          min(_count(limit, "limit"), 2**64 - 1), bool(descending))
         return self._key.from_batch(keys), self._value.from_batch(values)
 
     def match(self, pattern: str, limit: int = 0):
         """(keys, values) matching a pattern query (docs/skiplist_map.md, "Pattern queries")."""
-        keys, values = self._live().match(str(pattern), int(limit))
+        keys, values = self._live().match(str(pattern), _count(limit, "limit"))
         return self._key.from_batch(keys), self._value.from_batch(values)
 
 
