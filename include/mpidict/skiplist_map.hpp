@@ -161,6 +161,21 @@ struct range_options {
     bool before_hi = false;    // range(lo, hi) only
 };
 
+// insert_many hit list_full: some keys were stored, these were not (issue 48,
+// item 17).  An invalid_argument_error, as a single insert's list_full.
+class list_full_error : public invalid_argument_error {
+public:
+    list_full_error(std::string message, std::size_t stored, std::vector<std::size_t> not_stored)
+        : invalid_argument_error(std::move(message)), m_stored(stored), m_not_stored(std::move(not_stored)) {}
+    std::size_t stored() const { return m_stored; }  // keys stored (new or replaced)
+    // Indexes into the call's keys of those not stored, ascending.
+    const std::vector<std::size_t>& not_stored() const { return m_not_stored; }
+
+private:
+    std::size_t m_stored;
+    std::vector<std::size_t> m_not_stored;
+};
+
 namespace detail::checkpoint {
 // Tuple and pair keys are not trivially copyable: a checkpoint stores them in
 // their fixed-width ordered encoding (ordered_key.hpp), named "ordered".
@@ -335,9 +350,9 @@ public:
                 [&](std::size_t index) { on_result(index, std::as_const(found[index % window])); });
     }
     // Inserts (or replaces) keys[i] -> values[i], in index order where a key
-    // repeats; returns how many keys were new.  Throws list_full (after every
-    // answer arrived) if a key needed a new node and none was free; the other
-    // keys are stored.
+    // repeats; returns how many keys were new.  Throws list_full_error (after
+    // every answer arrived) if a key needed a new node and none was free: the
+    // other keys are stored, and the error says how many and which were not.
     std::size_t insert_many(std::span<const K> keys, std::span<const V> values) {
         if (keys.size() != values.size())
             throw invalid_argument_error("mpidict: skiplist_map insert_many got " + std::to_string(keys.size()) +
@@ -781,6 +796,7 @@ private:
         std::vector<std::uint64_t> hashes(distinct ? ready.size() : 0);
         std::unordered_map<std::uint64_t, std::uint32_t> in_flight;  // key hash -> keys in flight (distinct)
         std::string failure;
+        std::vector<std::size_t> refused;  // indexes answered list_full
         std::size_t sent = 0, done = 0;
         m_core->begin_batch([&](std::uint32_t index, std::uint8_t status, std::string_view value) {
             if (index >= sent || index < done || ready[index & ring] != 0)
@@ -792,6 +808,7 @@ private:
             if (status == detail::skiplist_core::status_full) {
                 if (failure.empty())
                     failure.assign(value);
+                refused.push_back(index);
                 return;
             }
             store(index, status, value);
@@ -843,8 +860,18 @@ private:
         const double waiting = runtime::now_seconds();
         engine.wait_until([&] { return deliver_ready() == count; });
         statistics.completion_seconds += runtime::now_seconds() - waiting;
-        if (!failure.empty())
-            throw invalid_argument_error(failure);
+        if (!failure.empty()) {
+            std::sort(refused.begin(), refused.end());
+            if (const std::size_t cut = failure.find("; the insert was not applied"); cut != std::string::npos)
+                failure.resize(cut);
+            failure += "; insert_many stored " + std::to_string(count - refused.size()) + " of its " +
+                       std::to_string(count) + " keys, " + std::to_string(refused.size()) +
+                       " were not (indexes ";
+            for (std::size_t i = 0; i < refused.size() && i < 10; ++i)
+                failure += (i ? ", " : "") + std::to_string(refused[i]);
+            failure += refused.size() > 10 ? ", ...; list_full_error::not_stored() has all)" : ")";
+            throw list_full_error(std::move(failure), count - refused.size(), std::move(refused));
+        }
     }
 
     // A node answered list_full: the rest of the answer is the message.

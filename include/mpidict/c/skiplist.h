@@ -62,7 +62,7 @@ typedef struct mpidict_skiplist_options {
     unsigned max_height;       /* tallest tower (default 16) */
     double tower_probability;  /* P(height > h | height >= h) (default 0.5) */
     size_t max_key_bytes;      /* BYTES lists: longest key (default 256) */
-    size_t max_value_bytes;    /* longest value (default 4096) */
+    size_t max_value_bytes;    /* longest value (default 1024) */
     size_t buffer_bytes;       /* bytes per message (default: the runtime's, raised to what G needs) */
 } mpidict_skiplist_options;
 
