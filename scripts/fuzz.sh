@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target for the message decoder and the hash_map handlers
-# (tests/fuzz/message_fuzz.cpp, with -fsanitize=fuzzer,address,undefined and the
-# library instrumented) and runs it for a bounded time.
+# Builds the libFuzzer targets -- the message decoder and the hash_map handlers
+# (tests/fuzz/message_fuzz.cpp), and the text parsers of the flights control port
+# and the checkpoint manifest (tests/fuzz/parsers_fuzz.cpp) -- with
+# -fsanitize=fuzzer,address,undefined and the library instrumented, and runs
+# each for a bounded time.
 #
-#   scripts/fuzz.sh [SECONDS]         default 60; exits non-zero on any finding
+#   scripts/fuzz.sh [SECONDS]         default 60 in all (two thirds for the messages,
+#                                     one third for the parsers); non-zero on any finding
+#
+# FUZZ_TARGETS (default "message parsers") chooses which run.
 #
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (parallel fuzzing
 # processes, default 1), FUZZ_ARGS (extra libFuzzer flags, e.g. -max_len=4096),
@@ -34,27 +39,42 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
   CC=clang CXX=clang++ cmake -S tests/fuzz -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$build" --target fuzz_message -j"$(nproc 2>/dev/null || echo 2)"
+targets="${FUZZ_TARGETS:-message parsers}"
+# shellcheck disable=SC2086
+cmake --build "$build" $(printf -- '--target fuzz_%s ' $targets) -j"$(nproc 2>/dev/null || echo 2)"
 built=$(date +%s)
 echo "fuzz.sh: build took $((built - start)) s; fuzzing for ${seconds} s"
 
-mkdir -p "$corpus" "$build/findings"
+mkdir -p "$build/findings"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
-rm -rf "$build/seeds"
-MPIDICT_FUZZ_WRITE_SEEDS="$build/seeds" "$build/fuzz_message" -runs=0 >/dev/null 2>&1
-[ -n "$(ls -A "$build/seeds" 2>/dev/null)" ] || { echo "fuzz.sh: writing the seeds into $build/seeds failed" >&2; exit 1; }
 parallel=()
 # libFuzzer's -jobs writes fuzz-N.log files into the current directory.
 [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
 status=0
-# shellcheck disable=SC2086
-"$build/fuzz_message" "$corpus" "$build/seeds" \
-  -max_total_time="$seconds" -max_len=2048 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-  "${parallel[@]}" -print_final_stats=1 \
-  -artifact_prefix="$build/findings/" ${FUZZ_ARGS:-} || status=$?
+for target in $targets; do
+  case "$target" in
+    message) share=$(( seconds * 2 / 3 )); [ "$targets" = message ] && share=$seconds
+             target_corpus="$corpus"; extra=() ;;
+    parsers) share=$(( seconds / 3 )); [ "$targets" = parsers ] && share=$seconds
+             target_corpus="$corpus-parsers"; extra=(tests/fuzz/corpus/parsers) ;;
+    *) echo "fuzz.sh: unknown target $target (message, parsers)" >&2; exit 2 ;;
+  esac
+  [ "$share" -ge 1 ] || share=1
+  mkdir -p "$target_corpus"
+  rm -rf "$build/seeds-$target"
+  MPIDICT_FUZZ_WRITE_SEEDS="$build/seeds-$target" "$build/fuzz_$target" -runs=0 >/dev/null 2>&1
+  [ -n "$(ls -A "$build/seeds-$target" 2>/dev/null)" ] || {
+    echo "fuzz.sh: writing the seeds of $target into $build/seeds-$target failed" >&2; exit 1; }
+  echo "fuzz.sh: fuzz_$target for $share s"
+  # shellcheck disable=SC2086
+  "$build/fuzz_$target" "$target_corpus" "$build/seeds-$target" "${extra[@]}" \
+    -max_total_time="$share" -max_len=$([ "$target" = parsers ] && echo 8192 || echo 2048) -timeout=10 \
+    -rss_limit_mb=2048 -malloc_limit_mb=1024 "${parallel[@]}" -print_final_stats=1 \
+    -artifact_prefix="$build/findings/$target-" ${FUZZ_ARGS:-} || status=$?
+done
 echo "fuzz.sh: finished in $(( $(date +%s) - start )) s (build $((built - start)) s); exit status $status"
 if [ "$status" -ne 0 ]; then
-  echo "fuzz.sh: a finding is in $build/findings/; replay it with: $build/fuzz_message <file>" >&2
+  echo "fuzz.sh: a finding is in $build/findings/; replay it with: $build/fuzz_<target> <file>" >&2
 fi
 exit "$status"
