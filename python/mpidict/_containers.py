@@ -127,21 +127,22 @@ class _Codec:
         except (TypeError, ValueError, OverflowError) as problem:
             raise InvalidArgumentError(f"mpidict: {what} do not convert to {self.dtype} ({problem})") from None
 
-    def _cast(self, items, what):
+    def _cast(self, items, what, verb="do"):
         """items as this codec's dtype, by numpy's same_kind rule (issue 48, item 14):
-        7.9 or '7' for an int64 key is refused, not truncated to 7; an integer
-        outside the dtype's range is refused, not wrapped."""
+        7.9 or '7' for an int64 key is refused, not truncated to 7.  Integers go
+        to any integer dtype (Python ints are int64 to numpy) if their values fit;
+        one outside the dtype's range is refused, not wrapped."""
         source = np.asarray(items)
         if source.size == 0 and source.dtype.kind == "f":
             return np.asarray(items, dtype=self.dtype)  # [] is float64 to numpy
-        if source.dtype.kind == "O" or not np.can_cast(source.dtype, self.dtype, casting="same_kind"):
+        integers = source.dtype.kind in "iub" and self.dtype.kind in "iu"  # checked by value below
+        if source.dtype.kind == "O" or not (integers or np.can_cast(source.dtype, self.dtype, casting="same_kind")):
             raise InvalidArgumentError(
-                f"mpidict: {what} ({_describe(items)}) are not {self.dtype}: numpy's same_kind rule refuses "
-                f"{source.dtype} -> {self.dtype} (convert them yourself if a {self.dtype} is what you mean)")
+                f"mpidict: {what} ({_describe(items)}) {verb} convert to {self.dtype}: numpy's same_kind rule "
+                f"refuses {source.dtype} -> {self.dtype} (convert explicitly if a {self.dtype} is what you mean)")
         converted = source.astype(self.dtype)
-        if source.dtype.kind in "iub" and self.dtype.kind in "iu" and \
-                not np.array_equal(converted.astype(source.dtype), source):
-            raise InvalidArgumentError(f"mpidict: {what} ({_describe(items)}) do not fit in {self.dtype}")
+        if integers and not np.array_equal(converted.astype(source.dtype), source):
+            raise InvalidArgumentError(f"mpidict: {what} ({_describe(items)}) {verb} not fit in {self.dtype}")
         return converted
 
     def _to_u64(self, array):
@@ -180,7 +181,7 @@ class _Codec:
                 raise InvalidArgumentError(f"mpidict: {what} must be bytes, not {type(item).__name__}")
             return bytes(item)
         try:
-            value = self._cast(item, what)
+            value = self._cast(item, what, "does")
         except (TypeError, ValueError, OverflowError) as problem:
             raise InvalidArgumentError(f"mpidict: {what} does not convert to {self.dtype} ({problem})") from None
         if value.ndim != 0:
@@ -227,10 +228,8 @@ def _describe(items) -> str:
 
 def _count(value, what: str, most: int = 2**64 - 1) -> int:
     """A whole number from 0 to most, or InvalidArgumentError naming it (issue 48, item 15)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgumentError(f"mpidict: {what} must be a whole number, not {_describe(value)}")
-    if not 0 <= int(value) <= most:
-        raise InvalidArgumentError(f"mpidict: {what} = {int(value)} is out of range (0 to {most})")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= value <= most:
+        raise InvalidArgumentError(f"mpidict: {what} must be a whole number from 0 to {most}, not {_describe(value)}")
     return int(value)
 
 

@@ -144,7 +144,7 @@ def _check_manifest(m, path: str) -> list:
     if (value_type is None) != (container == "rma_hash_set"):
         raise CheckpointError(f"{path}: a {container} {'needs' if value_type is None else 'has no'} 'value'")
     for type_, width, role in ((key_type, key_bytes, "key"), (value_type, value_bytes, "value")):
-        if type_ in _WIDTHS and _WIDTHS[type_] != width:
+        if type_ in _WIDTHS and _WIDTHS[type_] != width and (width <= 8 or _WIDTHS[type_] == 0):
             raise CheckpointError(f"{path}: the {role} type {type_} has {_WIDTHS[type_]} bytes, not {width}")
     ranks = _uint(m, "ranks", 2**31 - 1, path)
     generation = _uint(m, "generation", 2**64 - 1, path)
