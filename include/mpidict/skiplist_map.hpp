@@ -870,7 +870,8 @@ private:
             for (std::size_t i = 0; i < refused.size() && i < 10; ++i)
                 failure += (i ? ", " : "") + std::to_string(refused[i]);
             failure += refused.size() > 10 ? ", ...; list_full_error::not_stored() has all)" : ")";
-            throw list_full_error(std::move(failure), count - refused.size(), std::move(refused));
+            const std::size_t stored = count - refused.size();
+            throw list_full_error(std::move(failure), stored, std::move(refused));
         }
     }
 
