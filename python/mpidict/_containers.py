@@ -140,10 +140,10 @@ class _Codec:
             raise InvalidArgumentError(
                 f"mpidict: {what} ({_describe(items)}) {verb} convert to {self.dtype}: numpy's same_kind rule "
                 f"refuses {source.dtype} -> {self.dtype} (convert explicitly if a {self.dtype} is what you mean)")
-        converted = source.astype(self.dtype)
-        if integers and not np.array_equal(converted.astype(source.dtype), source):
+        if integers and source.size and source.dtype.kind != "b" and \
+                not np.iinfo(self.dtype).min <= int(source.min()) <= int(source.max()) <= np.iinfo(self.dtype).max:
             raise InvalidArgumentError(f"mpidict: {what} ({_describe(items)}) {verb} not fit in {self.dtype}")
-        return converted
+        return source.astype(self.dtype)
 
     def _to_u64(self, array):
         size = self.dtype.itemsize

@@ -184,7 +184,10 @@ def _check_manifest(m, path: str) -> list:
             column = Column(_text(c, "name", cw), _text(c, "type", cw), _uint(c, "width", 1 << 30, cw),
                             _uint(c, "count", _MOST_BYTES, cw), _uint(c, "offset", _MOST_BYTES, cw),
                             _uint(c, "bytes", _MOST_BYTES, cw), _uint(c, "crc32", 0xFFFFFFFF, cw))
-            if (column.name, column.type, column.width) != (name, type_, width):
+            # The keys' and values' element type is the saving container's (the bindings keep
+            # int64 or float64 in uint64 columns and name the user's type in "key"/"value").
+            type_known = name.endswith(".offsets") or name in ("value_counts", "expiry")
+            if (column.name, column.width) != (name, width) or (type_known and column.type != type_):
                 raise CheckpointError(f"{where} column {index} is {column.name[:40]!r} of {column.type[:40]} "
                                       f"({column.width} bytes wide), expected {name!r} of {type_} ({width})")
             if column.count * column.width != column.bytes or column.bytes > _MOST_BYTES or \
