@@ -138,8 +138,8 @@ class _Codec:
         integers = source.dtype.kind in "iub" and self.dtype.kind in "iu"  # checked by value below
         if source.dtype.kind == "O" or not (integers or np.can_cast(source.dtype, self.dtype, casting="same_kind")):
             raise InvalidArgumentError(
-                f"mpidict: {what} ({_describe(items)}) {verb} convert to {self.dtype}: numpy's same_kind rule "
-                f"refuses {source.dtype} -> {self.dtype} (convert explicitly if a {self.dtype} is what you mean)")
+                f"mpidict: {what} ({_describe(items)}) {verb} not convert to {self.dtype}: numpy's same_kind rule "
+                f"refuses {source.dtype} -> {self.dtype} (convert explicitly if that is what you mean)")
         if integers and source.size and source.dtype.kind != "b" and \
                 not np.iinfo(self.dtype).min <= int(source.min()) <= int(source.max()) <= np.iinfo(self.dtype).max:
             raise InvalidArgumentError(f"mpidict: {what} ({_describe(items)}) {verb} not fit in {self.dtype}")
