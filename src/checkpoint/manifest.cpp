@@ -393,7 +393,8 @@ public:
             const std::size_t have = m_end - m_start;
             if (bytes - have > m_left)
                 throw checkpoint_error("a keys column ends early");
-            std::memmove(m_buffer.data(), m_buffer.data() + m_start, have);
+            if (have > 0)
+                std::memmove(m_buffer.data(), m_buffer.data() + m_start, have);
             m_start = 0;
             m_end = have;
             const std::size_t wanted = std::max<std::size_t>(bytes, std::size_t{1} << 18);
