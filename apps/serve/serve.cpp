@@ -50,6 +50,7 @@ struct options {
     std::uint64_t max_pipeline = 1024;              // a client's commands in flight
     std::uint64_t buffer_bytes = 4 * 1024 * 1024;   // the engine's B (a command and its reply fit one message)
     double duration = 0;                            // seconds; 0: until SHUTDOWN or a signal
+    std::uint64_t wait_us = 0;                      // see --wait-us
 };
 
 // ---- the command table -----------------------------------------------------
@@ -165,9 +166,15 @@ public:
 
     // One round: sockets (waiting up to `timeout_ms` for one), then progress,
     // then finished replies.  Returns true if anything happened.
-    bool round(int timeout_ms) {
+    bool round(long timeout_us) {
         epoll_event events[64];
-        const int ready = ::epoll_wait(m_epoll, events, 64, timeout_ms);
+        const timespec wait{timeout_us / 1000000, (timeout_us % 1000000) * 1000};
+        int ready = m_pwait2 ? ::epoll_pwait2(m_epoll, events, 64, &wait, nullptr) : -1;
+        if (ready < 0 && errno == ENOSYS) {  // before Linux 5.11: millisecond timeouts
+            m_pwait2 = false;
+        }
+        if (!m_pwait2)
+            ready = ::epoll_wait(m_epoll, events, 64, static_cast<int>((timeout_us + 999) / 1000));
         bool busy = ready > 0;
         for (int i = 0; i < ready; ++i) {
             const int fd = events[i].data.fd;
@@ -745,6 +752,7 @@ private:
     std::uint64_t m_next_client = 0;
     std::uint64_t m_commands = 0;
     bool m_shutdown = false;
+    bool m_pwait2 = true;
 };
 
 // Binds and listens; returns the socket or throws with the reason.
@@ -860,9 +868,13 @@ int run(MPI_Comm comm, const options& settings, const std::string& program, cons
             // happened for 2 ms; even then for 1 ms at most, so that requests
             // from other ranks wait that long at worst.
             const bool idle = !loop.has_pending() && now - last_activity > std::chrono::milliseconds(2);
-            if (loop.round(idle ? 1 : 0))
+            // Something in flight but nothing happened last round: yield the
+            // core (--wait-us 0) or wait that long for a socket (the design
+            // the benchmark compares, docs/serve.md).
+            const bool waiting = !idle && now - last_activity > std::chrono::microseconds(50);
+            if (loop.round(idle ? 1000 : waiting ? static_cast<long>(opts.wait_us) : 0))
                 last_activity = std::chrono::steady_clock::now();
-            else if (!idle)
+            else if (!idle && (!waiting || opts.wait_us == 0))
                 sched_yield();
             if (now - last_sweep > std::chrono::milliseconds(200)) {
                 last_sweep = now;
@@ -940,6 +952,9 @@ int serve_main(int argc, char** argv, MPI_Comm comm) {
         .add_count("max-pipeline", &settings.max_pipeline, "commands of one client in flight", 1, 1000000)
         .add_count("buffer-bytes", &settings.buffer_bytes,
                    "the engine's message size B (a command and its reply must fit)", 65536, 1024 * 1024 * 1024)
+        .add_count("wait-us", &settings.wait_us,
+                   "with commands in flight and nothing happening, wait this long in epoll instead of yielding "
+                   "the core (0: yield)", 0, 1000)
         .add_real("duration", &settings.duration, "stop after this many seconds (0: at SHUTDOWN or a signal)", 0,
                   1e9)
         .add_flag("trace-exit", &trace_exit, "each rank says with which code it exits (tests)")
