@@ -128,9 +128,14 @@ std::string unknown_command(const std::vector<std::string>& argv) {
 // How a reply is made from its visits' replies.
 enum class combine { ready, single, array, sum, ok, ranks_sum, info, scan, flushall };
 
+// How a reply looks in RESP3 (HELLO 3), beyond nulls becoming '_'.
+enum class shape { plain, map, real, pairs };
+
 struct pending {
     std::string text;  // the reply when how == ready
     combine how = combine::ready;
+    bool resp3 = false;          // the client had said HELLO 3 when it sent this command
+    shape resp3_shape = shape::plain;
     std::vector<request<std::string>> parts;
     std::uint64_t scan_rank = 0;
     bool close_after = false;
@@ -144,10 +149,92 @@ struct client {
     std::size_t out_sent = 0;
     std::deque<pending> queue;
     bool authenticated = false;
+    bool resp3 = false;
     bool closing = false;       // no more commands; close once `out` is sent
     bool want_write = false;    // registered for EPOLLOUT
     std::string name;
 };
+
+// The RESP3 form of a command's reply (shape: what redis-server 7 sends for it).
+shape resp3_shape_of(const std::vector<std::string>& argv) {
+    const std::string& name = argv[0];
+    if (name == "HGETALL")
+        return shape::map;
+    if (name == "ZSCORE")
+        return shape::real;
+    if (name == "ZADD") {
+        for (std::size_t i = 2; i < argv.size(); ++i)
+            if (upper(argv[i]) == "INCR")
+                return shape::real;
+        return shape::plain;
+    }
+    if (name.rfind("ZRANGE", 0) == 0 || name.rfind("ZREVRANGE", 0) == 0) {
+        for (std::size_t i = 4; i < argv.size(); ++i)
+            if (upper(argv[i]) == "WITHSCORES")
+                return shape::pairs;
+    }
+    return shape::plain;
+}
+
+// Copies one RESP2 value from `in` at `at` into `out`, nulls as RESP3's '_'.
+void copy_resp3(std::string_view in, std::size_t& at, std::string& out) {
+    const char type = in[at];
+    const std::size_t eol = in.find("\r\n", at);
+    const std::string_view head = in.substr(at + 1, eol - at - 1);
+    at = eol + 2;
+    long long n = 0;
+    if (type == '$' || type == '*')
+        parse_integer(head, n);
+    if ((type == '$' || type == '*') && n < 0) {
+        out += "_\r\n";
+        return;
+    }
+    out += type;
+    out += head;
+    out += "\r\n";
+    if (type == '$') {
+        out.append(in.substr(at, static_cast<std::size_t>(n) + 2));
+        at += static_cast<std::size_t>(n) + 2;
+    } else if (type == '*') {
+        for (long long i = 0; i < n; ++i)
+            copy_resp3(in, at, out);
+    }
+}
+
+std::string to_resp3(const std::string& reply, shape form) {
+    if (reply.empty() || reply[0] == '-')
+        return reply;
+    std::string out;
+    std::size_t at = 0;
+    const std::size_t eol = reply.find("\r\n");
+    long long n = 0;
+    parse_integer(std::string_view(reply).substr(1, eol - 1), n);
+    if (form == shape::real && reply[0] == '$' && n >= 0) {
+        out = "," + reply.substr(eol + 2, static_cast<std::size_t>(n)) + "\r\n";
+        return out;
+    }
+    if ((form == shape::map || form == shape::pairs) && reply[0] == '*' && n >= 0 && n % 2 == 0) {
+        out = (form == shape::map ? "%" : "*") + std::to_string(n / 2) + "\r\n";
+        at = eol + 2;
+        for (long long i = 0; i < n / 2; ++i) {
+            if (form == shape::pairs)
+                out += "*2\r\n";
+            copy_resp3(reply, at, out);
+            if (form == shape::pairs && reply[at] == '$') {  // the score as a double
+                const std::size_t score_eol = reply.find("\r\n", at);
+                long long length = 0;
+                parse_integer(std::string_view(reply).substr(at + 1, score_eol - at - 1), length);
+                out += "," + reply.substr(score_eol + 2, static_cast<std::size_t>(length)) + "\r\n";
+                at = score_eol + 2 + static_cast<std::size_t>(length) + 2;
+            } else {
+                copy_resp3(reply, at, out);
+            }
+        }
+        return out;
+    }
+    copy_resp3(reply, at, out);
+    return out;
+}
 
 class service {
 public:
@@ -304,6 +391,7 @@ private:
                 break;
             if (parsed.status == parse_status::error) {
                 pending p;
+                p.resp3 = c.resp3;
                 p.text = error_reply(parsed.error);
                 p.close_after = true;
                 c.queue.push_back(std::move(p));
@@ -317,8 +405,10 @@ private:
         c.in.erase(0, position);
     }
 
-    void ready(client& c, std::string text, bool close_after = false) {
+    void ready(client& c, std::string text, bool close_after = false, shape form = shape::plain) {
         pending p;
+        p.resp3 = c.resp3;
+        p.resp3_shape = form;
         p.text = std::move(text);
         p.close_after = close_after;
         if (close_after)
@@ -357,7 +447,10 @@ private:
             return local_command(c, argv);
         case kind::key: {
             pending p;
+            p.resp3 = c.resp3;
             p.how = combine::single;
+            p.resp3 = c.resp3;
+            p.resp3_shape = resp3_shape_of(argv);
             p.parts.push_back(m_map.visit(argv[1], key_command{}, argv));
             c.queue.push_back(std::move(p));
             return;
@@ -371,6 +464,7 @@ private:
                 upper(argv[1]) != "SYNC")
                 return ready(c, error_reply("ERR syntax error"));
             pending p;
+            p.resp3 = c.resp3;
             p.how = name == "INFO" ? combine::info : name == "DBSIZE" ? combine::ranks_sum : combine::flushall;
             const std::vector<std::string> order{name == "FLUSHDB" ? std::string("FLUSHALL") : name};
             for (int r = 0; r < m_map.num_ranks(); ++r)
@@ -386,6 +480,7 @@ private:
     void keys_command(client& c, const std::vector<std::string>& argv) {
         const std::string& name = argv[0];
         pending p;
+        p.resp3 = c.resp3;
         if (name == "MSET") {
             if (argv.size() % 2 != 1)
                 return ready(c, error_reply("ERR wrong number of arguments for 'mset' command"));
@@ -441,6 +536,7 @@ private:
         if (has_pattern && pattern != "*")
             order.push_back(pattern);
         pending p;
+        p.resp3 = c.resp3;
         p.how = combine::scan;
         p.scan_rank = rank;
         p.parts.push_back(m_map.visit(target_rank{static_cast<int>(rank)}, std::string(), rank_command{}, order));
@@ -514,7 +610,7 @@ private:
         if (name == "CONFIG") {
             const std::string sub = upper(argv[1]);
             if (sub == "GET")
-                return ready(c, "*0\r\n");
+                return ready(c, "*0\r\n", false, shape::map);
             return ready(c, error_reply("ERR unknown subcommand '" + argv[1].substr(0, 128) + "'. Try CONFIG HELP."));
         }
         if (name == "SHUTDOWN") {
@@ -526,12 +622,14 @@ private:
 
     void hello(client& c, const std::vector<std::string>& argv) {
         std::size_t i = 1;
+        int protocol = c.resp3 ? 3 : 2;
         if (argv.size() > 1) {
             long long version = 0;
             if (!parse_integer(argv[1], version))
                 return ready(c, error_reply("ERR Protocol version is not an integer or out of range"));
-            if (version != 2)
+            if (version != 2 && version != 3)
                 return ready(c, error_reply("NOPROTO sorry, this protocol version is not supported."));
+            protocol = static_cast<int>(version);
             i = 2;
         }
         for (; i < argv.size(); ++i) {
@@ -560,7 +658,7 @@ private:
         reply_bulk(out, "version");
         reply_bulk(out, "7.0.0");
         reply_bulk(out, "proto");
-        reply_integer(out, 2);
+        reply_integer(out, protocol);
         reply_bulk(out, "id");
         reply_integer(out, static_cast<long long>(c.id));
         reply_bulk(out, "mode");
@@ -569,7 +667,8 @@ private:
         reply_bulk(out, "master");
         reply_bulk(out, "modules");
         reply_array_header(out, 0);
-        ready(c, out);
+        c.resp3 = protocol == 3;
+        ready(c, out, false, shape::map);
     }
 
     void client_command(client& c, const std::vector<std::string>& argv) {
@@ -605,7 +704,10 @@ private:
                 if (!part.test())
                     return;
             try {
-                c.out += assemble(p);
+                if (p.resp3)
+                    c.out += to_resp3(assemble(p), p.resp3_shape);
+                else
+                    c.out += assemble(p);
             } catch (const std::exception& problem) {
                 c.out += error_reply(std::string("ERR ") + problem.what());
             }

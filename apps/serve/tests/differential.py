@@ -16,7 +16,6 @@ import redis
 
 import harness
 
-PROTOCOL = 2  # redis-py 8 asks for RESP3 by default; --resp3 runs its API steps that way
 
 # (command, how to compare): "exact", "ttl" (seconds, +-1), "pttl" (ms, +-1500),
 # "skip" (run on both, replies not compared: INFO, COMMAND COUNT).
@@ -99,8 +98,8 @@ def close_enough(a, b, how):
     return normalise(a, how) == normalise(b, how)
 
 
-def raw_client(port):
-    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=30, protocol=2)
+def raw_client(port, protocol=2):
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=30, protocol=protocol)
     client.response_callbacks.clear()  # compare what the servers sent, not redis-py's conversions
     return client
 
@@ -112,10 +111,11 @@ def main():
     differences = []
     with harness.RedisServer(args.redis_server) as reference, \
             harness.MpidictServe(args.mpiexec, args.preflags, args.np, args.serve) as ours:
-        theirs_client = raw_client(reference.port)
-        our_clients = [raw_client(port) for port in ours.ports]
         checked = 0
-        for index, entry in enumerate(SEQUENCE):
+        for protocol, index, entry in [(p, i, e) for p in (2, 3) for i, e in enumerate(SEQUENCE)]:
+            if index == 0:  # RESP2, then the same again after HELLO 3 (RESP3)
+                theirs_client = raw_client(reference.port, protocol)
+                our_clients = [raw_client(port, protocol) for port in ours.ports]
             command, how = (entry, "exact") if isinstance(entry, str) else entry
             words = split(command)
             if words[0] == "SLEEP":
@@ -125,7 +125,8 @@ def main():
             got = call(our_clients[index % len(our_clients)], words)
             checked += 1
             if not close_enough(expected, got, how):
-                differences.append(f"{command!r} (rank {index % len(our_clients)}): redis-server {expected!r}, "
+                differences.append(f"{command!r} (RESP{protocol}, rank {index % len(our_clients)}): "
+                                   f"redis-server {expected!r}, "
                                    f"mpidict serve {got!r}")
 
         # redis-py's own API (its conversions) on both.
@@ -164,12 +165,15 @@ def main():
             out.append(pipe.execute()[-4:])
             return out
 
-        theirs_api = api_steps(redis.Redis(host="127.0.0.1", port=reference.port, decode_responses=True, protocol=PROTOCOL))
-        for rank, port in enumerate(ours.ports):
-            mine = api_steps(redis.Redis(host="127.0.0.1", port=port, decode_responses=True, protocol=PROTOCOL))
-            for step, (a, b) in enumerate(zip(theirs_api, mine)):
-                if a != b:
-                    differences.append(f"redis-py API step {step} (rank {rank}): redis-server {a!r}, mpidict {b!r}")
+        for protocol in (2, 3):  # 3: redis-py 8's default
+            theirs_api = api_steps(redis.Redis(host="127.0.0.1", port=reference.port, decode_responses=True,
+                                               protocol=protocol))
+            for rank, port in enumerate(ours.ports):
+                mine = api_steps(redis.Redis(host="127.0.0.1", port=port, decode_responses=True, protocol=protocol))
+                for step, (a, b) in enumerate(zip(theirs_api, mine)):
+                    if a != b:
+                        differences.append(f"redis-py API step {step} (RESP{protocol}, rank {rank}): "
+                                           f"redis-server {a!r}, mpidict {b!r}")
 
         # redis-cli: one command per invocation, and a script on standard input.
         cli_commands = [["set", "cli", "1"], ["incr", "cli"], ["get", "cli"], ["get", "nope"], ["foo", "x"],
@@ -198,7 +202,7 @@ def main():
             differences.append("SHUTDOWN did not end the job cleanly:\n" + ours.text())
     for line in differences:
         print("DIFF " + line)
-    print(f"{checked} raw commands, redis-py API steps and {len(cli_commands) + 1} redis-cli runs at "
+    print(f"{checked} raw commands (RESP2 and RESP3), redis-py API steps and {len(cli_commands) + 1} redis-cli runs at "
           f"{args.np} rank(s): {len(differences)} differences")
     return 1 if differences else 0
 
