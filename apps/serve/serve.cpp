@@ -982,8 +982,10 @@ int run(MPI_Comm comm, const options& settings, const std::string& program, cons
                 last_sweep = now;
                 loop.sweep();
             }
+            // --duration is rank 0's to decide; SHUTDOWN and signals reach any rank.
             const bool wants_stop = g_stop_signal || loop.stop_requested() ||
-                                    (opts.duration > 0 && std::chrono::duration<double>(now - began).count() >= opts.duration);
+                                    (rank == 0 && opts.duration > 0 &&
+                                     std::chrono::duration<double>(now - began).count() >= opts.duration);
             if (rank == 0) {
                 int arrived = 0;
                 MPI_Test(&ask_request, &arrived, MPI_STATUS_IGNORE);
@@ -1003,14 +1005,28 @@ int run(MPI_Comm comm, const options& settings, const std::string& program, cons
                 }
                 int arrived = 0;
                 MPI_Test(&stop_request, &arrived, MPI_STATUS_IGNORE);
-                if (arrived)
+                if (arrived) {
+                    // The last message to rank 0 on `orders`: after it, no ask of ours is in flight.
+                    const int last = 2;
+                    MPI_Send(&last, 1, MPI_INT, 0, ask_tag, orders);
                     break;
+                }
             }
         }
     }  // closes every client (their requests are abandoned)
-    if (rank == 0 && ask_request != MPI_REQUEST_NULL) {
-        MPI_Cancel(&ask_request);
-        MPI_Wait(&ask_request, MPI_STATUS_IGNORE);
+    if (rank == 0) {
+        // Take every ask still on its way, up to each rank's last message, so
+        // that nothing is left unmatched when `orders` is freed.
+        for (int lasts = 0; lasts < ranks - 1;) {
+            if (ask_request == MPI_REQUEST_NULL)
+                MPI_Irecv(&ask_code, 1, MPI_INT, MPI_ANY_SOURCE, ask_tag, orders, &ask_request);
+            MPI_Wait(&ask_request, MPI_STATUS_IGNORE);
+            lasts += ask_code == 2 ? 1 : 0;
+        }
+        if (ask_request != MPI_REQUEST_NULL) {  // one rank: the receive never matched
+            MPI_Cancel(&ask_request);
+            MPI_Wait(&ask_request, MPI_STATUS_IGNORE);
+        }
     }
     if (listener >= 0)
         ::close(listener);

@@ -6,7 +6,8 @@ this machine's loopback, interleaved; writes the tables of docs/serve.md
     python3 bench/serve/serve_report.py --build-dir build [--reps 3] [--quick]
     make serve-report
 
-For each repetition, each server in turn (redis-server, serve at 2 ranks, serve
+For each repetition, each server in turn (the order alternating between
+repetitions) (redis-server, serve at 2 ranks, serve
 at 4 ranks) is started on free ports, loaded with a sorted set of 1000 members
 (scores 0-999), and driven by redis-benchmark -c 50 with -P 1 and -P 16 for SET,
 GET, INCR, ZADD and ZRANGEBYSCORE bench:zset 100 199 (100 members per reply),
@@ -158,7 +159,8 @@ def main():
     results = []  # dicts
     began = time.time()
     for rep in range(args.reps):
-        for kind, ranks, design, extra in configs:
+        # The order alternates: redis-server first in even repetitions, last in odd ones.
+        for kind, ranks, design, extra in (configs if rep % 2 == 0 else list(reversed(configs))):
             with Server(kind, ranks, args.build_dir, extra) as server:
                 for layout in layouts:
                     # redis-server gets the client layout of each rank count it is compared with.
@@ -173,7 +175,8 @@ def main():
                                 row = {"rep": rep, "server": kind, "ranks": ranks, "design": design,
                                        "serve_args": extra, "layout": layout,
                                        "processes": processes, "pipeline": pipeline, "test": test, "rate": rate,
-                                       "load": load, "commands": commands}
+                                       "load": load, "cores": os.cpu_count(),
+                                       "oversubscribed": load > (os.cpu_count() or 1), "commands": commands}
                                 results.append(row)
                                 print(json.dumps(row), flush=True)
     os.makedirs(os.path.dirname(args.runs), exist_ok=True)
