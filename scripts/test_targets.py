@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Print the build outputs that a selection of CTest tests runs.
+
+    scripts/test_targets.py BUILD_DIR [ctest selection arguments...]
+
+Used by `make sanitize`: the sanitizer build compiles only what the chosen tests
+execute (their programs, and those of the fixtures they require), not the whole
+tree.  Needs a configured Ninja build directory; prints nothing (and exits 3)
+for any other generator, so the caller builds everything instead.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def ctest_json(build_dir, args):
+    out = subprocess.run(["ctest", "--show-only=json-v1", *args], cwd=build_dir,
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["tests"]
+
+
+def prop(test, name):
+    for p in test.get("properties", []):
+        if p["name"] == name:
+            v = p["value"]
+            return v if isinstance(v, list) else [v]
+    return []
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    build_dir = os.path.abspath(sys.argv[1])
+    if not os.path.exists(os.path.join(build_dir, "build.ninja")):
+        sys.exit(3)
+    chosen = ctest_json(build_dir, sys.argv[2:])
+    everything = ctest_json(build_dir, [])
+
+    # Fixtures: a chosen test's FIXTURES_REQUIRED pulls in the tests that set them up.
+    needed = set()
+    for t in chosen:
+        needed.update(prop(t, "FIXTURES_REQUIRED"))
+    tests = list(chosen) + [t for t in everything if needed & set(prop(t, "FIXTURES_SETUP"))]
+
+    targets = subprocess.run(["ninja", "-C", build_dir, "-t", "targets", "all"], check=True,
+                             capture_output=True, text=True).stdout
+    outputs = {line.split(":", 1)[0] for line in targets.splitlines() if ":" in line}
+
+    path = re.compile(re.escape(build_dir + "/") + r"([^\s\"']+)")
+    wanted = set()
+    for t in tests:
+        for arg in t.get("command", []):
+            for m in path.finditer(arg):
+                rel = m.group(1)
+                if rel in outputs:
+                    wanted.add(rel)
+    print("\n".join(sorted(wanted)))
+
+
+if __name__ == "__main__":
+    main()
