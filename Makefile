@@ -1,6 +1,7 @@
 # mpidict — user-facing entry points. Two commands set everything up:
 #   make demo   install what the demo needs (compilers, CMake, Ninja, MPI), build
-#               the library and the mpidict CLI only, run a 4-rank demo
+#               the library and the mpidict CLI only (without the apps' subcommands),
+#               run a 4-rank demo
 #   make test   install every dependency, build everything, run the whole test suite
 # Other targets: deps, build, sanitize, report, words-report, ycsb-report, serve-report, flights-data, flights, clean. Variables: BUILD_DIR, BUILD_TYPE,
 # JOBS, CTEST_ARGS (passed to ctest), CMAKE_ARGS (passed to cmake configure).
@@ -33,10 +34,11 @@ endef
 
 CTEST := ctest --no-tests=error --output-on-failure -j1
 
-# make demo configures a new build directory for the library and the CLI only;
+# make demo configures a new build directory for the library and the CLI only
+# (MPIDICT_BUILD_APPS=OFF: the apps' subcommands are half of the CLI's compile time);
 # make build (and so make test) turns everything on again in the same directory.
 DEMO_OPTIONS := -DMPIDICT_BUILD_TESTS=OFF -DMPIDICT_BUILD_BENCH=OFF -DMPIDICT_BUILD_EXAMPLES=OFF \
-                -DMPIDICT_BUILD_PYTHON=OFF -DMPIDICT_BUILD_APPS=ON -DMPIDICT_BUILD_TOOLS=ON
+                -DMPIDICT_BUILD_PYTHON=OFF -DMPIDICT_BUILD_APPS=OFF -DMPIDICT_BUILD_TOOLS=ON
 FULL_OPTIONS := -DMPIDICT_BUILD_TESTS=ON -DMPIDICT_BUILD_BENCH=ON -DMPIDICT_BUILD_EXAMPLES=ON \
                 -DMPIDICT_BUILD_PYTHON=AUTO -DMPIDICT_BUILD_APPS=ON -DMPIDICT_BUILD_TOOLS=ON
 

@@ -84,6 +84,12 @@ int dispatch(int argc, char** argv, int rank) {
         std::string known;
         for (const command& each : mpidict::tool::registered_commands())
             known += (known.empty() ? "" : ", ") + std::string(each.name);
+        // The applications' subcommands are left out of a build with MPIDICT_BUILD_APPS=OFF.
+        const std::string not_built = " " MPIDICT_TOOL_NOT_BUILT " ";
+        if (!first.empty() && not_built.find(" " + std::string(first) + " ") != std::string::npos)
+            throw usage_error("'" + std::string(first) + "' runs an application this build left out "
+                              "(configured with MPIDICT_BUILD_APPS=OFF, as make demo does); make build "
+                              "builds it (commands here: " + known + ")");
         throw usage_error("unknown command '" + std::string(first) + "' (commands: " + known + ")");
     }
     mpidict::tool::command_context context(MPI_COMM_WORLD, entry->name, rest);
