@@ -1,62 +1,48 @@
-// The active-message engine.  See include/mpidict/runtime/engine.hpp for the
-// buffer format, flow control and the termination detection used by flush().
+// The engine's flow-control core: outboxes and their groups (reserve_record,
+// append), shipping (ship, ship_all and flush's ship_settling), the send queue
+// (wait_for_queue_space, release_finished_sends), receiving (poll_once,
+// handle_message, progress) and termination detection (flush).  The buffer
+// format and the rules are in include/mpidict/runtime/engine.hpp and
+// docs/runtime.md; routing, requests, collectives and the engine's life are in
+// engine_routing.cpp, engine_requests.cpp, engine_collectives.cpp and
+// engine_lifecycle.cpp.
+//
+// The flow-control invariants (docs/maintainers.md lists them too), each
+// restated below at the code that keeps it, marked "Invariant (n)":
+//  (1) Handlers never wait: no request, no flush; a send inside a handler never
+//      waits for queue space (ship), so replies may exceed q (bounded by L).
+//  (2) Handler output leaves when its message is done (handle_message), or,
+//      under grid routing inside progress()'s polling loop, at that loop's end
+//      (progress); any new place that handles messages ships it at its end.
+//  (3) flush counts messages (loopback ones too): every path that sends
+//      counts in m_messages_sent (ship), every handled message in
+//      m_messages_handled or m_handled_next_round (handle_message).
+//  (4) append serves (progress()) after every full buffer it ships outside a
+//      handler; the fill mark (m_fill_bytes) and the q in effect
+//      (m_release_queue) are fixed at construction; no size subtraction wraps.
+//  (5) Every waiting loop serves (serve_round or progress + poll): wait, test,
+//      the window wait, the flush reductions and flush's final wait.  A loop
+//      that only releases sends can deadlock with a rank in the same loop.
+//  (6) The inline reserve (engine.hpp) extends only an open plain group, which
+//      only append opens, only in the outbox of a direct peer; ship clears
+//      has_group.  Grid routing's per-pair order: engine_routing.cpp.
 
 #include "mpidict/runtime/engine.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <limits>
-#include <mutex>
 #include <vector>
-
-#include "mpidict/detail/bytes.hpp"
-#include "mpidict/local/codec.hpp"
-#include "mpidict/local/hash.hpp"
-#include "../memory.hpp"
 
 #if MPIDICT_SMPI
 #include <smpi/smpi.h>
 #endif
 
-namespace mpidict {
+#include "engine_internal.hpp"
 
-namespace runtime {
+namespace mpidict::runtime {
 
-namespace {
-constexpr handler_id reply_handler = 0;
-constexpr std::size_t minimum_buffer_bytes = 256;
-constexpr std::size_t maximum_buffer_bytes = std::size_t{1} << 30;
-// config::total_outbox_bytes shrinks no outbox's fill mark below this (or B).
-constexpr std::size_t minimum_fill_bytes = 4096;
-using detail::load;
-using detail::store;
-
-// Inside handler scope while it lives: sends never wait (engine::ship).
-class handler_scope {
-public:
-    explicit handler_scope(int& depth) : m_depth(depth) { ++m_depth; }
-    ~handler_scope() { --m_depth; }
-    handler_scope(const handler_scope&) = delete;
-    handler_scope& operator=(const handler_scope&) = delete;
-
-private:
-    int& m_depth;
-};
-
-// The set-up checks' refusal: ranks passed different values of `what`.
-[[noreturn]] void throw_disagreement(int rank, std::string_view what, std::int64_t mine, std::int64_t lowest,
-                                     std::int64_t highest) {
-    throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + ": rank " +
-                                    std::to_string(rank) + " has " + std::to_string(mine) + ", others range over [" +
-                                    std::to_string(lowest) + ", " + std::to_string(highest) + "]");
-}
-}  // namespace
-
-double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using namespace engine_internal;
 
 class engine::sink final : public message_sink {
 public:
@@ -69,417 +55,12 @@ private:
     engine& m_owner;
 };
 
-engine::engine(MPI_Comm communicator, config settings)
-    : engine(make_mpi_transport(communicator), settings) {}
-
-namespace {
-
-// Engines not yet destroyed, and the MPI_COMM_SELF attribute whose delete
-// callback MPI_Finalize runs first: the one moment a container that outlives
-// MPI_Finalize can still be told about it and release its receives.
-std::mutex live_engines_mutex;
-std::vector<engine*> live_engines;
-int finalize_keyval = MPI_KEYVAL_INVALID;
-
-int on_mpi_finalize(MPI_Comm, int, void*, void*) {
-    std::vector<engine*> alive;
-    {
-        std::lock_guard<std::mutex> guard(live_engines_mutex);
-        alive = live_engines;
-    }
-    for (engine* each : alive)
-        each->abandon_at_finalize();
-    return MPI_SUCCESS;
-}
-
-void watch_engine(engine* which) {
-    int initialised = 0;
-    int finalised = 0;
-    MPI_Initialized(&initialised);
-    MPI_Finalized(&finalised);
-    if (!initialised || finalised)
-        return;
-    std::lock_guard<std::mutex> guard(live_engines_mutex);
-    if (finalize_keyval == MPI_KEYVAL_INVALID) {
-        MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &on_mpi_finalize, &finalize_keyval, nullptr);
-        MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr);
-    }
-    live_engines.push_back(which);
-}
-
-void forget_engine(engine* which) {
-    std::lock_guard<std::mutex> guard(live_engines_mutex);
-    live_engines.erase(std::remove(live_engines.begin(), live_engines.end(), which), live_engines.end());
-}
-
-}  // namespace
-
-engine::engine(std::unique_ptr<transport> network, config settings)
-    : m_transport(std::move(network)), m_config(settings) {
-    initialise();
-    watch_engine(this);
-}
-
-void engine::abandon_at_finalize() {
-    forget_engine(this);
-    if (m_destroyed)
-        return;
-    stop_progress_thread();
-    std::fprintf(stderr,
-                 "mpidict: MPI_Finalize was called on rank %d while a container over %d rank%s was still alive; "
-                 "its pending operations are dropped. Destroy every mpidict container before MPI_Finalize: let it "
-                 "go out of scope first (do the MPI work in a function or a block that ends before MPI_Finalize) "
-                 "or call destroy() on every rank.\n",
-                 m_rank, m_size, m_size == 1 ? "" : "s");
-    drop_everything();
-}
-
-void engine::abandon(std::string_view why) {
-    if (m_destroyed)
-        return;
-    stop_progress_thread();
-    std::fprintf(stderr, "mpidict: rank %d: %.*s; its pending operations are dropped without waiting for the other "
-                 "ranks\n", m_rank, static_cast<int>(why.size()), why.data());
-    drop_everything();
-}
-
-void engine::drop_everything() {
-    try {
-        m_transport->abandon();
-    } catch (...) {
-    }
-    m_destroyed = true;
-}
-
-void engine::second_thread_entered() {
-    throw error("mpidict: two threads entered one container at the same time; without "
-                "runtime.progress_thread = true a container must be used by one thread at a time "
-                "(with it, calls from several threads are serialised)");
-}
-
-void engine::initialise() {
-    m_rank = m_transport->rank();
-    m_size = m_transport->size();
-    if (m_config.buffer_bytes < minimum_buffer_bytes || m_config.buffer_bytes > maximum_buffer_bytes)
-        throw invalid_argument_error("mpidict: buffer_bytes = " + std::to_string(m_config.buffer_bytes) +
-                                     " is outside [" + std::to_string(minimum_buffer_bytes) + ", " +
-                                     std::to_string(maximum_buffer_bytes) + "]");
-    if (m_config.blocking_factor == 0)
-        throw invalid_argument_error("mpidict: blocking_factor must be at least 1");
-    if (m_config.receive_buffers == 0)
-        throw invalid_argument_error("mpidict: receive_buffers must be at least 1");
-    choose_routing();
-    m_fill_bytes = fill_mark(m_config, m_peer_count);
-    // At least one send in flight per two peers (config::release_queue): the
-    // buffers a flush ships all at once come from outboxes this rank already
-    // holds, and with q well below the peers each phase would end waiting for
-    // its receivers one at a time.
-    m_release_queue = m_config.release_queue == 0 ? 0 : std::max(m_config.release_queue, m_peer_count / 2);
-    // One set-up round: every rank must agree on the message size (or a receive
-    // could truncate) and on the routing; and buffers this rank cannot hold are
-    // refused, on every rank together, before any is allocated (--buffer-bytes
-    // 1Gi cost about 9 GiB per rank): at most the posted receives, one outbox
-    // per peer and the sends awaiting release, B bytes each.
-    {
-        const double buffers = static_cast<double>(m_config.receive_buffers) +
-                               static_cast<double>(m_release_queue) + static_cast<double>(m_peer_count);
-        const double needed = buffers * static_cast<double>(m_config.buffer_bytes);
-        const auto available = static_cast<double>(detail::available_memory_bytes());
-        const std::int64_t mine[3] = {static_cast<std::int64_t>(m_config.buffer_bytes), m_routed ? 1 : 0,
-                                      available > 0 && needed > available ? 1 : 0};
-        std::int64_t lowest[3] = {};
-        std::int64_t highest[3] = {};
-        min_max(mine, lowest, highest);
-        const char* names[2] = {"buffer_bytes", "routing (0 direct, 1 grid; MPIDICT_ROUTING)"};
-        for (int index = 0; index < 2; ++index)
-            if (lowest[index] != highest[index])
-                throw_disagreement(m_rank, names[index], mine[index], lowest[index], highest[index]);
-        if (highest[2] != 0)
-            throw invalid_argument_error(
-                mine[2] != 0 ? "mpidict: rank " + std::to_string(m_rank) + " cannot hold its message buffers: " +
-                                   std::to_string(m_config.receive_buffers) + " receives + " +
-                                   std::to_string(m_release_queue) + " queued sends + " +
-                                   std::to_string(m_peer_count) + " outboxes of buffer_bytes = " +
-                                   std::to_string(m_config.buffer_bytes) + " need up to " +
-                                   std::to_string(static_cast<std::uint64_t>(needed)) + " bytes, but " +
-                                   std::to_string(static_cast<std::uint64_t>(available)) +
-                                   " are available; lower buffer_bytes"
-                             : "mpidict: another rank cannot hold its message buffers (it says why); lower "
-                               "buffer_bytes");
-    }
-    m_transport->open(m_config.buffer_bytes, m_config.receive_buffers, m_routed ? 2 : 1);
-    // Only over MPI: a simulated transport's waits are not the program's time.
-    const double stuck_seconds = resolve_stuck_wait_seconds(m_config.stuck_wait_seconds);
-    if (m_transport->mpi_communicator() != MPI_COMM_NULL)
-        m_stuck.start(m_rank, m_size, stuck_seconds);
-    m_outboxes.resize(static_cast<std::size_t>(m_size));
-    register_handler("mpidict.reply", &engine::handle_reply, this);
-    m_exchange_handler = register_handler("mpidict.exchange", &engine::handle_exchange, this);
-    if (m_config.progress_thread) {
-        int level = MPI_THREAD_SINGLE;
-        MPI_Query_thread(&level);
-        if (level < MPI_THREAD_SERIALIZED)
-            throw invalid_argument_error(
-                "mpidict: progress_thread needs MPI initialised by MPI_Init_thread with MPI_THREAD_MULTIPLE "
-                "(or MPI_THREAD_SERIALIZED if the program makes no MPI calls of its own while the container "
-                "lives); docs/runtime.md, 'Progress'");
-    }
-}
-
-routing_mode parse_routing(std::string_view text) {
-    if (text == "direct")
-        return routing_mode::direct;
-    if (text == "grid")
-        return routing_mode::grid;
-    if (text == "automatic" || text == "auto")
-        return routing_mode::automatic;
-    throw invalid_argument_error("mpidict: routing '" + std::string(text) +
-                                 "' is none of direct, grid, automatic");
-}
-
-std::string_view routing_name(routing_mode mode) {
-    switch (mode) {
-    case routing_mode::direct:
-        return "direct";
-    case routing_mode::grid:
-        return "grid";
-    case routing_mode::automatic:
-        break;
-    }
-    return "automatic";
-}
 
 std::size_t engine::fill_mark(const config& settings, std::size_t peers) {
     const std::size_t buffer = settings.buffer_bytes;
     if (settings.total_outbox_bytes == 0 || peers == 0 || settings.total_outbox_bytes / peers >= buffer)
         return buffer;
     return std::clamp(settings.total_outbox_bytes / peers, std::min<std::size_t>(buffer, minimum_fill_bytes), buffer);
-}
-
-void engine::choose_routing() {
-    routing_mode mode = m_config.routing;
-    if (mode == routing_mode::automatic) {
-        if (const char* text = std::getenv("MPIDICT_ROUTING"); text != nullptr && *text != '\0')
-            mode = parse_routing(text);
-    }
-    if (mode == routing_mode::automatic)
-        mode = m_size >= automatic_grid_ranks ? routing_mode::grid : routing_mode::direct;
-    m_routed = mode == routing_mode::grid && m_size > 2;
-    if (!m_routed) {
-        m_peer_count = static_cast<std::size_t>(m_size);
-        return;
-    }
-    // c = ceil(sqrt(p)) columns; rank x sits at row x / c, column x % c.
-    int columns = 1;
-    while (columns * columns < m_size)
-        ++columns;
-    const int row = m_rank / columns;
-    const int column = m_rank % columns;
-    const int last_row = (m_size - 1) / columns;
-    const int last_row_width = m_size - last_row * columns;
-    m_next_hop.resize(static_cast<std::size_t>(m_size));
-    m_relay_channel.assign(static_cast<std::size_t>(m_size), 0);
-    m_peer_count = 0;
-    for (int destination = 0; destination < m_size; ++destination) {
-        const int to_row = destination / columns;
-        const int to_column = destination % columns;
-        int hop = destination;
-        if (to_row != row && to_column != column) {
-            // Along this rank's row to the destination's column, then down it.
-            // From the short last row, where that corner is missing, to the
-            // rank of the destination's column in the row above instead.
-            hop = row * columns + to_column;
-            if (hop >= m_size)
-                hop = (row - 1) * columns + to_column;
-        }
-        m_next_hop[static_cast<std::size_t>(destination)] = hop;
-        if (hop == destination)
-            ++m_peer_count;
-        // Relay channel: the ranks this one uses as corners (its row, and from
-        // the short last row the ranks above the gap), for every message to
-        // them, so each pair keeps one channel.  Corners forward down their
-        // column on the direct channel, which no rank ever holds back.
-        const bool corner = to_row == row ||
-                            (row == last_row && to_row == last_row - 1 && to_column >= last_row_width);
-        m_relay_channel[static_cast<std::size_t>(destination)] = corner && destination != m_rank ? 1 : 0;
-    }
-}
-
-void engine::start_progress_thread() {
-    // Started only once the container's collective set-up is done, so no MPI call
-    // of the constructor runs beside the thread's.
-    if (m_config.progress_thread && !m_progress_thread.joinable() && !m_destroyed)
-        m_progress_thread = std::thread([this] { progress_thread_main(); });
-}
-
-engine::~engine() {
-    forget_engine(this);
-    stop_progress_thread();
-    if (!m_destroyed && m_transport) {
-        // Not collective: abandon what is queued, but leave MPI in a usable state.
-        try {
-            m_transport->close();
-        } catch (...) {
-        }
-    }
-}
-
-void engine::stop_progress_thread() {
-    if (m_progress_thread.joinable()) {
-        m_stop_thread = true;
-        m_progress_thread.join();
-    }
-}
-
-void engine::progress_thread_main() {
-    while (!m_stop_thread.load(std::memory_order_relaxed)) {
-        {
-            std::lock_guard<std::recursive_mutex> guard(m_mutex);
-            if (!m_destroyed && !m_in_flush) {
-                try {
-                    // Forwarded records gather while messages keep coming; a
-                    // quiet round sends them on (the owner may be computing).
-                    if (!progress())
-                        ship_forwards();
-                } catch (const std::exception& problem) {
-                    std::fprintf(stderr, "mpidict: progress thread on rank %d: %s\n", m_rank, problem.what());
-                    MPI_Abort(MPI_COMM_WORLD, 71);
-                }
-            }
-        }
-        std::this_thread::sleep_for(m_config.progress_interval);
-    }
-}
-
-void engine::throw_destroyed(const char* operation) const {
-    throw use_after_destroy_error(std::string("mpidict: ") + operation +
-                                  " called on a container whose destroy() already ran");
-}
-
-handler_id engine::register_handler(std::string_view name, handler_function function, void* context) {
-    if (m_handlers.size() >= std::numeric_limits<handler_id>::max())
-        throw invalid_argument_error("mpidict: too many handlers registered (limit 65535)");
-    m_handlers.push_back(handler_entry{std::string(name), function, context});
-    return static_cast<handler_id>(m_handlers.size() - 1);
-}
-
-void engine::verify_handlers() { verify_handlers({}, {}); }
-
-void engine::verify_handlers(std::span<const std::int64_t> settings, std::string_view what) {
-    std::uint64_t digest = 0x6d70696469637421ULL;
-    for (const auto& entry : m_handlers)
-        digest = mix64(digest ^ hash_bytes(entry.name.data(), entry.name.size()));
-    // Compare the count and two halves of the digest (int64 min/max is enough),
-    // then the container's settings, in one reduction.
-    std::vector<std::int64_t> values{static_cast<std::int64_t>(m_handlers.size()),
-                                     static_cast<std::int64_t>(digest >> 32),
-                                     static_cast<std::int64_t>(digest & 0xffffffffULL)};
-    values.insert(values.end(), settings.begin(), settings.end());
-    std::vector<std::int64_t> minimum(values.size());
-    std::vector<std::int64_t> maximum(values.size());
-    min_max(values, minimum, maximum);
-    for (std::size_t index = 3; index < values.size(); ++index) {
-        if (minimum[index] != maximum[index] && minimum[0] == maximum[0])
-            throw_disagreement(m_rank, what, values[index], minimum[index], maximum[index]);
-    }
-    for (int index = 0; index < 3; ++index) {
-        if (minimum[index] != maximum[index]) {
-            std::string names;
-            for (const auto& entry : m_handlers)
-                names += (names.empty() ? "" : ", ") + entry.name;
-            throw collective_mismatch_error(
-                "mpidict: ranks registered different handlers (rank " + std::to_string(m_rank) + " has " +
-                std::to_string(m_handlers.size()) + ": " + names +
-                "); every rank must construct the same containers in the same order");
-        }
-    }
-}
-
-void engine::min_max(std::span<const std::int64_t> input, std::span<std::int64_t> minimum,
-                     std::span<std::int64_t> maximum) {
-    engine_lock lock(*this);
-    m_transport->min_max(input, minimum, maximum);
-}
-
-void engine::reduce_serving(std::span<const std::int64_t> input, std::span<std::int64_t> output) {
-    // Non-blocking, and serving others meanwhile: a rank may enter this while
-    // another still waits for an answer this rank owes it.
-    const stuck_wait_detector::scope watched(m_stuck, wait_kind::collective, "a reduction");
-    m_transport->start_sum(input, output);
-    unsigned idle_rounds = 0;
-    while (!m_transport->sum_complete()) {
-        backoff(serve_round(/*settling=*/true), idle_rounds);
-    }
-}
-
-void engine::collective_tag(std::string_view what, std::int64_t (&pieces)[tag_pieces]) {
-    // The tag: a hash of the call's name and this rank's sequence number, as
-    // 32-bit pieces (sums of p pieces cannot overflow), plus a digest of it.
-    const std::uint64_t tag = mix64(hash_bytes(what.data(), what.size()) ^ (++m_collective_sequence * 0x9e3779b97f4a7c15ULL));
-    const std::uint64_t digest = mix64(tag ^ 0x243f6a8885a308d3ULL);
-    pieces[0] = static_cast<std::int64_t>(tag & 0xffffffffULL);
-    pieces[1] = static_cast<std::int64_t>(tag >> 32);
-    pieces[2] = static_cast<std::int64_t>(digest & 0xffffffffULL);
-    pieces[3] = static_cast<std::int64_t>(digest >> 32);
-}
-
-void engine::check_tag(const std::int64_t (&pieces)[tag_pieces], const std::int64_t* totals,
-                       std::string_view what) const {
-    for (std::size_t index = 0; index < tag_pieces; ++index)
-        if (totals[index] != pieces[index] * m_size)
-            throw collective_mismatch_error(
-                "mpidict: collective call mismatch: rank " + std::to_string(m_rank) + " called " + std::string(what) +
-                " (its collective call number " + std::to_string(m_collective_sequence) +
-                ") while another rank made a different collective call; every rank must make the same collective "
-                "calls (flush, global_size, destroy, ...) in the same order");
-}
-
-void engine::sum(std::span<const std::int64_t> input, std::span<std::int64_t> output, std::string_view what) {
-    engine_lock lock(*this);
-    if (in_handler())
-        throw error("mpidict: a collective call cannot be made from inside a visitor or handler");
-    // First the tag, in a reduction as long as a flush round's, so that a rank in
-    // a different collective sees the mismatch instead of mixing the numbers.
-    const stuck_wait_detector::scope watched(m_stuck, wait_kind::collective, what);
-    std::int64_t pieces[tag_pieces];
-    collective_tag(what, pieces);
-    std::int64_t round[2 + tag_pieces] = {0, 0, pieces[0], pieces[1], pieces[2], pieces[3]};
-    std::int64_t totals[2 + tag_pieces] = {};
-    reduce_serving(round, totals);
-    check_tag(pieces, totals + 2, what);
-    reduce_serving(input, output);
-}
-
-void engine::check_same(std::int64_t value, std::string_view what, bool serve) {
-    if (!serve) {
-        // Set-up collectives: nothing is handled until every rank has arrived, so
-        // no handler can run before the caller has finished registering.
-        std::int64_t minimum = 0;
-        std::int64_t maximum = 0;
-        min_max(std::span<const std::int64_t>(&value, 1), std::span<std::int64_t>(&minimum, 1),
-                std::span<std::int64_t>(&maximum, 1));
-        if (minimum != maximum)
-            throw_disagreement(m_rank, what, value, minimum, maximum);
-        return;
-    }
-    // Equality through sums (which can progress while they wait): every rank adds
-    // 32-bit pieces of the value and of a hash of it; all equal iff each sum is p
-    // times this rank's piece (a difference escaping both is a 64-bit collision).
-    const auto bits = static_cast<std::uint64_t>(value);
-    const std::uint64_t digest = mix64(bits ^ 0x243f6a8885a308d3ULL);
-    const std::int64_t pieces[4] = {static_cast<std::int64_t>(bits & 0xffffffffULL),
-                                    static_cast<std::int64_t>(bits >> 32),
-                                    static_cast<std::int64_t>(digest & 0xffffffffULL),
-                                    static_cast<std::int64_t>(digest >> 32)};
-    std::int64_t totals[4] = {0, 0, 0, 0};
-    sum(pieces, totals);
-    for (int index = 0; index < 4; ++index) {
-        if (totals[index] != pieces[index] * m_size)
-            throw collective_mismatch_error("mpidict: ranks disagree on " + std::string(what) + " (rank " +
-                                            std::to_string(m_rank) + " has " + std::to_string(value) +
-                                            "); every rank must make the same collective calls with the same "
-                                            "arguments");
-    }
 }
 
 engine::message_buffer engine::take_buffer() {
@@ -563,7 +144,7 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
                     ++m_forwards_waiting;
                 }
             } else if (m_handler_depth > 0 && !box.holds_handler_output) {
-                // Handler output (replies, forwarded work) leaves when the message
+                // Invariant (2).  Handler output (replies, forwarded work) leaves when the message
                 // that caused it is done, or (grid routing) after the polling loop
                 // that handled it (handle_message), so nobody waits on a rank that has
                 // returned to computing.
@@ -597,6 +178,7 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
             return record;
         }
         // Full: ship it (which may run handlers that append here), then retry.
+        // Invariant (4): outside a handler, serve after every full buffer.
         if (in_handler()) {
             ship(to, /*full=*/true);
         } else {
@@ -608,71 +190,6 @@ std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_
             // that work for its flush, where the ranks that saved the most
             // would keep the others waiting (docs/scaling.md).
             progress();
-        }
-    }
-}
-
-void engine::forward_group(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
-                           handler_id handler, bool urgent) {
-    const std::size_t stride = std::size_t{record_bytes} + routing_overhead_bytes;
-    if (m_forward_counts.size() != static_cast<std::size_t>(m_size))
-        m_forward_counts.assign(static_cast<std::size_t>(m_size), 0);
-    // Bucket the records by destination (a corner forwards to its column only:
-    // few buckets), keeping each bucket in arrival order, then copy each bucket
-    // as runs: one group header and one count update per run, not per record.
-    m_forward_destinations.clear();
-    for (std::uint32_t index = 0; index < count; ++index) {
-        const auto destination = load<std::uint32_t>(records + index * stride);
-        if (destination >= static_cast<std::uint32_t>(m_size) ||
-            next_hop(static_cast<int>(destination)) != static_cast<int>(destination))
-            throw decode_error("mpidict: message from rank " + std::to_string(source) +
-                               " asks this rank to forward a record to rank " + std::to_string(destination) +
-                               ", which is not one of its peers in " + detail::communicator_of(m_size));
-        if (m_forward_counts[destination]++ == 0)
-            m_forward_destinations.push_back(static_cast<int>(destination));
-    }
-    m_forward_order.resize(count);
-    std::uint32_t start = 0;
-    for (const int destination : m_forward_destinations) {
-        const std::uint32_t bucket = m_forward_counts[static_cast<std::size_t>(destination)];
-        m_forward_counts[static_cast<std::size_t>(destination)] = start;  // now the bucket's cursor
-        start += bucket;
-    }
-    for (std::uint32_t index = 0; index < count; ++index)
-        m_forward_order[m_forward_counts[load<std::uint32_t>(records + index * stride)]++] = index;
-    const handler_entry& entry = m_handlers[handler];
-    std::uint32_t next = 0;
-    for (const int destination : m_forward_destinations) {
-        const std::uint32_t end = m_forward_counts[static_cast<std::size_t>(destination)];
-        m_forward_counts[static_cast<std::size_t>(destination)] = 0;
-        const auto payload = [&](std::uint32_t at) {
-            return records + std::size_t{m_forward_order[at]} * stride + routing_overhead_bytes;
-        };
-        if (destination == m_rank) {
-            // Records for this rank itself (it is the corner of its own row):
-            // contiguous, then one handler call.
-            m_forward_scratch.resize(std::size_t{end - next} * record_bytes);
-            for (std::uint32_t at = next; at < end; ++at)
-                std::memcpy(m_forward_scratch.data() + std::size_t{at - next} * record_bytes, payload(at), record_bytes);
-            entry.function(entry.context, source, m_forward_scratch.data(), record_bytes, end - next);
-            m_stats.records_received += end - next;
-            next = end;
-            continue;
-        }
-        // Urgent records leave with this message's other output, or, when the
-        // message came through progress(), with every urgent forward of its
-        // polling loop; the rest gather until a buffer fills or this rank
-        // waits or flushes.
-        const bool with_message = urgent && !m_polling;
-        m_urgent_forwards |= urgent && m_polling;
-        while (next < end) {
-            std::uint32_t granted = 0;
-            std::byte* out = append(destination, group_kind::forwarded, static_cast<std::uint32_t>(source), handler,
-                                    record_bytes, !with_message, end - next, &granted);
-            for (std::uint32_t at = next; at < next + granted; ++at, out += record_bytes)
-                std::memcpy(out, payload(at), record_bytes);
-            m_stats.records_forwarded += granted;
-            next += granted;
         }
     }
 }
@@ -772,6 +289,7 @@ void engine::ship(int destination, bool full) {
     outbox& box = m_outboxes[static_cast<std::size_t>(destination)];
     if (box.buffer.empty())
         return;
+    // Invariant (1): inside a handler a send never waits for queue space.
     if (!in_handler())
         wait_for_queue_space();
     // wait_for_queue_space may have run handlers that shipped this outbox already.
@@ -781,7 +299,7 @@ void engine::ship(int destination, bool full) {
     message_buffer buffer = std::move(current.buffer);
     current.buffer = message_buffer{};
     ++current.generation;
-    current.has_group = false;
+    current.has_group = false;  // Invariant (6): the inline reserve never extends a shipped group
     current.holds_handler_output = false;
     if (current.holds_forwards) {
         current.holds_forwards = false;
@@ -808,6 +326,7 @@ void engine::ship(int destination, bool full) {
     store<std::uint16_t>(flags, marks);
     if (destination == m_rank) {
         // Loopback: handled by this rank's own progress, never through MPI.
+        // Invariant (3): counted like any message.
         ++m_messages_sent;
         ++m_stats.loopback_messages;
         m_loopback.push_back(std::move(buffer));
@@ -847,6 +366,8 @@ void engine::ship(int destination, bool full) {
     }
 }
 
+// Invariant (5): this loop polls while it waits (a full queue may be waiting
+// for a peer that waits on this rank).
 void engine::wait_for_queue_space() {
     const std::size_t limit = std::max<std::size_t>(m_release_queue, 1);
     if (m_in_flight.size() < limit)
@@ -990,6 +511,7 @@ void engine::handle_message(int source, int channel, std::span<const std::byte> 
     // sqrt(p) corners, and per incoming message that made O(p) messages per
     // rank.  (Under direct routing they all go back to the message's sender,
     // and waiting for the loop's end would only add a poll to every round trip.)
+    // Invariant (2).
     if (m_handler_depth == 1 && !(m_polling && m_routed))
         ship_handler_output();  // still inside the handler scope, so these sends never block
 }
@@ -1040,7 +562,7 @@ bool engine::progress() {
     }
     if (!m_polling && !in_handler()) {
         if (!m_handler_dirty.empty()) {
-            // As handler output always leaves: without waiting for queue
+            // Invariant (2), after the polling loop.  As handler output always leaves: without waiting for queue
             // space (and for loopback, without nested progress).
             const handler_scope scope(m_handler_depth);
             ship_handler_output();
@@ -1072,201 +594,6 @@ void engine::ship_all() {
         ship(m_dirty.front());
         if (serve)
             progress();
-    }
-}
-
-std::uint32_t engine::open_request(op_kind kind) {
-    if (kind >= m_stats.by_kind.size())
-        throw invalid_argument_error("mpidict: operation kind " + std::to_string(kind) +
-                                     " was never registered (engine::register_op_kind)");
-    // Inside a handler the window may overflow: a handler must never wait.
-    if (m_outstanding >= m_config.blocking_factor && !in_handler()) {
-        ++m_stats.window_stalls;
-        const stuck_wait_detector::scope watched(m_stuck, wait_kind::request_window, "");
-        unsigned idle_rounds = 0;
-        while (m_outstanding >= m_config.blocking_factor) {
-            // The records of outstanding requests may still sit in outboxes.
-            ship_all();
-            backoff(progress(), idle_rounds);
-        }
-    }
-    std::uint32_t slot;
-    if (!m_free_slots.empty()) {
-        slot = m_free_slots.back();
-        m_free_slots.pop_back();
-    } else {
-        slot = static_cast<std::uint32_t>(m_requests.size());
-        m_requests.emplace_back();
-    }
-    request_slot& entry = m_requests[slot];
-    entry.state = slot_state::pending;
-    entry.failed = false;
-    entry.kind = kind;
-    entry.count = 0;
-    entry.result.clear();
-    ++m_outstanding;
-    if (m_outstanding > m_stats.outstanding_requests_high_water)
-        m_stats.outstanding_requests_high_water = m_outstanding;
-    ++m_stats[kind].requests;
-    return slot;
-}
-
-std::byte* engine::reserve_reply(int destination, std::uint32_t slot, std::uint32_t count,
-                                 std::size_t result_bytes) {
-    std::byte* out = reserve(destination, reply_handler, reply_header_bytes + result_bytes);
-    store<std::uint32_t>(out, slot);
-    store<std::uint32_t>(out + 4, count);
-    return out + reply_header_bytes;
-}
-
-void engine::reply_error(int destination, std::uint32_t slot, std::string_view message) {
-    const std::size_t room = max_record_bytes() - reply_header_bytes;
-    const std::size_t length = std::min(message.size(), room);
-    std::byte* out = reserve_reply(destination, slot, error_count, length);
-    std::memcpy(out, message.data(), length);
-}
-
-void engine::handle_reply(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                          std::uint32_t count) {
-    auto& self = *static_cast<engine*>(context);
-    if (record_bytes < reply_header_bytes)
-        throw decode_error("mpidict: reply from rank " + std::to_string(source) + " is " +
-                           std::to_string(record_bytes) + " bytes, shorter than its header");
-    for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
-        self.complete_request(source, load<std::uint32_t>(records), load<std::uint32_t>(records + 4),
-                              {records + reply_header_bytes, record_bytes - reply_header_bytes});
-}
-
-void engine::keep_exchanged(int source, std::span<const std::byte> record) {
-    const std::size_t offset = m_exchanged.data.size();
-    m_exchanged.data.insert(m_exchanged.data.end(), record.begin(), record.end());
-    m_exchanged.records.push_back(exchanged::record{source, offset, record.size()});
-}
-
-void engine::handle_exchange(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                             std::uint32_t count) {
-    auto& self = *static_cast<engine*>(context);
-    // Every record carries at least one byte; an empty one would let a group's
-    // count (unchecked by its zero total size) drive an unbounded loop.
-    if (record_bytes == 0)
-        throw decode_error("mpidict: exchange group of empty records from rank " + std::to_string(source));
-    for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
-        self.keep_exchanged(source, {records, record_bytes});
-}
-
-engine::exchanged engine::exchange(int root, const std::function<void(const exchange_sink&)>& produce) {
-    engine_lock lock(*this);
-    check_alive("exchange");
-    if (in_handler())
-        throw error("mpidict: a collective call cannot be made from inside a visitor or handler");
-    if (root != all_ranks && (root < 0 || root >= m_size))
-        throw invalid_argument_error("mpidict: root rank " + std::to_string(root) + " is outside " +
-                                     detail::communicator_of(m_size));
-    const int first = root == all_ranks ? 0 : root;
-    const int last = root == all_ranks ? m_size - 1 : root;
-    produce([&](std::span<const std::byte> record) {
-        MPIDICT_ASSERT(!record.empty(), "an exchange record carries at least one byte");
-        for (int destination = first; destination <= last; ++destination) {
-            if (destination == m_rank) {
-                keep_exchanged(m_rank, record);
-            } else {
-                std::byte* out = reserve(destination, m_exchange_handler, record.size());
-                if (!record.empty())
-                    std::memcpy(out, record.data(), record.size());
-            }
-        }
-    });
-    // Records of ranks already past this point may have arrived before this rank
-    // got here: m_exchanged is emptied only below, never at the start.
-    flush();
-    exchanged arrived = std::move(m_exchanged);
-    m_exchanged = exchanged{};
-    std::vector<exchanged::record>& records = arrived.records;
-    std::stable_sort(records.begin(), records.end(),
-                     [](const exchanged::record& a, const exchanged::record& b) { return a.source < b.source; });
-    return arrived;
-}
-
-void engine::complete_request(int source, std::uint32_t slot, std::uint32_t count,
-                              std::span<const std::byte> result) {
-    if (slot >= m_requests.size())
-        throw decode_error("mpidict: reply from rank " + std::to_string(source) + " names request " +
-                           std::to_string(slot) + " which was never opened");
-    request_slot& entry = m_requests[slot];
-    if (entry.state == slot_state::abandoned) {
-        entry.state = slot_state::free;
-        ++entry.generation;
-        entry.result.clear();
-        m_free_slots.push_back(slot);
-        --m_outstanding;
-        return;
-    }
-    if (entry.state != slot_state::pending)
-        throw decode_error("mpidict: reply from rank " + std::to_string(source) + " for request " +
-                           std::to_string(slot) + " that is not pending");
-    entry.count = count;
-    entry.result.assign(result.begin(), result.end());
-    entry.state = slot_state::done;
-    entry.failed = entry.count == error_count;
-    if (entry.failed)
-        entry.count = 0;
-    m_stats[entry.kind].values += entry.count;
-    --m_outstanding;
-}
-
-bool engine::test_request(std::uint32_t slot) {
-    request_slot& entry = m_requests[slot];
-    if (entry.state == slot_state::done)
-        return true;
-    check_alive("test");
-    if (in_handler())
-        return false;
-    const double start = now_seconds();
-    ship_all();
-    progress();
-    m_stats[entry.kind].completion_seconds += now_seconds() - start;
-    return m_requests[slot].state == slot_state::done;
-}
-
-void engine::wait_request(std::uint32_t slot) {
-    if (m_requests[slot].state == slot_state::done)
-        return;
-    check_alive("wait");
-    if (in_handler())
-        throw error("mpidict: a visitor or handler must not wait on a request (it would block the rank's progress)");
-    ++m_stats.waits;
-    const double start = now_seconds();
-    const stuck_wait_detector::scope watched(m_stuck, wait_kind::request, op_kind_name(m_requests[slot].kind));
-    // Latency mode: whatever holds this request's record leaves now.
-    ship_all();
-    unsigned idle_rounds = 0;
-    while (m_requests[slot].state != slot_state::done) {
-        backoff(serve_round(), idle_rounds);  // handlers may have queued records others wait for
-    }
-    m_stats[m_requests[slot].kind].completion_seconds += now_seconds() - start;
-}
-
-void engine::cancel_request(std::uint32_t slot) {
-    request_slot& entry = m_requests[slot];
-    MPIDICT_ASSERT(entry.state == slot_state::pending, "cancel_request on a slot that is not pending");
-    entry.state = slot_state::free;
-    ++entry.generation;
-    --m_outstanding;
-    m_free_slots.push_back(slot);
-}
-
-void engine::close_request(std::uint32_t slot) {
-    request_slot& entry = m_requests[slot];
-    if (entry.state == slot_state::pending) {
-        entry.state = slot_state::abandoned;
-        return;
-    }
-    if (entry.state == slot_state::done) {
-        entry.state = slot_state::free;
-        ++entry.generation;
-        if (entry.result.capacity() > 4096)
-            std::vector<std::byte>().swap(entry.result);  // keep idle slots small
-        m_free_slots.push_back(slot);
     }
 }
 
@@ -1332,6 +659,7 @@ void engine::flush() {
     for (const in_flight_send& send : m_in_flight)
         counted.push_back(send.ticket);
     unsigned idle_rounds = 0;
+    // Invariant (5): this wait serves.
     while (!counted.empty()) {
         const bool active = serve_round();
         std::erase_if(counted, [&](std::uint64_t ticket) {
@@ -1343,32 +671,16 @@ void engine::flush() {
     m_stats.barrier_seconds += now_seconds() - start;
 }
 
-void engine::destroy() {
-    if (m_destroyed)
-        return;
-    // Join first, without holding the lock the thread takes.
-    stop_progress_thread();
-    engine_lock lock(*this);
-    flush();
-    m_transport->barrier();
-    m_transport->close();
-    m_destroyed = true;
-    forget_engine(this);
+// Invariant (5): the reductions of flush, sum and check_same serve while they wait.
+void engine::reduce_serving(std::span<const std::int64_t> input, std::span<std::int64_t> output) {
+    // Non-blocking, and serving others meanwhile: a rank may enter this while
+    // another still waits for an answer this rank owes it.
+    const stuck_wait_detector::scope watched(m_stuck, wait_kind::collective, "a reduction");
+    m_transport->start_sum(input, output);
+    unsigned idle_rounds = 0;
+    while (!m_transport->sum_complete()) {
+        backoff(serve_round(/*settling=*/true), idle_rounds);
+    }
 }
 
-op_kind engine::register_op_kind(std::string_view name) {
-    if (m_stats.kind_names.size() >= max_op_kinds)
-        throw invalid_argument_error("mpidict: more than " + std::to_string(max_op_kinds) +
-                                     " operation kinds registered with one engine");
-    m_stats.kind_names.emplace_back(name);
-    m_stats.by_kind.emplace_back();
-    return static_cast<op_kind>(m_stats.kind_names.size() - 1);
-}
-
-void engine::reset_statistics() {
-    m_stats.clear();
-    update_high_water();
-}
-
-}  // namespace runtime
-}  // namespace mpidict
+}  // namespace mpidict::runtime
