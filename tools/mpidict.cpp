@@ -84,7 +84,11 @@ int dispatch(int argc, char** argv, int rank) {
         std::string known;
         for (const command& each : mpidict::tool::registered_commands())
             known += (known.empty() ? "" : ", ") + std::string(each.name);
-        // The applications' subcommands are left out of a build with MPIDICT_BUILD_APPS=OFF.
+        // The applications' subcommands are left out of a build with MPIDICT_BUILD_APPS=OFF
+        // (tools/CMakeLists.txt names them in MPIDICT_TOOL_NOT_BUILT).
+#ifndef MPIDICT_TOOL_NOT_BUILT
+#define MPIDICT_TOOL_NOT_BUILT ""
+#endif
         const std::string not_built = " " MPIDICT_TOOL_NOT_BUILT " ";
         if (!first.empty() && not_built.find(" " + std::string(first) + " ") != std::string::npos)
             throw usage_error("'" + std::string(first) + "' runs an application this build left out "
