@@ -1,12 +1,13 @@
 // histcheck: checks histories of skiplist_map operations against the promise of
 // a consistency mode (docs/skiplist_map.md, "Consistency modes").
 //
-//	histcheck --mode total_order|sequential|none [--expect-reject] FILE...
+//	histcheck --mode total_order|sequential|none|linearizable [--expect-reject] FILE...
 //
 // Each FILE is one history: JSON lines written by
 // tests/skiplist_map/history_workload.hpp (client, seq = issue number, call and
 // return times, round = poll round of completion, op, key, value, out; "final"
-// marks the reads after the closing flush).
+// marks the reads after the closing flush), or by apps/serve/tests/history.py
+// (a Redis register per key: ops get, set, incr, del; see below).
 //
 //   - total_order: linearizable, checked with Porcupine: per key when the
 //     history has only point operations (linearizability is local), else as one
@@ -19,6 +20,12 @@
 //   - none: every operation atomic: per key linearizable (Porcupine), which with
 //     the final reads after the flush also says the final state is one the
 //     operations could have produced.
+//   - linearizable: per key linearizable (Porcupine), for histories of clients
+//     with one command in flight each (apps/serve: docs/serve.md promises that
+//     single-key commands are linearizable).  The Redis operations: get (out =
+//     the value, -1 for nil), set (value; out 0 = OK), incr (value = the
+//     increment; out = the new value, an absent key counting as 0), del (out =
+//     keys removed, 0 or 1).
 //
 // Exit status: 0 if every history passes (with --expect-reject: if at least
 // one is rejected), 1 otherwise, 2 on bad input.
@@ -109,6 +116,28 @@ func step(s state, in input, out output) (bool, state) {
 		return out.number == 0, s
 	case "range":
 		return out.text == rangeText(s, in.key, in.hi), s
+	// The Redis register (apps/serve/tests/history.py).
+	case "get":
+		if present {
+			return out.number == int64(current), s
+		}
+		return out.number == -1, s
+	case "set":
+		return out.number == 0, with(s, in.key, in.value)
+	case "incr":
+		next := int64(current) + int64(in.value)
+		if out.number != next {
+			return false, s
+		}
+		return true, with(s, in.key, uint64(next))
+	case "del":
+		if present {
+			if out.number != 1 {
+				return false, s
+			}
+			return true, without(s, in.key)
+		}
+		return out.number == 0, s
 	}
 	return false, s
 }
@@ -247,7 +276,7 @@ func load(path string) ([]event, error) {
 			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
 		}
 		switch e.Op {
-		case "insert", "insert_if_absent", "find", "erase", "range":
+		case "insert", "insert_if_absent", "find", "erase", "range", "get", "set", "incr", "del":
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown operation %q", path, line, e.Op)
 		}
@@ -525,14 +554,14 @@ func orderedLinearizable(events []event, budget int) (string, bool) {
 }
 
 func main() {
-	mode := flag.String("mode", "", "total_order, sequential or none")
+	mode := flag.String("mode", "", "total_order, sequential, none or linearizable")
 	expectReject := flag.Bool("expect-reject", false, "succeed only if at least one history is rejected")
 	timeout := flag.Duration("timeout", 5*time.Second, "Porcupine's time limit per history (then: unknown)")
 	quiet := flag.Bool("quiet", false, "print only rejections and the summary")
 	budget := flag.Int("budget", 2000000, "states the ordered search explores per history (then: unknown)")
 	flag.Parse()
-	if *mode != "total_order" && *mode != "sequential" && *mode != "none" {
-		fmt.Fprintln(os.Stderr, "histcheck: --mode must be total_order, sequential or none")
+	if *mode != "total_order" && *mode != "sequential" && *mode != "none" && *mode != "linearizable" {
+		fmt.Fprintln(os.Stderr, "histcheck: --mode must be total_order, sequential, none or linearizable")
 		os.Exit(2)
 	}
 	if flag.NArg() == 0 {
@@ -557,7 +586,7 @@ func main() {
 			checks = append(checks, ordered, programOrderPerKey, lin)
 		case "sequential":
 			checks = append(checks, replyOrder, programOrderPerKey)
-		case "none":
+		case "none", "linearizable":
 			checks = append(checks, lin)
 		}
 		reason := ""

@@ -98,3 +98,31 @@ func TestOrderedLinearizableMessagePassing(t *testing.T) {
 		t.Fatal("the same history with x seen was rejected")
 	}
 }
+
+// The Redis register of apps/serve/tests/history.py: a GET that misses a SET
+// and an INCR completed before it is rejected; INCR counts from an absent key
+// as 0 and DEL removes it.
+func TestRedisRegister(t *testing.T) {
+	good := []event{
+		ev(0, 0, 0, 10, 0, "set", 1, 7, "0"),
+		ev(1, 0, 20, 30, 0, "incr", 1, 1, "8"),
+		ev(2, 0, 40, 50, 0, "get", 1, 0, "8"),
+		ev(0, 1, 60, 70, 0, "del", 1, 0, "1"),
+		ev(1, 1, 80, 90, 0, "incr", 1, 1, "1"),
+		ev(2, 1, 100, 110, 0, "del", 2, 0, "0"),
+	}
+	if why, ok := linearizable(good, time.Second); !ok {
+		t.Fatal("a legal Redis history was rejected:", why)
+	}
+	stale := append([]event{}, good[:3]...)
+	stale[2] = ev(2, 0, 40, 50, 0, "get", 1, 0, "7")
+	if _, ok := linearizable(stale, time.Second); ok {
+		t.Fatal("a GET that missed a completed INCR was accepted")
+	}
+	overlapping := append([]event{}, good[:3]...)
+	overlapping[1] = ev(1, 0, 20, 45, 0, "incr", 1, 1, "8")
+	overlapping[2] = ev(2, 0, 40, 50, 0, "get", 1, 0, "7")
+	if _, ok := linearizable(overlapping, time.Second); !ok {
+		t.Fatal("a GET overlapping an INCR that misses it was rejected")
+	}
+}
