@@ -339,10 +339,10 @@ public:
         }
         const std::size_t window = batch_window();
         std::vector<std::optional<V>> found(std::min(window, keys.size()));
-        batched(skiplist_map_op::find, detail::skiplist_core::op::find, keys, nullptr, false,
+        batched(skiplist_map_op::find, detail::skiplist_op::find, keys.size(), encode_each(keys), nullptr, false,
                 [&](std::size_t index, std::uint8_t status, std::string_view value) {
                     auto& slot = found[index % window];
-                    if (status == detail::skiplist_core::status_hit)
+                    if (status == detail::skiplist_status::hit)
                         slot = detail::from_payload<V>(value);
                     else
                         slot.reset();
@@ -358,11 +358,11 @@ public:
             throw invalid_argument_error("mpidict: skiplist_map insert_many got " + std::to_string(keys.size()) +
                                          " keys and " + std::to_string(values.size()) + " values");
         std::size_t fresh = 0;
-        batched(skiplist_map_op::insert, detail::skiplist_core::op::insert, keys, &values, true,
+        batched(skiplist_map_op::insert, detail::skiplist_op::insert, keys.size(), encode_each(keys), &values, true,
                 [&](std::size_t, std::uint8_t status, std::string_view) {
-                    fresh += status == detail::skiplist_core::status_stored;
+                    fresh += status == detail::skiplist_status::stored;
                 },
-                [](std::size_t) {});
+                no_delivery{});
         return fresh;
     }
 
@@ -714,44 +714,59 @@ private:
     template <class Function>
     void find_many_sorted(std::span<const K> keys, Function& on_result) {
         std::vector<std::pair<std::uint64_t, std::uint32_t>> order, scratch;
-        std::vector<K> sorted;
         std::vector<std::optional<V>> found;
         std::vector<std::uint32_t> position_of;
-        std::string a;
+        // The chunk's keys, each encoded once: bytes back to back, and where each starts.
+        std::string encoded, in_order;
+        std::vector<std::size_t> starts, order_starts;
         for (std::size_t start = 0; start < keys.size(); start += sorted_find_chunk) {
             const std::size_t count = std::min(sorted_find_chunk, keys.size() - start);
             order.clear();
+            encoded.clear();
+            starts.clear();
             for (std::size_t index = 0; index < count; ++index) {
-                a.clear();
-                ordered_codec<K>::encode(keys[start + index], a);
-                order.emplace_back(detail::sorted_run::prefix_of(a), static_cast<std::uint32_t>(index));
+                const std::size_t at = encoded.size();
+                starts.push_back(at);
+                ordered_codec<K>::encode(keys[start + index], encoded);
+                order.emplace_back(
+                    detail::sorted_run::prefix_of(std::string_view(encoded).substr(at)),
+                    static_cast<std::uint32_t>(index));
             }
+            starts.push_back(encoded.size());
             // Grouped by their top three differing bytes (thousands of groups
             // per node at most; the order inside a group does not matter).
             detail::radix_sort_by_prefix(order, scratch, 3);
-            // Gathers and scatters over arrays larger than the caches: the
-            // element `ahead` places on is requested while this one is copied.
+            // The encoded keys copied into key order (no second encoding); the
+            // key `ahead` places on is requested while this one is copied.
             constexpr std::size_t ahead = 16;
-            sorted.clear();
+            in_order.clear();
+            order_starts.clear();
             position_of.resize(count);
             for (std::size_t position = 0; position < count; ++position) {
                 if (position + ahead < count)
-                    detail::prefetch_line(&keys[start + order[position + ahead].second]);
-                sorted.push_back(keys[start + order[position].second]);
-                position_of[order[position].second] = static_cast<std::uint32_t>(position);
+                    detail::prefetch_line(encoded.data() + starts[order[position + ahead].second]);
+                const std::uint32_t index = order[position].second;
+                order_starts.push_back(in_order.size());
+                in_order.append(encoded, starts[index], starts[index + 1] - starts[index]);
+                position_of[index] = static_cast<std::uint32_t>(position);
             }
+            order_starts.push_back(in_order.size());
             // Answers land in key order (nearly the order they arrive in);
             // the results go out in index order through position_of, in a
             // loop of independent reads rather than one random write per
             // answer while answers arrive.
             found.assign(count, std::nullopt);
-            batched(skiplist_map_op::find, detail::skiplist_core::op::find, std::span<const K>(sorted), nullptr,
-                    false,
+            const std::string_view bytes(in_order);
+            batched(skiplist_map_op::find, detail::skiplist_op::find, count,
+                    [&](std::size_t position, std::string&) {
+                        return bytes.substr(order_starts[position], order_starts[position + 1] - order_starts[position]);
+                    },
+                    nullptr, false,
                     [&](std::size_t position, std::uint8_t status, std::string_view value) {
-                        if (status == detail::skiplist_core::status_hit)
+                        if (status == detail::skiplist_status::hit)
                             found[position] = detail::from_payload<V>(value);
                     },
-                    [](std::size_t) {});
+                    no_delivery{});
             for (std::size_t index = 0; index < count; ++index) {
                 if (index + ahead < count)
                     detail::prefetch_line(&found[position_of[index + ahead]]);
@@ -760,6 +775,18 @@ private:
         }
     }
 
+    // The key source of an unsorted batch: keys[index], encoded into `scratch`.
+    static auto encode_each(std::span<const K> keys) {
+        return [keys](std::size_t index, std::string& scratch) {
+            scratch.clear();
+            ordered_codec<K>::encode(keys[index], scratch);
+            return std::string_view(scratch);
+        };
+    }
+    struct no_delivery {
+        void operator()(std::size_t) const {}
+    };
+
 public:
     // The window the next find_many/insert_many starts with: config.caller_window,
     // or where the latency-driven adaptation left it (adaptive_window).
@@ -767,22 +794,22 @@ public:
 
 private:
 
-    // The batches: one record per key straight to the node the route cache
-    // names (send_batch_point), answers through the core's batch callback, at
-    // most W keys between the oldest unanswered one and the newest sent.
-    // store(index, status, value) runs as an answer arrives; deliver(index) in
+    // The batches: one record per key straight to the node the directory
+    // names (send_batch_point), at most W keys between the oldest unanswered
+    // one and the newest sent.  key_at(index, scratch) gives the index'th key,
+    // encoded (once); store(index, status, value) runs as its answer arrives
+    // (the core calls the batch's sink, which calls store); deliver(index) in
     // index order.  With distinct, a key is never in flight twice (a repeated
     // key waits until its earlier occurrence is answered), so repeated inserts
     // take effect in index order.
-    template <class Store, class Deliver>
-    void batched(runtime::op_kind kind, detail::skiplist_core::op operation, std::span<const K> keys,
+    template <class KeyAt, class Store, class Deliver>
+    void batched(runtime::op_kind kind, detail::skiplist_op operation, std::size_t count, KeyAt&& key_at,
                  const std::span<const V>* values, bool distinct, Store&& store, Deliver&& deliver) {
         auto& engine = m_core->engine();
         runtime::engine_lock lock(engine);
         engine.check_alive(engine.op_kind_name(kind).data());
         if (engine.in_handler())
             throw error("mpidict: skiplist_map find_many/insert_many cannot be called from inside a handler");
-        const std::size_t count = keys.size();
         if (count >= detail::skiplist_core::no_slot)
             throw invalid_argument_error("mpidict: skiplist_map find_many/insert_many take fewer than 4294967295 "
                                          "keys per call");
@@ -790,36 +817,49 @@ private:
         const bool adaptive = m_core->config().adaptive_window;
         const double started = runtime::now_seconds();
         m_window_control.start_batch(started);
-        // Rings of a power-of-two length (a mask, not a division, per key).
-        std::vector<std::uint8_t> ready(std::bit_ceil(std::min(window, std::max<std::size_t>(count, 1))), 0);
-        const std::size_t ring = ready.size() - 1;
-        std::vector<std::uint64_t> hashes(distinct ? ready.size() : 0);
-        std::unordered_map<std::uint64_t, std::uint32_t> in_flight;  // key hash -> keys in flight (distinct)
-        std::string failure;
-        std::vector<std::size_t> refused;  // indexes answered list_full
-        std::size_t sent = 0, done = 0;
-        m_core->begin_batch([&](std::uint32_t index, std::uint8_t status, std::string_view value) {
-            if (index >= sent || index < done || ready[index & ring] != 0)
-                throw decode_error("mpidict: skiplist_map batch answer for key " + std::to_string(index) +
-                                   ", which is not in flight");
-            ready[index & ring] = 1;
-            if (adaptive && m_window_control.answered())
-                m_window_control.end_epoch(runtime::now_seconds());
-            if (status == detail::skiplist_core::status_full) {
-                if (failure.empty())
-                    failure.assign(value);
-                refused.push_back(index);
-                return;
+        // The answers' side: a ring of "answered" marks of a power-of-two
+        // length (a mask, not a division, per key), the first refusal and
+        // the indexes refused.
+        struct sink final : detail::skiplist_batch_sink {
+            sink(std::size_t length, Store& store, detail::window_control& control, bool adaptive)
+                : ready(length, 0), ring(length - 1), store(store), control(control), adaptive(adaptive) {}
+            void answer(std::uint32_t index, std::uint8_t status, std::string_view value) override {
+                if (index >= sent || index < done || ready[index & ring] != 0)
+                    throw decode_error("mpidict: skiplist_map batch answer for key " + std::to_string(index) +
+                                       ", which is not in flight");
+                ready[index & ring] = 1;
+                if (adaptive && control.answered())
+                    control.end_epoch(runtime::now_seconds());
+                if (status == detail::skiplist_status::full) {
+                    if (failure.empty())
+                        failure.assign(value);
+                    refused.push_back(index);  // indexes answered list_full
+                    return;
+                }
+                store(index, status, value);
             }
-            store(index, status, value);
-        }, count, operation == detail::skiplist_core::op::find);
+            std::vector<std::uint8_t> ready;
+            std::size_t ring;
+            Store& store;
+            detail::window_control& control;
+            bool adaptive;
+            std::size_t sent = 0, done = 0;
+            std::string failure;
+            std::vector<std::size_t> refused;
+        } answers(std::bit_ceil(std::min(window, std::max<std::size_t>(count, 1))), store, m_window_control,
+                  adaptive);
+        const std::size_t ring = answers.ring;
+        std::vector<std::uint64_t> hashes(distinct ? answers.ready.size() : 0);
+        std::unordered_map<std::uint64_t, std::uint32_t> in_flight;  // key hash -> keys in flight (distinct)
+        m_core->begin_batch(answers, count, operation == detail::skiplist_op::find);
         struct end_guard {
             detail::skiplist_core& core;
             ~end_guard() { core.end_batch(); }
         } guard{*m_core};
         auto deliver_ready = [&] {
-            while (done < sent && ready[done & ring] != 0) {
-                ready[done & ring] = 0;
+            std::size_t& done = answers.done;
+            while (done < answers.sent && answers.ready[done & ring] != 0) {
+                answers.ready[done & ring] = 0;
                 if (distinct) {
                     auto entry = in_flight.find(hashes[done & ring]);
                     if (--entry->second == 0)
@@ -830,10 +870,9 @@ private:
             }
             return done;
         };
-        std::string key, value;
+        std::string scratch;
         for (std::size_t index = 0; index < count; ++index) {
-            key.clear();
-            ordered_codec<K>::encode(keys[index], key);
+            const std::string_view key = key_at(index, scratch);
             m_core->check_key(key.size());
             const std::string_view payload = values ? detail::payload_of((*values)[index]) : std::string_view();
             m_core->check_value(payload.size());
@@ -851,7 +890,7 @@ private:
                 hashes[index & ring] = hash;
             }
             m_core->send_batch_point(operation, static_cast<std::uint32_t>(index), key, payload);
-            sent = index + 1;
+            answers.sent = index + 1;
         }
         m_core->close_batch_record();
         auto& statistics = engine.stats()[kind];
@@ -860,7 +899,8 @@ private:
         const double waiting = runtime::now_seconds();
         engine.wait_until([&] { return deliver_ready() == count; });
         statistics.completion_seconds += runtime::now_seconds() - waiting;
-        if (!failure.empty()) {
+        if (std::string& failure = answers.failure; !failure.empty()) {
+            std::vector<std::size_t>& refused = answers.refused;
             std::sort(refused.begin(), refused.end());
             if (const std::size_t cut = failure.find("; the insert was not applied"); cut != std::string::npos)
                 failure.resize(cut);
@@ -878,7 +918,7 @@ private:
     // A node answered list_full: the rest of the answer is the message.
     static std::uint8_t read_status(byte_reader& reader) {
         const auto status = reader.read<std::uint8_t>();
-        if (status == detail::skiplist_core::status_full) {
+        if (status == detail::skiplist_status::full) {
             const std::size_t bytes = reader.remaining();
             throw invalid_argument_error(std::string(reinterpret_cast<const char*>(reader.take(bytes)), bytes));
         }
@@ -886,16 +926,16 @@ private:
     }
     static replace_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
         const auto status = read_status(reader);
-        return replace_result{true, status == detail::skiplist_core::status_replaced};
+        return replace_result{true, status == detail::skiplist_status::replaced};
     }
     static bool decode_inserted(std::uint32_t, byte_reader& reader, const void*) {
-        return read_status(reader) == detail::skiplist_core::status_stored;
+        return read_status(reader) == detail::skiplist_status::stored;
     }
     static bool decode_hit(std::uint32_t, byte_reader& reader, const void*) {
-        return reader.read<std::uint8_t>() == detail::skiplist_core::status_hit;
+        return reader.read<std::uint8_t>() == detail::skiplist_status::hit;
     }
     static std::optional<V> decode_find(std::uint32_t, byte_reader& reader, const void*) {
-        if (reader.read<std::uint8_t>() != detail::skiplist_core::status_hit)
+        if (reader.read<std::uint8_t>() != detail::skiplist_status::hit)
             return std::nullopt;
         const std::size_t bytes = reader.remaining();
         const std::byte* data = reader.take(bytes);

@@ -1,8 +1,8 @@
 #pragma once
 // The public types of skiplist_map (skiplist_map.hpp): its configuration, the
 // node ids and the per-rank statistics.  In a header of
-// their own because the compiled core (detail/skiplist_core.hpp,
-// src/skiplist/skiplist_core.cpp) needs them too and must not include the typed
+// their own because the compiled core (detail/skiplist_*.hpp,
+// src/skiplist/) needs them too and must not include the typed
 // front; include skiplist_map.hpp, which includes this.
 
 #include <chrono>

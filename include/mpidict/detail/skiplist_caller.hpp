@@ -1,0 +1,204 @@
+#pragma once
+// The caller role of the skip list on one rank: what this rank's operations
+// need until they complete, and nothing of the nodes it may host.
+//   - src/skiplist/caller.cpp: issue numbers, answer tickets, per-key order
+//     (one operation per key in flight), the issue queue of mode total_order,
+//     the hold-back queue of mode sequential, the point and range records it
+//     sends, and the point answers;
+//   - src/skiplist/caller_ranges.cpp: range parts and split-range pieces
+//     collected in key order, streaming;
+//   - src/skiplist/caller_batch.cpp: batches (find_many, insert_many): point
+//     records numbered by index, and direct-find records gathered per rank.
+// The directory (skiplist_directory) is the rank's; the caller enters through it.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "mpidict/detail/skiplist_directory.hpp"
+#include "mpidict/detail/skiplist_shared.hpp"
+
+namespace mpidict::detail {
+
+// Where a batch's answers go: answer(index, status, value) as they arrive.
+class skiplist_batch_sink {
+public:
+    virtual void answer(std::uint32_t index, std::uint8_t status, std::string_view value) = 0;
+
+protected:
+    ~skiplist_batch_sink() = default;
+};
+
+class skiplist_caller {
+public:
+    using wire = skiplist_wire;
+    static constexpr std::uint32_t no_slot = wire::no_slot;
+    static constexpr std::uint32_t batch_slot_bit = 0x80000000u;  // request slots are far below
+
+    skiplist_caller(skiplist_shared& shared, skiplist_directory& directory);
+
+    skiplist_consistency consistency() const { return m_mode; }
+    void set_consistency(skiplist_consistency mode);
+    bool idle() const {
+        return m_tickets.empty() && m_ranges.empty() && m_hold_back.empty() && m_issue_queue.empty();
+    }
+    std::uint64_t async_rejected() const { return m_async_rejected; }
+
+    // Point operations and ranges (skiplist_core.hpp documents them).
+    void send_point(skiplist_op kind, std::uint32_t slot, std::string_view key, std::string_view value,
+                    expiry_time expires);
+    void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit,
+                    std::string_view pattern, bool streaming);
+    bool take_stream_part(std::uint32_t slot, std::string& part);
+    void abandon_stream(std::uint32_t slot);
+    bool range_in_progress(std::uint32_t slot) const { return m_ranges.count(slot) != 0; }
+
+    // Batches.
+    void begin_batch(skiplist_batch_sink& sink, std::size_t keys, bool finds);
+    void send_batch_point(skiplist_op kind, std::uint32_t index, std::string_view key, std::string_view value);
+    void close_batch_record();
+    bool direct_finds() const;
+    void end_batch();
+
+    // Handlers.
+    void handle_point_reply(int source, std::string_view record);
+    void handle_range_part(int source, std::string_view record);
+    void handle_range_piece(int source, std::string_view record);
+    void handle_found_direct(int source, std::string_view record);
+
+private:
+    // ---- ordering (caller.cpp) ----
+    // Sequential mode: completions wait here until every earlier operation of
+    // this caller has completed (the hold-back queue).
+    struct completion {
+        int source = -1;
+        std::uint32_t slot = no_slot;  // no_slot: fire-and-forget, nothing to complete
+        std::uint32_t count = 0;
+        std::string bytes;
+    };
+    void deliver(std::uint64_t sequence, completion done);
+    std::uint64_t next_issue() { return m_next_issue++; }
+    bool in_issue_order() const;
+    void drain_issue_queue();
+    // Whether this caller's next operation enters through the directory.
+    bool uses_shortcuts() const;
+    // The level byte a caller's record starts with: the top level, and the flags of its mode.
+    std::uint8_t entry_level_byte(skiplist_node_id entry) const;
+    struct waiting_point {
+        skiplist_op kind;
+        std::uint32_t slot;
+        std::string value;
+        expiry_time expires;
+        std::uint64_t sequence;
+    };
+    struct key_state {
+        int outstanding = 0;
+        std::deque<waiting_point> waiting;
+    };
+    void dispatch_point(skiplist_op kind, std::uint32_t slot, const std::string& key, std::string_view value,
+                        expiry_time expires, std::uint64_t sequence, key_state* state);
+    void dispatch_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
+                        std::uint64_t limit, std::string_view pattern);
+    // Mode total_order: operations behind one that waits for its key, in issue
+    // order (a range waits too), so that the head receives them in that order.
+    struct queued_operation {
+        bool range = false;
+        skiplist_op kind = skiplist_op::find;
+        std::uint32_t slot = no_slot;
+        std::string key;  // a range's lo
+        std::string value;
+        expiry_time expires = 0;
+        std::uint64_t sequence = 0;
+        std::string hi, pattern;
+        bool bounded = false;
+        std::uint64_t limit = 0;
+    };
+    struct ticket_state {
+        std::string key;
+        std::uint64_t sequence;  // issue number (hold-back queue)
+        bool ordered;            // counted in m_keys
+    };
+
+    // ---- ranges (caller_ranges.cpp) ----
+    struct range_state {
+        std::map<std::uint32_t, std::string> parts;   // sequence -> encoded entries
+        std::map<std::uint32_t, std::uint32_t> counts;
+        std::uint32_t last = no_slot;                  // sequence of the final part, once known
+        // Streaming: parts before `next` were handed out; `ready` is what
+        // arrived in order and awaits take_stream_part.
+        bool streaming = false;
+        bool abandoned = false;
+        std::uint32_t next = 0;
+        std::uint64_t entries = 0;
+        std::deque<std::string> ready;
+        int source = -1;  // the rank whose part completes the request
+        // Mode total_order (split over the towers): pieces by the key they
+        // start at; `cursor` is where the chain taken so far ends.
+        struct piece {
+            std::string to;
+            bool bounded = true;  // false: to the end of the list
+            std::uint32_t entries = 0;
+            std::string data;
+        };
+        bool split = false;
+        std::map<std::string, piece> pieces;
+        std::string cursor, hi, collected;
+        bool bounded = false;
+        std::uint64_t remaining = 0;
+    };
+    void finish_split_range(std::uint32_t slot, range_state& state);
+    // Streaming: moves the parts that are now in order to `ready`; completes the
+    // request when the last one has been handed out (or dropped).
+    void advance_stream(std::uint32_t slot, range_state& state);
+    std::uint64_t take_range_sequence(std::uint32_t slot);
+
+    // ---- batches (caller_batch.cpp) ----
+    // The direct-find records being gathered, one per destination rank: runs
+    // of consecutive keys (consecutive indices) that name the same node, each
+    // a segment followed by its keys.  A record is sent when the next key
+    // would make it longer than m_direct_limit, and by close_batch_record.
+    struct direct_record {
+        std::string segments;
+        std::uint32_t count = 0;        // segments
+        skiplist_node_id node{};        // the last segment's node
+        std::uint32_t next_index = 0;   // the index that continues the last segment
+        std::size_t keys_at = 0;        // where the last segment's key count is
+        bool listed = false;            // in m_direct_open
+    };
+    std::size_t direct_record_limit() const;
+    void add_direct_find(skiplist_node_id to, std::uint32_t index, std::string_view key);
+    void send_direct_record(int destination);
+    std::uint32_t batch_slot() const { return batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1)); }
+
+    skiplist_shared& m_shared;
+    skiplist_directory& m_directory;
+    skiplist_consistency m_mode = skiplist_consistency::sequential;
+
+    std::unordered_map<std::string, key_state> m_keys;          // one point operation per key in flight
+    std::deque<queued_operation> m_issue_queue;
+    std::unordered_map<std::uint32_t, ticket_state> m_tickets;  // answer ticket -> its operation
+    std::uint32_t m_next_ticket = 0;
+    std::uint64_t m_next_issue = 0;     // the next operation's issue number
+    std::uint64_t m_next_delivery = 0;  // the oldest issue number not yet completed
+    std::map<std::uint64_t, completion> m_hold_back;
+    std::uint64_t m_async_rejected = 0;
+
+    std::map<std::uint32_t, range_state> m_ranges;            // by request slot
+    std::map<std::uint32_t, std::uint64_t> m_range_sequence;  // request slot -> issue number
+
+    // The batch in progress (begin_batch .. end_batch).
+    skiplist_batch_sink* m_batch = nullptr;
+    std::uint32_t m_batch_id = 0;  // low 30 bits travel in the slot of its records
+    bool m_batch_direct = false;   // this batch sends direct-find records
+    bool m_batch_flat = false;     // ... and looks them up in the directory's flat copy
+    std::vector<direct_record> m_direct;  // per rank, while a direct batch runs
+    std::vector<int> m_direct_open;       // ranks whose record may hold segments
+    std::size_t m_direct_limit = 0;
+};
+
+}  // namespace mpidict::detail

@@ -1,0 +1,150 @@
+#pragma once
+// The node role of the skip list on one rank (src/skiplist/nodes.cpp): the
+// nodes hosted here (slots, generations, sorted runs, towers), the hold queue
+// of a node that waits for a split or for ordering clears, expiry, and the
+// point operations (Listings 1, 3 and 4 with G keys per node): a point record
+// travels forward from node to node until the node whose range holds its key
+// answers the caller.  Direct-find records (a batch's keys sent straight to
+// the nodes the caller's directory names) are answered here too; a key a node
+// cannot answer continues on the ordinary way from there.
+//
+// Splits and links are skiplist_structure's, ranges skiplist_range_nodes'; this
+// class calls them where a point operation meets them (an insert that
+// overflows a node, a marker that reaches its node, a held record replayed).
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mpidict/detail/skiplist_directory.hpp"
+#include "mpidict/detail/skiplist_shared.hpp"
+#include "mpidict/detail/sorted_run.hpp"
+
+namespace mpidict::detail {
+
+class skiplist_structure;
+class skiplist_range_nodes;
+
+struct skiplist_link {
+    std::string separator;      // the successor's lower bound (fixed when it was created)
+    skiplist_node_id to{};      // null: end of this level
+    bool set = false;           // false: this level is not linked yet (skip it)
+};
+
+struct skiplist_node {
+    std::uint32_t generation = 0;
+    bool live = false;
+    std::string separator;              // lower bound of this node's key range
+    std::vector<skiplist_link> tower;   // height = tower.size()
+    sorted_run run;                     // sorted by key, at most G (G + 1 while splitting)
+    expiry_time earliest_expiry = 0;    // 0: nothing expires
+    int holds = 0;                      // ordering clears still expected
+    // While holding for a link on level hold_level, what arrives below it
+    // (the old way) is served, not queued (hold_if_busy); low_queued: some
+    // of it had to queue anyway (the node was splitting), so the rest must too.
+    static constexpr std::uint8_t no_hold_level = 0xff;
+    std::uint8_t hold_level = no_hold_level;
+    bool low_queued = false;
+    bool allocating = false;            // waiting for the free-node service
+    struct held_record {
+        runtime::handler_id handler;
+        int source;
+        std::string bytes;
+    };
+    // Records that arrived while holding (allocated when the first one does:
+    // an empty std::deque costs about 600 bytes per node).
+    std::unique_ptr<std::deque<held_record>> held;
+    bool holding_records() const { return held && !held->empty(); }
+    bool busy() const { return holds != 0 || allocating || holding_records(); }
+    // The insert that made the node split, answered once the split is decided.
+    int pending_source = -1;
+    std::uint32_t pending_slot = skiplist_wire::no_slot;
+    std::uint32_t pending_ticket = skiplist_wire::no_slot;
+    std::string pending_key;
+    std::uint8_t pending_hops = 0;
+    // The split in progress: the new node's separator, height and the levels
+    // linked directly after this node (bit l).
+    std::string split_separator;
+    unsigned split_height = 0;
+    std::uint32_t split_direct = 0;
+};
+
+// A point operation as it travels (the point record's tail, decoded).
+struct skiplist_point {
+    skiplist_wire::point_header header;
+    std::string_view key, value;
+    skiplist_op kind() const { return static_cast<skiplist_op>(header.kind); }
+};
+
+class skiplist_nodes {
+public:
+    using node = skiplist_node;
+    using link = skiplist_link;
+    using wire = skiplist_wire;
+
+    skiplist_nodes(skiplist_shared& shared, skiplist_directory& directory);
+    void connect(skiplist_structure* structure, skiplist_range_nodes* ranges) {
+        m_structure = structure;
+        m_ranges = ranges;
+    }
+
+    bool live(skiplist_node_id id) const {
+        return id.slot < m_nodes.size() && m_nodes[id.slot].live && m_nodes[id.slot].generation == id.generation;
+    }
+    // The node a record addresses, or decode_error.
+    node& addressed(skiplist_node_id id, const char* what);
+    std::deque<node>& all() { return m_nodes; }
+    const std::deque<node>& all() const { return m_nodes; }
+    skiplist_node_id allocate_local(std::string_view separator, unsigned height);
+    void free_slot(std::uint32_t slot);
+
+    // Queues the record if the node holds (split in progress, clears expected).
+    // arrival_level: the level the record came on (-1: never served while holding).
+    bool hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record,
+                      int arrival_level = -1);
+    // Replays what `id` queued, in order, while it no longer holds.
+    void release_held(skiplist_node_id id);
+    // The level-l forward for `key` from `here`, scanning down from `level`:
+    // returns the level to forward on, or -1 when the key belongs here.
+    static int forward_level(const node& here, std::string_view key, int level, bool strictly_less);
+
+    void purge_expired(node& here, expiry_time now);
+    std::size_t sweep_expired();
+
+    // Handlers.
+    void handle_point(int source, std::string_view record);
+    void handle_find_direct(int source, std::string_view record);
+    // Answers a point operation through the caller's point_reply handler.
+    void reply_point(const node& here, skiplist_node_id id, int caller, std::uint32_t slot, std::uint32_t ticket,
+                     std::uint8_t status, std::string_view value = {}, std::uint8_t hops = 0);
+
+    // Local views.
+    void for_all_local(const std::function<void(std::string_view, std::string_view, expiry_time)>& visit) const;
+    std::size_t local_size() const;
+    std::string check_local_invariants() const;
+
+private:
+    // One step of a point operation at node `id`: hold it, forward it, or
+    // answer it.  `tail` is the record's tail as it arrived (empty: a direct
+    // find's key passed on, written from `point` if it must travel or wait).
+    void route_point(int source, skiplist_node_id id, std::uint8_t level_byte, std::uint8_t hops,
+                     const skiplist_point& point, std::string_view tail);
+    void send_point(skiplist_node_id to, int level, std::uint8_t flags, std::uint8_t hops,
+                    const skiplist_point& point, std::string_view tail);
+    void answer_point(node& here, skiplist_node_id id, const skiplist_point& point, std::uint8_t hops);
+
+    skiplist_shared& m_shared;
+    skiplist_directory& m_directory;
+    skiplist_structure* m_structure = nullptr;
+    skiplist_range_nodes* m_ranges = nullptr;
+    std::deque<node> m_nodes;            // this rank's slots (a deque: references stay valid)
+    std::vector<std::uint32_t> m_free;   // free slots (LIFO)
+};
+
+}  // namespace mpidict::detail

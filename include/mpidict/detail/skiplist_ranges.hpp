@@ -1,0 +1,36 @@
+#pragma once
+// Ranges and patterns at the nodes (src/skiplist/ranges.cpp; the caller's
+// side, which collects the parts, is skiplist_caller's).
+//   - range: located like a find, then along level 0; every node with keys in
+//     range sends its part(s) straight to the caller, numbered; a pattern
+//     query jumps over the towers from each node to the next key that can
+//     match (key_pattern::next_candidate).
+//   - range_split (mode total_order, the seed's Listing 2): the interval splits
+//     at every level on the way down, so the piece holding a key travels the
+//     links a point operation on that key travels; each node answers its piece
+//     with range_piece records naming the interval they cover.
+
+#include <string_view>
+
+#include "mpidict/detail/skiplist_nodes.hpp"
+#include "mpidict/detail/skiplist_shared.hpp"
+
+namespace mpidict::detail {
+
+class skiplist_range_nodes {
+public:
+    using node = skiplist_node;
+    using link = skiplist_link;
+    using wire = skiplist_wire;
+
+    skiplist_range_nodes(skiplist_shared& shared, skiplist_nodes& nodes) : m_shared(shared), m_nodes(nodes) {}
+
+    void handle_range(int source, std::string_view record);
+    void handle_range_split(int source, std::string_view record);
+
+private:
+    skiplist_shared& m_shared;
+    skiplist_nodes& m_nodes;
+};
+
+}  // namespace mpidict::detail

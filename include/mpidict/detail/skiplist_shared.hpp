@@ -1,0 +1,111 @@
+#pragma once
+// What every part of the skip list on one rank shares (skiplist_core.hpp has the
+// map of the parts): the engine, the configuration, the server ranks, the
+// head's id, the handler ids, this rank's statistics, and the sending helpers
+// of routed records.  No role's state lives here.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mpidict/detail/skiplist_wire.hpp"
+#include "mpidict/runtime/engine.hpp"
+#include "mpidict/skiplist_map_types.hpp"
+
+namespace mpidict::detail {
+
+enum class skiplist_op : std::uint8_t { find = 0, insert = 1, insert_if_absent = 2, erase = 3, marker = 4 };
+
+// Status byte of a point answer.
+struct skiplist_status {
+    static constexpr std::uint8_t miss = 0, hit = 1, stored = 2, replaced = 3, duplicate = 4, full = 5;
+};
+
+// Registers `Member` (void (Class::*)(int source, std::string_view record)) as
+// an engine handler: the trampoline walks the group's records.
+template <auto Member, class Class>
+void handle_each(void* self, int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+    auto* object = static_cast<Class*>(self);
+    for (std::uint32_t index = 0; index < count; ++index)
+        (object->*Member)(source, std::string_view(reinterpret_cast<const char*>(records) +
+                                                       std::size_t(index) * record_bytes,
+                                                   record_bytes));
+}
+
+struct skiplist_shared {
+    using wire = skiplist_wire;
+    static constexpr std::uint32_t no_slot = wire::no_slot;
+    static constexpr std::uint64_t unlimited = std::numeric_limits<std::uint64_t>::max();
+    static constexpr std::uint8_t level_mask = wire::level_mask, route_free = wire::route_free,
+                                  route_shortcut = wire::route_shortcut, hops_mask = wire::hops_mask,
+                                  route_fell_back = wire::route_fell_back;
+
+    skiplist_shared(std::unique_ptr<runtime::engine> owned, const skiplist_map_config& settings);
+
+    std::unique_ptr<runtime::engine> engine;
+    skiplist_map_config config;
+    std::vector<int> servers;
+    int server_index = -1;  // position of this rank in servers, -1: hosts no nodes
+    skiplist_node_id head{};
+    skiplist_local_statistics stats{};
+
+    struct handler_ids {
+        runtime::handler_id point = 0, range = 0, range_part = 0, range_split = 0, range_piece = 0, alloc = 0,
+                            alloc_reply = 0, link_up = 0, set_links = 0, expect = 0, marker = 0, clear = 0,
+                            point_reply = 0, unlinked = 0, find_direct = 0, found_direct = 0;
+    } handlers;
+
+    template <auto Member, class Class>
+    runtime::handler_id add_handler(std::string_view name, Class* object) {
+        return engine->register_handler(name, &handle_each<Member, Class>, object);
+    }
+
+    int rank() const { return engine->rank(); }
+    int top_level() const { return static_cast<int>(config.max_height) - 1; }
+    // Now, by config.expiry_clock (else the system clock), as an expiry_time.
+    expiry_time clock_now() const;
+    bool valid_rank(std::int32_t rank) const { return rank >= 0 && rank < engine->size(); }
+
+    void send_record(int destination, runtime::handler_id handler, std::string_view bytes) {
+        std::memcpy(engine->reserve(destination, handler, bytes.size()), bytes.data(), bytes.size());
+    }
+    // A fixed-size record: its header, written in place.
+    template <class Record>
+    void send(int destination, runtime::handler_id handler, const Record& record) {
+        overwrite_record(engine->reserve(destination, handler, wire_bytes<Record>), record);
+    }
+    // A routed record: the header addressing `to`, then the tail unchanged.
+    void forward(runtime::handler_id handler, skiplist_node_id to, std::string_view record_tail, int level,
+                 std::uint8_t level_flags = 0, std::uint8_t hops = 0) {
+        const std::size_t bytes = wire_bytes<wire::route_header> + record_tail.size();
+        byte_writer(engine->reserve(to.rank, handler, bytes), bytes)
+            .record(route(to, level, level_flags, hops))
+            .put_bytes(record_tail)
+            .finish();
+    }
+    static wire::route_header route(skiplist_node_id to, int level, std::uint8_t level_flags, std::uint8_t hops) {
+        return {to.slot, to.generation, static_cast<std::uint8_t>((level & level_mask) | level_flags), hops};
+    }
+    static std::uint8_t next_hops(std::uint8_t hops) {
+        return static_cast<std::uint8_t>((hops & route_fell_back) | std::min<int>(hops_mask, (hops & hops_mask) + 1));
+    }
+    // A shortcut (a directory entry) led a record to a node that is gone or
+    // starts above its key: the record starts again at the head.  The route is
+    // not trusted again on this way: no shortcut flag, so a second failure
+    // would be a real error.
+    void fall_back_to_head(runtime::handler_id handler, std::string_view record_tail, std::uint8_t level_byte,
+                           std::uint8_t hops) {
+        forward(handler, head, record_tail, top_level(), static_cast<std::uint8_t>(level_byte & route_free),
+                next_hops(hops) | route_fell_back);
+    }
+};
+
+std::string describe(const skiplist_node_id& id);
+
+}  // namespace mpidict::detail

@@ -1,0 +1,77 @@
+#pragma once
+// The structure of the skip list on one rank (src/skiplist/structure.cpp):
+// splits and the free-node service (Section 2.2, Figure 6), linking a taller
+// node's upper levels (link_up, set_links), the ordering records that keep
+// requests from overtaking one another when a link changes (expect, marker,
+// clear: "Non-overtaking" in skiplist_map.hpp), and the unlinking of emptied
+// nodes at a flush.
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "mpidict/detail/skiplist_directory.hpp"
+#include "mpidict/detail/skiplist_nodes.hpp"
+#include "mpidict/detail/skiplist_shared.hpp"
+
+namespace mpidict::detail {
+
+class skiplist_structure {
+public:
+    using node = skiplist_node;
+    using link = skiplist_link;
+    using wire = skiplist_wire;
+
+    skiplist_structure(skiplist_shared& shared, skiplist_nodes& nodes, skiplist_directory& directory);
+
+    // An insert took `here` past G keys: keep the lower half, ask the free-node
+    // service for a node with the upper half, hold until it answers.
+    void start_split(node& here, skiplist_node_id id);
+    // A routed marker reached the end of the old way: `target` may stop holding.
+    void clear_for_marker(skiplist_node_id target);
+
+    // Handlers.
+    void handle_alloc(int source, std::string_view record);
+    void handle_alloc_reply(int source, std::string_view record);
+    void handle_link_up(int source, std::string_view record);
+    void handle_set_links(int source, std::string_view record);
+    void handle_expect(int source, std::string_view record);
+    void handle_marker(int source, std::string_view record);
+    void handle_clear(int source, std::string_view record);
+    void handle_unlinked(int source, std::string_view record);
+
+    // Collective, at a flush (the list is quiescent): every emptied node except
+    // the head is unlinked on every level and its slot returns to the free pool.
+    void unlink_emptied();
+
+private:
+    unsigned draw_height();
+    // Starts linking `fresh` on `level` (its levels below are linked): travels from the head.
+    void send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level);
+    void send_clear(skiplist_node_id target);
+    void send_marker(int destination, skiplist_node_id target);
+    // Ordering (skiplist_map.hpp, "Non-overtaking"): `from` now links `target`
+    // directly on `level`; requests that took the old way must reach `target`
+    // (and `old_successor`) before any that take the new one.
+    void order_new_link(node& from, int level, skiplist_node_id target, std::string_view target_separator,
+                        skiplist_node_id old_successor);
+
+    skiplist_shared& m_shared;
+    skiplist_nodes& m_nodes;
+    skiplist_directory& m_directory;
+    std::size_t m_placement_counter = 0;
+    std::mt19937_64 m_random;
+    // unlink_emptied: the emptied nodes every rank announced, with their towers.
+    struct node_id_hash {
+        std::size_t operator()(const skiplist_node_id& id) const {
+            return std::hash<std::uint64_t>()((std::uint64_t(std::uint32_t(id.rank)) << 32 | id.slot) ^
+                                              (std::uint64_t(id.generation) << 17));
+        }
+    };
+    std::unordered_map<skiplist_node_id, std::vector<link>, node_id_hash> m_unlinked;
+};
+
+}  // namespace mpidict::detail

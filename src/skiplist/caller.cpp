@@ -1,0 +1,297 @@
+// The caller role: issue order, per-key order, the hold-back queue, and the
+// point and range records a caller sends.  See skiplist_caller.hpp.
+
+#include "mpidict/detail/skiplist_caller.hpp"
+
+#include <span>
+
+#include "mpidict/error.hpp"
+
+namespace mpidict::detail {
+
+skiplist_caller::skiplist_caller(skiplist_shared& shared, skiplist_directory& directory)
+    : m_shared(shared), m_directory(directory), m_mode(shared.config.consistency) {}
+
+void skiplist_caller::set_consistency(skiplist_consistency mode) {
+    if (static_cast<unsigned>(mode) > static_cast<unsigned>(skiplist_consistency::none))
+        throw invalid_argument_error("mpidict: skiplist_map consistency " + std::to_string(static_cast<unsigned>(mode)) +
+                                     " is not one of total_order, sequential, none");
+    if (!idle())
+        throw error("mpidict: skiplist_map set_consistency needs this caller's operations answered first");
+    m_mode = mode;
+    m_next_delivery = m_next_issue;
+}
+
+bool skiplist_caller::uses_shortcuts() const {
+    const auto& config = m_shared.config;
+    if (config.route_cache_entries == 0)
+        return false;
+    if (m_mode == skiplist_consistency::total_order)
+        return config.break_consistency_for_testing;
+    if (m_mode == skiplist_consistency::sequential && config.break_consistency_for_testing)
+        return (m_next_ticket & 1) == 0;  // every other operation through the head (the reordering shortcut)
+    return true;
+}
+
+std::uint8_t skiplist_caller::entry_level_byte(skiplist_node_id entry) const {
+    std::uint8_t flags = 0;
+    if (m_mode == skiplist_consistency::none)
+        flags |= wire::route_free;
+    if (!(entry == m_shared.head))
+        flags |= wire::route_shortcut;
+    return static_cast<std::uint8_t>((m_shared.top_level() & wire::level_mask) | flags);
+}
+
+bool skiplist_caller::in_issue_order() const {
+    const auto& config = m_shared.config;
+    return m_mode == skiplist_consistency::total_order && !config.unordered_for_testing &&
+           !config.break_consistency_for_testing;
+}
+
+void skiplist_caller::deliver(std::uint64_t sequence, completion done) {
+    const bool hold_back =
+        m_mode == skiplist_consistency::sequential && !m_shared.config.break_consistency_for_testing;
+    auto& stats = m_shared.stats;
+    if (hold_back && sequence != m_next_delivery) {
+        if (sequence < m_next_delivery || !m_hold_back.emplace(sequence, std::move(done)).second)
+            throw decode_error("mpidict: skiplist_map operation " + std::to_string(sequence) + " completed twice");
+        ++stats.held_back;
+        stats.hold_back_peak = std::max<std::uint64_t>(stats.hold_back_peak, m_hold_back.size());
+        return;
+    }
+    auto complete = [this](completion& finished) {
+        if (finished.slot != no_slot)
+            m_shared.engine->complete_request(
+                finished.source, finished.slot, finished.count,
+                std::span<const std::byte>(reinterpret_cast<const std::byte*>(finished.bytes.data()),
+                                           finished.bytes.size()));
+    };
+    complete(done);
+    if (!hold_back)
+        return;
+    ++m_next_delivery;
+    for (auto next = m_hold_back.begin(); next != m_hold_back.end() && next->first == m_next_delivery;
+         next = m_hold_back.begin()) {
+        completion waiting = std::move(next->second);
+        m_hold_back.erase(next);
+        ++m_next_delivery;
+        complete(waiting);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Point operations
+// ---------------------------------------------------------------------------
+
+void skiplist_caller::send_point(skiplist_op kind, std::uint32_t slot, std::string_view key, std::string_view value,
+                                 expiry_time expires) {
+    // One operation per key in flight from this caller: a later one waits here
+    // until the earlier one is acknowledged, so this caller's operations on a key
+    // take effect in the order it issued them, whatever paths they take.
+    // Mode none (and the broken sequential mode) keeps no such order.
+    const auto& config = m_shared.config;
+    const std::uint64_t sequence = next_issue();
+    const bool ordered = m_mode != skiplist_consistency::none && !config.unordered_for_testing &&
+                         !(m_mode == skiplist_consistency::sequential && config.break_consistency_for_testing);
+    if (!ordered) {
+        dispatch_point(kind, slot, std::string(key), value, expires, sequence, nullptr);
+        return;
+    }
+    auto [state, fresh] = m_keys.try_emplace(std::string(key));
+    if (in_issue_order() && (!m_issue_queue.empty() || state->second.outstanding > 0)) {
+        // Mode total_order: the head's order must be the issue order, so once
+        // one operation waits for its key, every later one waits behind it.
+        queued_operation later;
+        later.kind = kind;
+        later.slot = slot;
+        later.key = std::string(key);
+        later.value = std::string(value);
+        later.expires = expires;
+        later.sequence = sequence;
+        m_issue_queue.push_back(std::move(later));
+        return;
+    }
+    if (!fresh && state->second.outstanding > 0) {
+        state->second.waiting.push_back(waiting_point{kind, slot, std::string(value), expires, sequence});
+        return;
+    }
+    dispatch_point(kind, slot, state->first, value, expires, sequence, &state->second);
+}
+
+void skiplist_caller::dispatch_point(skiplist_op kind, std::uint32_t slot, const std::string& key,
+                                     std::string_view value, expiry_time expires, std::uint64_t sequence,
+                                     key_state* state) {
+    std::uint32_t ticket = m_next_ticket++;
+    if (ticket == no_slot)
+        ticket = m_next_ticket++;
+    m_tickets.emplace(ticket, ticket_state{key, sequence, state != nullptr});
+    if (state)
+        ++state->outstanding;
+    const skiplist_node_id entry = uses_shortcuts() ? m_directory.entry_point(key) : m_shared.head;
+    const std::uint8_t level_byte = entry_level_byte(entry);
+    if (level_byte & wire::route_shortcut)
+        ++m_shared.stats.shortcut_entries;
+    const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::point_header> + string_bytes(key) +
+                              string_bytes(value);
+    byte_writer out(m_shared.engine->reserve(entry.rank, m_shared.handlers.point, bytes), bytes);
+    out.record(skiplist_shared::route(entry, level_byte & wire::level_mask, level_byte & ~wire::level_mask, 0))
+        .record(wire::point_header{static_cast<std::uint8_t>(kind), m_shared.rank(), slot, ticket, expires});
+    put_string(out, key);
+    put_string(out, value);
+    out.finish();
+}
+
+void skiplist_caller::handle_point_reply(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto reply = read_record<wire::point_reply_header>(in);
+    const skiplist_node_id answered_by{reply.node_rank, reply.node_slot, reply.node_generation};
+    const std::string_view separator = read_string(in);
+    const std::string_view value = read_rest(in);
+    const std::uint32_t slot = reply.slot, ticket = reply.ticket;
+    const std::uint8_t status = reply.status, hops = reply.hops;
+    if (answered_by.rank != source)
+        throw decode_error("mpidict: skiplist_map answer from rank " + std::to_string(source) + " names node " +
+                           describe(answered_by) + " of another rank");
+    auto& stats = m_shared.stats;
+    ++stats.answers;
+    stats.answer_hops += hops & wire::hops_mask;
+    if ((hops & wire::route_fell_back) != 0)
+        ++stats.shortcut_failures;
+    if (slot != no_slot && (slot & batch_slot_bit) != 0) {
+        // An answer to a batch (send_batch_point): the ticket is the key's index.
+        if (status > skiplist_status::full)
+            throw decode_error("mpidict: skiplist_map batch answer with a bad status");
+        m_directory.learn(separator, answered_by);
+        if (m_batch && slot == batch_slot())
+            m_batch->answer(ticket, status, value);
+        return;
+    }
+    auto owner = m_tickets.find(ticket);
+    if (owner == m_tickets.end() || status > skiplist_status::full)
+        throw decode_error("mpidict: skiplist_map answer for ticket " + std::to_string(ticket) +
+                           ", which this caller did not send, or with a bad status");
+    const std::string key = std::move(owner->second.key);
+    const std::uint64_t sequence = owner->second.sequence;
+    const bool ordered = owner->second.ordered;
+    m_tickets.erase(owner);
+    if (separator > std::string_view(key))
+        throw decode_error("mpidict: skiplist_map answer from node " + describe(answered_by) +
+                           " whose range starts above the key it answered for");
+    if ((hops & wire::route_fell_back) != 0)
+        m_directory.forget_failed(key, answered_by);  // the answer teaches the right one below
+    m_directory.learn(separator, answered_by);
+    completion done;
+    if (slot != no_slot) {
+        // The request's result: the status byte, then the value (or the message).
+        done.source = source;
+        done.slot = slot;
+        done.count = 1;
+        done.bytes.assign(1, static_cast<char>(status));
+        done.bytes += value;
+    } else if (status == skiplist_status::full) {
+        ++m_async_rejected;
+    }
+    deliver(sequence, std::move(done));
+    if (!ordered)
+        return;
+    auto state = m_keys.find(key);
+    if (state == m_keys.end())
+        return;
+    struct drain_after {
+        skiplist_caller& caller;
+        ~drain_after() {
+            if (caller.in_issue_order())
+                caller.drain_issue_queue();
+        }
+    } drain{*this};
+    --state->second.outstanding;
+    if (!state->second.waiting.empty()) {
+        waiting_point next = std::move(state->second.waiting.front());
+        state->second.waiting.pop_front();
+        dispatch_point(next.kind, next.slot, state->first, next.value, next.expires, next.sequence, &state->second);
+    } else if (state->second.outstanding <= 0) {
+        m_keys.erase(state);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Ranges: the records (their answers: caller_ranges.cpp)
+// ---------------------------------------------------------------------------
+
+void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
+                                 std::uint64_t limit, std::string_view pattern, bool streaming) {
+    m_ranges[slot] = range_state{};
+    m_ranges[slot].streaming = streaming;
+    m_range_sequence[slot] = next_issue();
+    if (in_issue_order() && !m_issue_queue.empty()) {
+        queued_operation later;
+        later.range = true;
+        later.slot = slot;
+        later.key = std::string(lo);
+        later.hi = std::string(hi);
+        later.bounded = bounded;
+        later.limit = limit;
+        later.pattern = std::string(pattern);
+        m_issue_queue.push_back(std::move(later));
+        return;
+    }
+    dispatch_range(slot, lo, hi, bounded, limit, pattern);
+}
+
+void skiplist_caller::drain_issue_queue() {
+    while (!m_issue_queue.empty()) {
+        queued_operation& next = m_issue_queue.front();
+        if (next.range) {
+            dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern);
+        } else {
+            auto state = m_keys.try_emplace(next.key).first;
+            if (state->second.outstanding > 0)
+                return;
+            dispatch_point(next.kind, next.slot, state->first, next.value, next.expires, next.sequence,
+                           &state->second);
+        }
+        m_issue_queue.pop_front();
+    }
+}
+
+void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
+                                     std::uint64_t limit, std::string_view pattern) {
+    const std::uint64_t wire_limit = limit == 0 ? skiplist_shared::unlimited : limit;
+    auto write = [&](runtime::handler_id handler, skiplist_node_id to, std::uint8_t level_byte, const auto& header) {
+        const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<std::decay_t<decltype(header)>> +
+                                  string_bytes(lo) + string_bytes(hi) + string_bytes(pattern);
+        byte_writer out(m_shared.engine->reserve(to.rank, handler, bytes), bytes);
+        out.record(skiplist_shared::route(to, level_byte & wire::level_mask, level_byte & ~wire::level_mask, 0))
+            .record(header);
+        put_string(out, lo);
+        put_string(out, hi);
+        put_string(out, pattern);
+        out.finish();
+    };
+    if (m_mode == skiplist_consistency::total_order && !m_shared.config.break_consistency_for_testing) {
+        // Mode total_order: the range splits over the towers from the head (the
+        // seed's Listing 2), so every piece takes the path a point operation on
+        // its keys takes and none overtakes or is overtaken (skiplist_map.hpp).
+        range_state& state = m_ranges[slot];
+        state.split = true;
+        state.cursor = std::string(lo);
+        state.hi = std::string(hi);
+        state.bounded = bounded;
+        state.remaining = wire_limit;
+        if (bounded && hi <= lo) {
+            finish_split_range(slot, state);
+            return;
+        }
+        write(m_shared.handlers.range_split, m_shared.head, static_cast<std::uint8_t>(m_shared.top_level()),
+              wire::range_split_header{m_shared.rank(), slot, static_cast<std::uint8_t>(bounded), wire_limit});
+        return;
+    }
+    const skiplist_node_id entry = uses_shortcuts() ? m_directory.entry_point(lo) : m_shared.head;
+    const std::uint8_t level_byte = entry_level_byte(entry);
+    if (level_byte & wire::route_shortcut)
+        ++m_shared.stats.shortcut_entries;
+    write(m_shared.handlers.range, entry, level_byte,
+          wire::range_header{m_shared.rank(), slot, 0, static_cast<std::uint8_t>(bounded), wire_limit});
+}
+
+}  // namespace mpidict::detail

@@ -1,0 +1,164 @@
+// The caller's batches (find_many, insert_many): point records numbered by the
+// key's index, and direct-find records gathered per destination rank.  See
+// skiplist_caller.hpp.
+
+#include "mpidict/detail/skiplist_caller.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "mpidict/error.hpp"
+
+namespace mpidict::detail {
+
+void skiplist_caller::begin_batch(skiplist_batch_sink& sink, std::size_t keys, bool finds) {
+    if (m_batch)
+        throw error("mpidict: skiplist_map find_many/insert_many called while another one is running");
+    // Earlier operations of this caller first (per-key order, see send_point;
+    // and in mode sequential their replies, in issue order).
+    m_shared.engine->wait_until([this] { return m_tickets.empty() && m_hold_back.empty(); });
+    m_batch = &sink;
+    ++m_batch_id;
+    // Finds alone cannot reorder one another (begin_batch waited for what came
+    // before), so in the shortcut modes each goes straight to its node.  The
+    // broken test modes keep the ordinary records they were built to break.
+    m_batch_direct = finds && direct_finds();
+    if (m_batch_direct) {
+        m_direct.assign(static_cast<std::size_t>(m_shared.engine->size()), direct_record{});
+        m_direct_limit = direct_record_limit();
+    }
+    // A flat copy of the directory pays for itself when the batch is not much
+    // smaller than the directory (copying costs about as much as a few lookups
+    // in the std::map per entry).
+    if (m_batch_direct && !m_directory.flat_current() && keys >= m_directory.size() / 4 && !m_directory.empty())
+        m_directory.rebuild_flat();
+    m_batch_flat = m_batch_direct && m_directory.flat_current();
+}
+
+bool skiplist_caller::direct_finds() const {
+    return m_mode != skiplist_consistency::total_order && uses_shortcuts() &&
+           !m_shared.config.break_consistency_for_testing;
+}
+
+void skiplist_caller::end_batch() {
+    m_batch = nullptr;
+    m_direct.clear();  // (what a batch that threw left unsent is dropped)
+    m_direct_open.clear();
+    m_batch_direct = m_batch_flat = false;
+}
+
+void skiplist_caller::send_batch_point(skiplist_op kind, std::uint32_t index, std::string_view key,
+                                       std::string_view value) {
+    const std::uint32_t slot = batch_slot();
+    if (m_batch_direct && kind == skiplist_op::find) {
+        const skiplist_node_id to = m_batch_flat ? m_directory.flat_entry_point(key) : m_directory.entry_point(key);
+        if (!(to == m_shared.head)) {
+            ++m_shared.stats.shortcut_entries;
+            add_direct_find(to, index, key);
+            return;
+        }
+    }
+    // A point record like dispatch_point's: the slot says "batch" (and which),
+    // the ticket is the key's index in the batch.
+    const skiplist_node_id to = uses_shortcuts() ? m_directory.entry_point(key) : m_shared.head;
+    const std::uint8_t level_byte = entry_level_byte(to);
+    if (level_byte & wire::route_shortcut)
+        ++m_shared.stats.shortcut_entries;
+    const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::point_header> + string_bytes(key) +
+                              string_bytes(value);
+    byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.point, bytes), bytes);
+    out.record(wire::route_header{to.slot, to.generation, level_byte, 0})
+        .record(wire::point_header{static_cast<std::uint8_t>(kind), m_shared.rank(), slot, index, 0});
+    put_string(out, key);
+    put_string(out, value);
+    out.finish();
+}
+
+std::size_t skiplist_caller::direct_record_limit() const {
+    // Long enough for a few hundred keys (a few dozen nodes' shares of a large
+    // batch) and for one key of the largest size, never longer than a record
+    // can be.
+    return std::min(m_shared.engine->max_record_bytes(),
+                    std::max<std::size_t>(16 * 1024, wire_bytes<wire::find_direct_header> +
+                                                         wire_bytes<wire::segment> + 4 +
+                                                         m_shared.config.max_key_bytes));
+}
+
+void skiplist_caller::add_direct_find(skiplist_node_id to, std::uint32_t index, std::string_view key) {
+    direct_record& record = m_direct[static_cast<std::size_t>(to.rank)];
+    const std::size_t entry = string_bytes(key);
+    bool continues = record.count != 0 && record.node == to && record.next_index == index;
+    if (wire_bytes<wire::find_direct_header> + record.segments.size() + entry +
+            (continues ? 0 : wire_bytes<wire::segment>) >
+        m_direct_limit) {
+        send_direct_record(to.rank);
+        continues = false;
+    }
+    if (!record.listed) {
+        record.listed = true;
+        m_direct_open.push_back(to.rank);
+    }
+    if (!continues) {
+        const std::size_t at = record.segments.size();
+        record.segments.resize(at + wire_bytes<wire::segment>);
+        overwrite_record(reinterpret_cast<std::byte*>(record.segments.data() + at),
+                         wire::segment{to.slot, to.generation, index, 0});
+        record.keys_at = at + wire_bytes<wire::segment> - sizeof(std::uint32_t);  // the count, last
+        ++record.count;
+        record.node = to;
+    }
+    // The segment's key count (its last field) grows by one.
+    std::uint32_t keys;
+    std::memcpy(&keys, record.segments.data() + record.keys_at, sizeof keys);
+    ++keys;
+    std::memcpy(record.segments.data() + record.keys_at, &keys, sizeof keys);
+    const std::size_t at = record.segments.size();
+    record.segments.resize(at + entry);
+    byte_writer out(reinterpret_cast<std::byte*>(record.segments.data() + at), entry);
+    put_string(out, key).finish();
+    record.next_index = index + 1;
+}
+
+void skiplist_caller::send_direct_record(int destination) {
+    direct_record& record = m_direct[static_cast<std::size_t>(destination)];
+    if (record.count == 0)
+        return;
+    // The level byte a point record would start with (the same for every
+    // node but the head), the batch, and the segments.
+    const std::size_t bytes = wire_bytes<wire::find_direct_header> + record.segments.size();
+    byte_writer(m_shared.engine->reserve(destination, m_shared.handlers.find_direct, bytes), bytes)
+        .record(wire::find_direct_header{entry_level_byte(record.node), batch_slot(), record.count})
+        .put_bytes(record.segments)
+        .finish();
+    record.segments.clear();
+    record.count = 0;
+}
+
+void skiplist_caller::close_batch_record() {
+    for (const int destination : m_direct_open) {
+        send_direct_record(destination);
+        m_direct[static_cast<std::size_t>(destination)].listed = false;
+    }
+    m_direct_open.clear();
+}
+
+void skiplist_caller::handle_found_direct(int, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto slot = in.read<std::uint32_t>();
+    if ((slot & batch_slot_bit) == 0)
+        throw decode_error("mpidict: skiplist_map direct find answer with a bad slot");
+    skiplist_batch_sink* current = m_batch && slot == batch_slot() ? m_batch : nullptr;
+    while (!in.empty()) {
+        const auto found = read_record<wire::found>(in);
+        std::string_view value;
+        if (found.status == skiplist_status::hit)
+            value = read_string(in);
+        else if (found.status != skiplist_status::miss)
+            throw decode_error("mpidict: skiplist_map direct find answer with a bad status");
+        ++m_shared.stats.answers;  // no hop: the node the directory named answered
+        if (current)
+            current->answer(found.index, found.status, value);
+    }
+}
+
+}  // namespace mpidict::detail

@@ -1,0 +1,167 @@
+// The caller's side of ranges: parts (level-0 walk) and pieces (split over the
+// towers) collected in key order, and streaming.  See skiplist_caller.hpp.
+
+#include "mpidict/detail/skiplist_caller.hpp"
+
+#include <algorithm>
+
+#include "mpidict/error.hpp"
+
+namespace mpidict::detail {
+
+std::uint64_t skiplist_caller::take_range_sequence(std::uint32_t slot) {
+    auto found = m_range_sequence.find(slot);
+    MPIDICT_ASSERT(found != m_range_sequence.end(), "a range without an issue number");
+    const std::uint64_t sequence = found->second;
+    m_range_sequence.erase(found);
+    return sequence;
+}
+
+void skiplist_caller::handle_range_part(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto header = read_record<wire::range_part_header>(in);
+    const std::uint32_t slot = header.slot, sequence = header.sequence;
+    auto found = m_ranges.find(slot);
+    if (found == m_ranges.end())
+        throw decode_error("mpidict: skiplist_map range part for request slot " + std::to_string(slot) +
+                           ", which has no range in progress");
+    range_state& state = found->second;
+    if (state.parts.count(sequence) != 0 || (state.last != no_slot && sequence > state.last))
+        throw decode_error("mpidict: skiplist_map range part " + std::to_string(sequence) + " arrived twice or late");
+    if (state.streaming && sequence < state.next)
+        throw decode_error("mpidict: skiplist_map range part " + std::to_string(sequence) + " arrived twice");
+    state.parts.emplace(sequence, std::string(read_rest(in)));
+    state.counts.emplace(sequence, header.entries);
+    if (header.last != 0)
+        state.last = sequence;
+    if (state.streaming) {
+        state.source = source;
+        advance_stream(slot, state);
+        return;
+    }
+    if (state.last == no_slot || state.parts.size() != std::size_t(state.last) + 1)
+        return;
+    // Every part is here: hand the request its entries in key order.
+    std::string result;
+    std::uint32_t total = 0;
+    for (auto& [index, bytes] : state.parts) {
+        result += bytes;
+        total += state.counts[index];
+    }
+    m_ranges.erase(found);
+    deliver(take_range_sequence(slot), completion{source, slot, total, std::move(result)});
+}
+
+void skiplist_caller::handle_range_piece(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto header = read_record<wire::range_piece_header>(in);
+    const std::uint32_t slot = header.slot;
+    const bool bounded = header.bounded != 0;
+    const std::string from(read_string(in));
+    const std::string to(read_string(in));
+    const std::string_view data = read_rest(in);
+    auto found = m_ranges.find(slot);
+    if (found == m_ranges.end() || !found->second.split)
+        throw decode_error("mpidict: skiplist_map range piece for request slot " + std::to_string(slot) +
+                           ", which has no split range in progress");
+    range_state& state = found->second;
+    if (from < state.cursor || (bounded && to <= from) || state.pieces.count(from) != 0)
+        throw decode_error("mpidict: skiplist_map range piece that overlaps another");
+    state.source = source;
+    state.pieces.emplace(from, range_state::piece{to, bounded, header.entries, std::string(data)});
+    // Take the pieces that now continue the chain from the cursor, in key order.
+    for (auto next = state.pieces.find(state.cursor); next != state.pieces.end();
+         next = state.pieces.find(state.cursor)) {
+        range_state::piece taken = std::move(next->second);
+        state.pieces.erase(next);
+        // Cut to the entries the limit leaves.
+        std::uint32_t kept = 0;
+        byte_reader entries = reader_of(taken.data);
+        while (kept < taken.entries && state.remaining != 0) {
+            read_string(entries);
+            read_string(entries);
+            ++kept;
+            if (state.remaining != skiplist_shared::unlimited)
+                --state.remaining;
+        }
+        taken.data.resize(taken.data.size() - entries.remaining());
+        state.entries += kept;
+        if (kept > 0) {
+            if (state.streaming) {
+                if (!state.abandoned)
+                    state.ready.push_back(std::move(taken.data));
+            } else {
+                state.collected += taken.data;
+            }
+        }
+        state.cursor = taken.to;
+        if (!taken.bounded || (state.bounded && taken.to == state.hi)) {
+            if (!taken.bounded && state.bounded)
+                throw decode_error("mpidict: skiplist_map range piece reaches past the query");
+            finish_split_range(slot, state);
+            return;
+        }
+    }
+}
+
+void skiplist_caller::finish_split_range(std::uint32_t slot, range_state& state) {
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(state.entries, no_slot - 1));
+    if (state.streaming) {
+        // advance_stream completes the request once `ready` is handed out.
+        state.last = 0;
+        state.next = 1;
+        advance_stream(slot, state);
+        return;
+    }
+    std::string result = std::move(state.collected);
+    const int source = state.source < 0 ? m_shared.rank() : state.source;
+    m_ranges.erase(slot);
+    deliver(take_range_sequence(slot), completion{source, slot, count, std::move(result)});
+}
+
+void skiplist_caller::advance_stream(std::uint32_t slot, range_state& state) {
+    for (auto first = state.parts.begin(); first != state.parts.end() && first->first == state.next;
+         first = state.parts.begin()) {
+        state.entries += state.counts[first->first];
+        state.counts.erase(first->first);
+        if (!state.abandoned)
+            state.ready.push_back(std::move(first->second));
+        state.parts.erase(first);
+        ++state.next;
+    }
+    if (state.last == no_slot || state.next <= state.last || !state.ready.empty())
+        return;
+    // Every part handed out: the request completes with the entry count.
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(state.entries, no_slot - 1));
+    const int source = state.source < 0 ? m_shared.rank() : state.source;
+    m_ranges.erase(slot);
+    deliver(take_range_sequence(slot), completion{source, slot, count, {}});
+}
+
+bool skiplist_caller::take_stream_part(std::uint32_t slot, std::string& part) {
+    auto found = m_ranges.find(slot);
+    if (found == m_ranges.end() || found->second.ready.empty())
+        return false;
+    if (m_mode == skiplist_consistency::sequential && !m_shared.config.break_consistency_for_testing) {
+        // Mode sequential: a streamed range hands out nothing before every
+        // earlier operation of this caller has completed.
+        auto sequence = m_range_sequence.find(slot);
+        if (sequence != m_range_sequence.end() && sequence->second != m_next_delivery)
+            return false;
+    }
+    part = std::move(found->second.ready.front());
+    found->second.ready.pop_front();
+    advance_stream(slot, found->second);
+    return true;
+}
+
+void skiplist_caller::abandon_stream(std::uint32_t slot) {
+    auto found = m_ranges.find(slot);
+    if (found == m_ranges.end())
+        return;
+    found->second.abandoned = true;
+    found->second.ready.clear();
+    advance_stream(slot, found->second);
+}
+
+}  // namespace mpidict::detail

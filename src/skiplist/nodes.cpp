@@ -1,0 +1,577 @@
+// The node role: nodes hosted on this rank, their hold queues, expiry, and the
+// point operations (Listings 1, 3 and 4 with G keys per node).  See
+// skiplist_nodes.hpp and the design comment of skiplist_map.hpp.
+
+#include "mpidict/detail/skiplist_nodes.hpp"
+
+#include <algorithm>
+
+#include "mpidict/detail/skiplist_ranges.hpp"
+#include "mpidict/detail/skiplist_structure.hpp"
+#include "mpidict/error.hpp"
+
+namespace mpidict::detail {
+
+skiplist_nodes::skiplist_nodes(skiplist_shared& shared, skiplist_directory& directory)
+    : m_shared(shared), m_directory(directory) {}
+
+skiplist_node_id skiplist_nodes::allocate_local(std::string_view separator, unsigned height) {
+    std::uint32_t slot;
+    if (!m_free.empty()) {
+        slot = m_free.back();
+        m_free.pop_back();
+    } else {
+        if (m_shared.server_index < 0 || m_nodes.size() >= m_shared.config.node_slots_per_rank)
+            return skiplist_node_id{};
+        slot = static_cast<std::uint32_t>(m_nodes.size());
+        m_nodes.emplace_back();
+    }
+    node& fresh = m_nodes[slot];
+    const std::uint32_t generation = fresh.generation + 1;
+    fresh = node{};
+    fresh.generation = generation;
+    fresh.live = true;
+    fresh.separator = std::string(separator);
+    fresh.tower.resize(height);
+    ++m_shared.stats.nodes;
+    const skiplist_node_id id{m_shared.rank(), slot, generation};
+    m_directory.learn(separator, id);  // the directory knows the nodes hosted here
+    return id;
+}
+
+void skiplist_nodes::free_slot(std::uint32_t slot) {
+    node& here = m_nodes[slot];
+    const std::uint32_t generation = here.generation;
+    here = node{};
+    here.generation = generation;  // allocate_local gives the slot's next node generation + 1
+    m_free.push_back(slot);
+    --m_shared.stats.nodes;
+}
+
+skiplist_nodes::node& skiplist_nodes::addressed(skiplist_node_id id, const char* what) {
+    if (!live(id))
+        throw decode_error(std::string("mpidict: skiplist_map ") + what + " record addresses node " + describe(id) +
+                           ", which is not live on rank " + std::to_string(m_shared.rank()));
+    return m_nodes[id.slot];
+}
+
+bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record,
+                                  int arrival_level) {
+    if (target.holds == 0 && !target.allocating)
+        return false;
+    // A node that holds for a new link on level L (link_up) still serves what
+    // comes the old way, on the levels below L: all of it is older than
+    // anything the new link brings, which is what the hold queues.  Queuing it
+    // too would let the new way overtake it when the queue is replayed.
+    const bool old_way = arrival_level >= 0 && arrival_level < target.hold_level;
+    if (old_way && !target.allocating && !target.low_queued)
+        return false;
+    if (old_way)
+        target.low_queued = true;
+    if (!target.held)
+        target.held = std::make_unique<std::deque<node::held_record>>();
+    target.held->push_back(node::held_record{handler, source, std::string(record)});
+    ++m_shared.stats.held;
+    return true;
+}
+
+void skiplist_nodes::release_held(skiplist_node_id id) {
+    const auto& h = m_shared.handlers;
+    while (true) {
+        node& here = m_nodes[id.slot];
+        if (here.holds != 0 || here.allocating || !here.holding_records()) {
+            if (here.holds == 0 && !here.allocating) {
+                here.held.reset();
+                here.hold_level = node::no_hold_level;
+                here.low_queued = false;
+            }
+            return;
+        }
+        node::held_record next = std::move(here.held->front());
+        here.held->pop_front();
+        if (next.handler == h.point)
+            handle_point(next.source, next.bytes);
+        else if (next.handler == h.range)
+            m_ranges->handle_range(next.source, next.bytes);
+        else if (next.handler == h.range_split)
+            m_ranges->handle_range_split(next.source, next.bytes);
+        else if (next.handler == h.link_up)
+            m_structure->handle_link_up(next.source, next.bytes);
+        else if (next.handler == h.set_links)
+            m_structure->handle_set_links(next.source, next.bytes);
+        else
+            MPIDICT_ASSERT(false, "held record of an unexpected kind");
+    }
+}
+
+int skiplist_nodes::forward_level(const node& here, std::string_view key, int level, bool strictly_less) {
+    level = std::min(level, static_cast<int>(here.tower.size()) - 1);
+    for (; level >= 0; --level) {
+        const link& next = here.tower[static_cast<std::size_t>(level)];
+        if (!next.set || next.to.null())
+            continue;
+        if (strictly_less ? std::string_view(next.separator) < key : std::string_view(next.separator) <= key)
+            return level;
+    }
+    return -1;
+}
+
+void skiplist_nodes::purge_expired(node& here, expiry_time now) {
+    if (here.earliest_expiry == 0 || now < here.earliest_expiry)
+        return;
+    expiry_time earliest = 0;
+    auto& stats = m_shared.stats;
+    here.run.erase_unless([&](std::size_t index) {
+        const expiry_time expires = here.run.expires(index);
+        if (expires != 0 && expires <= now) {
+            stats.payload_bytes -= here.run.key(index).size() + here.run.value(index).size();
+            --stats.entries;
+            ++stats.expired;
+            return false;
+        }
+        if (expires != 0 && (earliest == 0 || expires < earliest))
+            earliest = expires;
+        return true;
+    });
+    here.earliest_expiry = earliest;
+}
+
+std::size_t skiplist_nodes::sweep_expired() {
+    const std::uint64_t before = m_shared.stats.expired;
+    const expiry_time now = m_shared.clock_now();
+    for (auto& here : m_nodes)
+        if (here.live && here.holds == 0 && !here.allocating)
+            purge_expired(here, now);
+    return static_cast<std::size_t>(m_shared.stats.expired - before);
+}
+
+// ---------------------------------------------------------------------------
+// Point operations
+// ---------------------------------------------------------------------------
+
+void skiplist_nodes::handle_point(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto route = read_record<wire::route_header>(in);
+    const skiplist_node_id id{m_shared.rank(), route.slot, route.generation};
+    const std::string_view tail = record.substr(wire_bytes<wire::route_header>);
+    if ((route.level & wire::route_shortcut) != 0 && !live(id)) {
+        // A directory entry led here, but its node is gone (unlinked, its slot
+        // perhaps reused: the generation differs).  Never trusted further.
+        m_shared.fall_back_to_head(m_shared.handlers.point, tail, route.level, route.hops);
+        return;
+    }
+    addressed(id, "point operation");
+    skiplist_point point;
+    point.header = read_record<wire::point_header>(in);
+    point.key = read_string(in);
+    point.value = read_string(in);
+    if (point.header.kind > static_cast<std::uint8_t>(skiplist_op::marker) || !m_shared.valid_rank(point.header.caller))
+        throw decode_error("mpidict: skiplist_map point record with a bad operation or caller");
+    route_point(source, id, route.level, route.hops, point, tail);
+}
+
+void skiplist_nodes::send_point(skiplist_node_id to, int level, std::uint8_t flags, std::uint8_t hops,
+                                const skiplist_point& point, std::string_view tail) {
+    if (!tail.empty()) {
+        m_shared.forward(m_shared.handlers.point, to, tail, level, flags, hops);
+        return;
+    }
+    const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::point_header> +
+                              string_bytes(point.key) + string_bytes(point.value);
+    byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.point, bytes), bytes);
+    out.record(skiplist_shared::route(to, level, flags, hops)).record(point.header);
+    put_string(out, point.key);
+    put_string(out, point.value);
+    out.finish();
+}
+
+void skiplist_nodes::route_point(int source, skiplist_node_id id, std::uint8_t level_byte, std::uint8_t hops,
+                                 const skiplist_point& point, std::string_view tail) {
+    node& here = m_nodes[id.slot];
+    const int level = level_byte & wire::level_mask;
+    const skiplist_op kind = point.kind();
+    const std::string_view key = point.key;
+    // A routed marker that has reached the node it clears is handled at once:
+    // that node is holding because of it.  Everything it followed is already
+    // handled here, or queued here ahead of whatever the clear releases.
+    bool marker_home = false;
+    if (kind == skiplist_op::marker && point.value.size() == wire::node_id_bytes) {
+        byte_reader target = reader_of(point.value);
+        marker_home = read_node_id(target) == id;
+    }
+    // The broken mode none (test only) lets a splitting node handle finds and
+    // erases it must hold: an erase of a key on its way to the new node is lost.
+    const auto& config = m_shared.config;
+    const bool broken_split = config.break_consistency_for_testing &&
+                              config.consistency == skiplist_consistency::none && here.allocating &&
+                              here.holds == 0 && !here.holding_records() &&
+                              (kind == skiplist_op::erase || kind == skiplist_op::find);
+    if (!marker_home && !broken_split && (here.holds != 0 || here.allocating)) {
+        std::string record;
+        if (tail.empty()) {
+            // A direct find's key meets a holding node (rare): it waits in the
+            // queue as the point record it would have been.
+            const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::point_header> +
+                                      string_bytes(point.key) + string_bytes(point.value);
+            record.resize(bytes);
+            byte_writer out(reinterpret_cast<std::byte*>(record.data()), bytes);
+            out.record(skiplist_shared::route(id, level, level_byte & ~wire::level_mask, hops)).record(point.header);
+            put_string(out, point.key);
+            put_string(out, point.value);
+            out.finish();
+        } else {
+            record.resize(wire_bytes<wire::route_header>);
+            overwrite_record(reinterpret_cast<std::byte*>(record.data()),
+                             skiplist_shared::route(id, level, level_byte & ~wire::level_mask, hops));
+            record.append(tail);
+        }
+        if (hold_if_busy(here, m_shared.handlers.point, source, record, level))
+            return;
+    }
+    if (id == m_shared.head)
+        ++m_shared.stats.head_visits;
+    const std::uint8_t free = level_byte & wire::route_free;
+    if (key < std::string_view(here.separator)) {
+        // Entered above its key: a shortcut to a node that starts above it (its
+        // slot reused by a node further on).  Start again at the head, which is
+        // below every key.
+        ++m_shared.stats.hops;
+        if ((level_byte & wire::route_shortcut) != 0)
+            send_point(m_shared.head, m_shared.top_level(), free, skiplist_shared::next_hops(hops) | wire::route_fell_back,
+                       point, tail);
+        else
+            send_point(m_shared.head, m_shared.top_level(), free, skiplist_shared::next_hops(hops), point, tail);
+        return;
+    }
+    // Mode none climbs: the whole tower, whatever level the request came on.
+    const int next = forward_level(here, key, free ? static_cast<int>(here.tower.size()) - 1 : level, false);
+    if (free && kind != skiplist_op::marker && (hops & wire::route_fell_back) == 0) {
+        // ... and jumps through this rank's directory when it knows a node
+        // further on (at or below the key) than the tower's next hop.  Not
+        // after a shortcut failed on the way: a stale entry here would send
+        // it back to the failure, and from the head here again, forever (the
+        // direct-finds test found that loop).
+        const std::string_view floor =
+            next >= 0 ? std::string_view(here.tower[static_cast<std::size_t>(next)].separator)
+                      : std::string_view(here.separator);
+        const skiplist_node_id jump = m_directory.after(key, floor);
+        if (!jump.null() && !(jump == id)) {
+            ++m_shared.stats.hops;
+            ++m_shared.stats.node_shortcuts;
+            send_point(jump, m_shared.top_level(), wire::route_free | wire::route_shortcut,
+                       skiplist_shared::next_hops(hops), point, tail);
+            return;
+        }
+    }
+    if (next >= 0) {
+        ++m_shared.stats.hops;
+        send_point(here.tower[static_cast<std::size_t>(next)].to, next, free, skiplist_shared::next_hops(hops), point,
+                   tail);
+        return;
+    }
+    answer_point(here, id, point, hops);
+}
+
+void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplist_point& point, std::uint8_t hops) {
+    const skiplist_op kind = point.kind();
+    const int caller = point.header.caller;
+    const std::uint32_t slot = point.header.slot, ticket = point.header.ticket;
+    const std::string_view key = point.key, value = point.value;
+    const expiry_time expires = point.header.expires;
+    auto& stats = m_shared.stats;
+    if (kind == skiplist_op::marker) {
+        // A routed ordering marker (order_new_link): it has reached the end of the
+        // old way (the node it names, unless that node has split meanwhile); the
+        // node it was meant for may stop holding.
+        byte_reader in = reader_of(value);
+        m_structure->clear_for_marker(read_node_id(in));
+        return;
+    }
+    ++stats.handled;
+    purge_expired(here, m_shared.clock_now());
+    const std::size_t position = here.run.lower_bound(key);
+    const bool present = here.run.holds_at(position, key);
+    switch (kind) {
+    case skiplist_op::find:
+        if (present)
+            reply_point(here, id, caller, slot, ticket, skiplist_status::hit, here.run.value(position), hops);
+        else
+            reply_point(here, id, caller, slot, ticket, skiplist_status::miss, {}, hops);
+        return;
+    case skiplist_op::erase:
+        if (present) {
+            stats.payload_bytes -= here.run.key(position).size() + here.run.value(position).size();
+            --stats.entries;
+            here.run.erase(position, position + 1);
+        }
+        reply_point(here, id, caller, slot, ticket, present ? skiplist_status::hit : skiplist_status::miss, {}, hops);
+        return;
+    case skiplist_op::insert:
+    case skiplist_op::insert_if_absent:
+        if (present) {
+            if (kind == skiplist_op::insert_if_absent) {
+                reply_point(here, id, caller, slot, ticket, skiplist_status::duplicate, {}, hops);
+                return;
+            }
+            stats.payload_bytes += value.size();
+            stats.payload_bytes -= here.run.value(position).size();
+            here.run.assign(position, value, expires);
+            if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
+                here.earliest_expiry = expires;
+            reply_point(here, id, caller, slot, ticket, skiplist_status::replaced, {}, hops);
+            return;
+        }
+        here.run.insert(position, key, value, expires);
+        stats.payload_bytes += key.size() + value.size();
+        ++stats.entries;
+        if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
+            here.earliest_expiry = expires;
+        if (here.run.size() > m_shared.config.granularity && !here.allocating) {  // allocating: only the broken mode none
+            // Answered when the split is decided (list_full takes the key back out).
+            here.pending_source = caller;
+            here.pending_slot = slot;
+            here.pending_ticket = ticket;
+            here.pending_key = std::string(key);
+            here.pending_hops = hops;
+            m_structure->start_split(here, id);
+            return;
+        }
+        reply_point(here, id, caller, slot, ticket, skiplist_status::stored, {}, hops);
+        return;
+    case skiplist_op::marker:
+        break;
+    }
+}
+
+void skiplist_nodes::reply_point(const node& here, skiplist_node_id id, int caller, std::uint32_t slot,
+                                 std::uint32_t ticket, std::uint8_t status, std::string_view value, std::uint8_t hops) {
+    if (ticket == wire::no_slot)
+        return;  // a node's own record (an ordering marker): nobody waits for it
+    // The answering node and its separator go back with the answer: the caller
+    // enters there next time for keys at or above the separator (entry_point).
+    // The hops byte says how far the operation travelled and whether a shortcut
+    // failed on the way.
+    const std::size_t bytes = wire_bytes<wire::point_reply_header> + string_bytes(here.separator) + value.size();
+    byte_writer out(m_shared.engine->reserve(caller, m_shared.handlers.point_reply, bytes), bytes);
+    out.record(wire::point_reply_header{slot, ticket, status, hops, id.rank, id.slot, id.generation});
+    put_string(out, here.separator);
+    out.put_bytes(value).finish();
+}
+
+// ---------------------------------------------------------------------------
+// Direct finds: a batch's keys straight to the nodes the caller's directory
+// names, one record per destination rank with a run of keys per node
+// ---------------------------------------------------------------------------
+
+void skiplist_nodes::handle_find_direct(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto header = read_record<wire::find_direct_header>(in);
+    const std::uint8_t level_byte = header.level;
+    const std::uint32_t slot = header.slot;
+    const std::uint32_t segments = header.segments;
+    if ((slot & 0x80000000u) == 0 || (level_byte & wire::route_shortcut) == 0 || segments == 0 ||
+        segments > record.size() / wire_bytes<wire::segment>)
+        throw decode_error("mpidict: skiplist_map direct find record with a bad slot, level byte or segment count");
+    struct segment {
+        skiplist_node_id id;
+        std::uint32_t first, count;
+        std::size_t keys_from;
+    };
+    std::vector<segment> parts(segments);
+    std::vector<std::string_view> keys;
+    const std::uint32_t max_key_bytes = m_shared.config.max_key_bytes;
+    for (segment& part : parts) {
+        const auto read = read_record<wire::segment>(in);
+        part.id = skiplist_node_id{m_shared.rank(), read.slot, read.generation};
+        part.first = read.first;
+        part.count = read.count;
+        part.keys_from = keys.size();
+        if (part.count == 0 || part.count > record.size() / 4 || part.first > wire::no_slot - part.count)
+            throw decode_error("mpidict: skiplist_map direct find record with a bad key count");
+        for (std::uint32_t index = 0; index < part.count; ++index) {
+            keys.push_back(read_string(in));
+            if (keys.back().size() > max_key_bytes)
+                throw decode_error("mpidict: skiplist_map direct find record with a key of " +
+                                   std::to_string(keys.back().size()) + " bytes");
+        }
+    }
+    if (!in.empty())
+        throw decode_error("mpidict: skiplist_map direct find record with bytes after its keys");
+
+    // The answers: {u32 batch slot} then found × ({index, status} [value]); a
+    // record as long as a record may be.
+    std::string answers;
+    auto& engine = *m_shared.engine;
+    const std::size_t room = engine.max_record_bytes() - 4;
+    auto send_answers = [&] {
+        if (answers.empty())
+            return;
+        const std::size_t bytes = 4 + answers.size();
+        byte_writer(engine.reserve(source, m_shared.handlers.found_direct, bytes), bytes)
+            .put(slot)
+            .put_bytes(answers)
+            .finish();
+        answers.clear();
+    };
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> passed_on;  // (segment, key) sent on the ordinary way
+    std::uint64_t answered = 0;
+    // Each segment is a series of dependent loads (node, tower, run): start
+    // loading the node two segments on and the tower and run of the next one.
+    auto prefetch_node = [&](const segment& part) {
+        if (part.id.slot < m_nodes.size()) {
+            const char* at = reinterpret_cast<const char*>(&m_nodes[part.id.slot]);
+            for (std::size_t line = 0; line < sizeof(node); line += 64)
+                prefetch_line(at + line);
+        }
+    };
+    auto prefetch_run = [&](const segment& part) {
+        if (part.id.slot < m_nodes.size()) {
+            const node& ahead = m_nodes[part.id.slot];
+            ahead.run.prefetch();
+            prefetch_line(ahead.tower.data());
+        }
+    };
+    prefetch_node(parts[0]);
+    if (segments > 1)
+        prefetch_node(parts[1]);
+    for (std::uint32_t which = 0; which < segments; ++which) {
+        const segment& part = parts[which];
+        if (which + 2 < segments)
+            prefetch_node(parts[which + 2]);
+        if (which + 1 < segments)
+            prefetch_run(parts[which + 1]);
+        // The node answers the keys in its range, unless it is holding or
+        // splitting (then the ordinary way queues them).
+        node* here = live(part.id) ? &m_nodes[part.id.slot] : nullptr;
+        if (here && here->busy())
+            here = nullptr;
+        if (here && here->earliest_expiry != 0)
+            purge_expired(*here, m_shared.clock_now());
+        // A key is this node's if the run holds it, or if it lies at or above
+        // the separator and below the successor's (what forward_level would
+        // find on every level).
+        const link* next = here && !here->tower.empty() && here->tower[0].set ? &here->tower[0] : nullptr;
+        // Comparisons by 8-byte prefixes first (sorted_run::compare).
+        const std::string_view floor = here ? std::string_view(here->separator) : std::string_view();
+        const std::uint64_t floor_prefix = sorted_run::prefix_of(floor);
+        const std::string_view ceiling = next && !next->to.null() ? std::string_view(next->separator) : std::string_view();
+        const std::uint64_t ceiling_prefix = sorted_run::prefix_of(ceiling);
+        std::size_t position = 0;
+        std::string_view previous;
+        std::uint64_t previous_prefix = 0;
+        for (std::uint32_t index = 0; index < part.count; ++index) {
+            const std::string_view key = keys[part.keys_from + index];
+            const std::uint64_t prefix = sorted_run::prefix_of(key);
+            bool hit = false, miss = false;
+            if (here && sorted_run::compare(key, prefix, floor, floor_prefix) >= 0) {
+                // Ascending keys (a sorted batch) move forward from the last one.
+                position = index > 0 && sorted_run::compare(key, prefix, previous, previous_prefix) >= 0
+                               ? here->run.seek(key, prefix, position)
+                               : here->run.lower_bound(key, prefix, 0, here->run.size());
+                hit = here->run.holds_at(position, key, prefix);
+                miss = !hit && next &&
+                       (next->to.null() || sorted_run::compare(key, prefix, ceiling, ceiling_prefix) < 0);
+            }
+            previous = key;
+            previous_prefix = prefix;
+            if (!hit && !miss) {
+                passed_on.emplace_back(which, index);
+                continue;
+            }
+            const std::string_view value = hit ? here->run.value(position) : std::string_view();
+            const std::size_t entry = wire_bytes<wire::found> + (hit ? string_bytes(value) : 0);
+            if (answers.size() + entry > room)
+                send_answers();
+            const std::size_t at = answers.size();
+            answers.resize(at + entry);
+            byte_writer out(reinterpret_cast<std::byte*>(answers.data() + at), entry);
+            out.record(wire::found{part.first + index, hit ? skiplist_status::hit : skiplist_status::miss});
+            if (hit)
+                put_string(out, value);
+            out.finish();
+            ++answered;
+        }
+    }
+    m_shared.stats.handled += answered;
+    send_answers();
+    // The others continue on the ordinary way from their node, as the point
+    // find send_batch_point would have sent there (a gone node or one above
+    // the key sends it to the head, counted as a failed shortcut).
+    for (const auto& [which, index] : passed_on) {
+        const segment& part = parts[which];
+        skiplist_point point;
+        point.header = wire::point_header{static_cast<std::uint8_t>(skiplist_op::find), source, slot,
+                                          part.first + index, 0};
+        point.key = keys[part.keys_from + index];
+        if (!live(part.id)) {
+            send_point(m_shared.head, m_shared.top_level(), level_byte & wire::route_free,
+                       skiplist_shared::next_hops(0) | wire::route_fell_back, point, {});
+            continue;
+        }
+        route_point(source, part.id, level_byte, 0, point, {});
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Local views
+// ---------------------------------------------------------------------------
+
+void skiplist_nodes::for_all_local(
+    const std::function<void(std::string_view, std::string_view, expiry_time)>& visit) const {
+    const expiry_time now = m_shared.clock_now();
+    for (const auto& here : m_nodes) {
+        if (!here.live)
+            continue;
+        for (std::size_t index = 0; index < here.run.size(); ++index) {
+            const expiry_time expires = here.run.expires(index);
+            if (expires == 0 || expires > now)
+                visit(here.run.key(index), here.run.value(index), expires);
+        }
+    }
+}
+
+std::size_t skiplist_nodes::local_size() const {
+    const expiry_time now = m_shared.clock_now();
+    std::size_t total = 0;
+    for (const auto& here : m_nodes) {
+        if (!here.live)
+            continue;
+        for (std::size_t index = 0; index < here.run.size(); ++index) {
+            const expiry_time expires = here.run.expires(index);
+            total += expires == 0 || expires > now;
+        }
+    }
+    return total;
+}
+
+std::string skiplist_nodes::check_local_invariants() const {
+    for (std::size_t slot = 0; slot < m_nodes.size(); ++slot) {
+        const node& here = m_nodes[slot];
+        if (!here.live)
+            continue;
+        const std::string where = "node " + std::to_string(slot) + " on rank " + std::to_string(m_shared.rank());
+        if (here.busy())
+            return where + " still holds requests after a flush";
+        for (std::size_t index = 0; index < here.run.size(); ++index) {
+            if (index > 0 && !(here.run.key(index - 1) < here.run.key(index)))
+                return where + " has an unsorted run";
+            if (here.run.key(index) < std::string_view(here.separator))
+                return where + " holds a key below its separator";
+        }
+        if (here.run.size() > m_shared.config.granularity)
+            return where + " holds more than G keys";
+        for (std::size_t level = 0; level < here.tower.size(); ++level) {
+            const link& next = here.tower[level];
+            if (!next.set || next.to.null())
+                continue;
+            if (!(here.separator < next.separator))
+                return where + " links level " + std::to_string(level) + " backwards";
+            if (level == 0 && !here.run.empty() &&
+                !(here.run.key(here.run.size() - 1) < std::string_view(next.separator)))
+                return where + " holds a key at or above its successor's separator";
+        }
+    }
+    return {};
+}
+
+}  // namespace mpidict::detail

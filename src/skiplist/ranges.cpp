@@ -1,0 +1,276 @@
+// Ranges and patterns at the nodes (Listing 2).  See skiplist_ranges.hpp.
+
+#include "mpidict/detail/skiplist_ranges.hpp"
+
+#include <optional>
+
+#include "mpidict/error.hpp"
+#include "mpidict/key_pattern.hpp"
+
+namespace mpidict::detail {
+
+namespace {
+
+// A routed record whose tail is {Header} followed by three strings.
+template <class Header>
+void forward_three(skiplist_shared& shared, runtime::handler_id handler, skiplist_node_id to, int level,
+                   std::uint8_t flags, std::uint8_t hops, const Header& header, std::string_view first,
+                   std::string_view second, std::string_view third) {
+    const std::size_t bytes = wire_bytes<skiplist_wire::route_header> + wire_bytes<Header> + string_bytes(first) +
+                              string_bytes(second) + string_bytes(third);
+    byte_writer out(shared.engine->reserve(to.rank, handler, bytes), bytes);
+    out.record(skiplist_shared::route(to, level, flags, hops)).record(header);
+    put_string(out, first);
+    put_string(out, second);
+    put_string(out, third);
+    out.finish();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Range queries: located like a find, then along level 0
+// ---------------------------------------------------------------------------
+
+void skiplist_range_nodes::handle_range(int source, std::string_view record) {
+    const auto& h = m_shared.handlers;
+    auto& stats = m_shared.stats;
+    byte_reader in = reader_of(record);
+    const auto route = read_record<wire::route_header>(in);
+    const skiplist_node_id id{m_shared.rank(), route.slot, route.generation};
+    const std::uint8_t level_byte = route.level;
+    const std::uint8_t hops = route.hops;
+    const int level = level_byte & wire::level_mask;
+    const std::string_view tail = record.substr(wire_bytes<wire::route_header>);
+    if ((level_byte & wire::route_shortcut) != 0 && !m_nodes.live(id)) {
+        m_shared.fall_back_to_head(h.range, tail, level_byte, hops);  // see skiplist_nodes::handle_point
+        return;
+    }
+    node& here = m_nodes.addressed(id, "range");
+    if (m_nodes.hold_if_busy(here, h.range, source, record, level))
+        return;
+    if (id == m_shared.head)
+        ++stats.head_visits;
+    auto header = read_record<wire::range_header>(in);
+    const int caller = header.caller;
+    const std::uint32_t slot = header.slot;
+    std::uint32_t sequence = header.sequence;
+    const bool bounded = header.bounded != 0;
+    std::uint64_t limit = header.limit;
+    const std::string_view lo = read_string(in);
+    const std::string_view hi = read_string(in);
+    const std::string_view pattern_bytes = read_string(in);
+    if (!m_shared.valid_rank(caller) || limit == 0)
+        throw decode_error("mpidict: skiplist_map range record with a bad caller or limit");
+    std::optional<key_pattern> pattern;
+    if (!pattern_bytes.empty())
+        pattern = key_pattern::deserialize(pattern_bytes);
+    if (lo < std::string_view(here.separator) && sequence == 0) {
+        // Entered above lo (see handle_point): start again at the head.
+        ++stats.hops;
+        if ((level_byte & wire::route_shortcut) != 0)
+            m_shared.fall_back_to_head(h.range, tail, level_byte, hops);
+        else
+            m_shared.forward(h.range, m_shared.head, tail, m_shared.top_level(), level_byte & wire::route_free,
+                             skiplist_shared::next_hops(hops));
+        return;
+    }
+    const bool climb = (level_byte & wire::route_free) != 0 && sequence == 0;
+    const int next_level =
+        skiplist_nodes::forward_level(here, lo, climb ? static_cast<int>(here.tower.size()) - 1 : level, false);
+    if (next_level >= 0) {
+        ++stats.hops;
+        m_shared.forward(h.range, here.tower[static_cast<std::size_t>(next_level)].to, tail, next_level,
+                         level_byte & wire::route_free, skiplist_shared::next_hops(hops));
+        return;
+    }
+    ++stats.handled;
+    m_nodes.purge_expired(here, m_shared.clock_now());
+    const sorted_run& run = here.run;
+    std::size_t it = run.lower_bound(lo);
+    const link& next = here.tower[0];
+    auto& engine = *m_shared.engine;
+    const std::size_t room = engine.max_record_bytes() - runtime::reply_header_bytes - 16;
+    // Where a pattern query goes after `key`: the smallest key above it that can
+    // match (nullopt: nothing more can).
+    auto skip_to = [&](std::string_view key) { return pattern->next_candidate(key); };
+    std::string part;
+    // Parts of at most one message each; the last part of the query says so.
+    while (true) {
+        part.clear();
+        std::uint32_t entries = 0;
+        for (; it != run.size() && limit != 0; ++it) {
+            const std::string_view key = run.key(it);
+            if (bounded && key >= hi)
+                break;
+            if (pattern && !pattern->matches(key)) {
+                // Jump within this node to the next key that can match.
+                const auto candidate = skip_to(key);
+                if (!candidate) {
+                    it = run.size();
+                    limit = 0;  // nothing above can match: the query ends here
+                    break;
+                }
+                it = run.lower_bound(*candidate, it);
+                if (it == run.size())
+                    break;
+                --it;  // the loop's ++it lands on it again
+                continue;
+            }
+            const std::string_view value = run.value(it);
+            const std::size_t size = 8 + key.size() + value.size();
+            if (entries > 0 && part.size() + size > room)
+                break;
+            append_entry(part, key, value);
+            ++entries;
+            if (limit != skiplist_shared::unlimited)
+                --limit;
+        }
+        const bool node_done = it == run.size() || limit == 0 || (bounded && run.key(it) >= hi);
+        // A pattern query continues at the first key at or above the successor's
+        // separator that can match, routed from here over the towers so the
+        // nodes in the gap are skipped.
+        std::optional<std::string> resume;
+        if (node_done && pattern && limit != 0 && next.set && !next.to.null())
+            resume = pattern->matches(next.separator) ? std::optional<std::string>(next.separator)
+                                                      : skip_to(next.separator);
+        const bool more_nodes = node_done && limit != 0 && next.set && !next.to.null() &&
+                                (!pattern || resume.has_value()) &&
+                                (!bounded || std::string_view(pattern ? *resume : next.separator) < hi);
+        const bool last = node_done && !more_nodes;
+        const std::size_t bytes = wire_bytes<wire::range_part_header> + part.size();
+        byte_writer(engine.reserve(caller, h.range_part, bytes), bytes)
+            .record(wire::range_part_header{slot, sequence, static_cast<std::uint8_t>(last), entries})
+            .put_bytes(part)
+            .finish();
+        ++stats.range_parts;
+        ++sequence;
+        if (!node_done)
+            continue;
+        if (more_nodes) {
+            const wire::range_header onward{caller, slot, sequence, static_cast<std::uint8_t>(bounded), limit};
+            ++stats.hops;
+            if (!pattern) {
+                forward_three(m_shared, h.range, next.to, 0, 0, 0, onward, next.separator, hi, {});
+                return;
+            }
+            const int level = skiplist_nodes::forward_level(here, *resume, static_cast<int>(here.tower.size()) - 1, false);
+            MPIDICT_ASSERT(level >= 0, "a pattern query resumes beyond this node's range");
+            forward_three(m_shared, h.range, here.tower[static_cast<std::size_t>(level)].to, level, 0, 0, onward,
+                          *resume, hi, pattern_bytes);
+        }
+        return;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Ranges in mode total_order: split over the towers (the seed's Listing 2)
+// ---------------------------------------------------------------------------
+//
+// A piece [a, hi) arriving at a node on level L looks at its levels from L
+// down: a successor whose separator is <= a takes the whole piece (as it would
+// take a point operation on a); one whose separator s lies inside takes
+// [s, hi) and the piece shrinks to [a, s); what is left at level 0 is this
+// node's to answer.  So the piece holding a key travels exactly the links a
+// point operation on that key travels, and per-link FIFO order keeps them in
+// the order the head saw them.  Each node answers its piece with one or more
+// range_piece records naming the interval they cover; the caller completes the
+// query once the intervals chain from lo to hi.
+
+void skiplist_range_nodes::handle_range_split(int source, std::string_view record) {
+    const auto& h = m_shared.handlers;
+    auto& stats = m_shared.stats;
+    byte_reader in = reader_of(record);
+    const auto route = read_record<wire::route_header>(in);
+    const skiplist_node_id id{m_shared.rank(), route.slot, route.generation};
+    const int arrival = route.level & wire::level_mask;
+    const std::uint8_t hops = route.hops;
+    node& here = m_nodes.addressed(id, "range split");
+    if (m_nodes.hold_if_busy(here, h.range_split, source, record, arrival))
+        return;
+    if (id == m_shared.head)
+        ++stats.head_visits;
+    const auto header = read_record<wire::range_split_header>(in);
+    const int caller = header.caller;
+    const std::uint32_t slot = header.slot;
+    const bool bounded = header.bounded != 0;
+    const std::uint64_t limit = header.limit;
+    const std::string_view lo = read_string(in);
+    const std::string_view hi = read_string(in);
+    const std::string_view pattern_bytes = read_string(in);
+    if (!m_shared.valid_rank(caller) || limit == 0 || (bounded && hi <= lo) || lo < std::string_view(here.separator))
+        throw decode_error("mpidict: skiplist_map range split record with a bad caller, limit, interval or node");
+    std::optional<key_pattern> pattern;
+    if (!pattern_bytes.empty())
+        pattern = key_pattern::deserialize(pattern_bytes);
+    auto send_piece = [&](skiplist_node_id to, int level, std::string_view from, std::string_view upto,
+                          bool up_bounded) {
+        ++stats.hops;
+        forward_three(m_shared, h.range_split, to, level, 0, skiplist_shared::next_hops(hops),
+                      wire::range_split_header{caller, slot, static_cast<std::uint8_t>(up_bounded), limit}, from, upto,
+                      pattern_bytes);
+    };
+    std::string upto(hi);
+    bool up_bounded = bounded;
+    for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
+        const link& next = here.tower[static_cast<std::size_t>(level)];
+        if (!next.set || next.to.null())
+            continue;
+        if (std::string_view(next.separator) <= lo) {
+            send_piece(next.to, level, lo, upto, up_bounded);
+            return;
+        }
+        if (!up_bounded || next.separator < upto) {
+            send_piece(next.to, level, next.separator, upto, up_bounded);
+            upto = next.separator;
+            up_bounded = true;
+        }
+    }
+    // [lo, upto) is this node's: answer it in parts of at most one message.
+    ++stats.handled;
+    m_nodes.purge_expired(here, m_shared.clock_now());
+    const sorted_run& run = here.run;
+    auto& engine = *m_shared.engine;
+    const std::size_t room =
+        engine.max_record_bytes() - runtime::reply_header_bytes - 32 - 2 * m_shared.config.max_key_bytes;
+    std::size_t it = run.lower_bound(lo);
+    std::uint64_t left = limit;
+    std::string from(lo);
+    std::string data;
+    while (true) {
+        data.clear();
+        std::uint32_t entries = 0;
+        for (; it != run.size() && left != 0; ++it) {
+            const std::string_view key = run.key(it);
+            if (key >= std::string_view(upto) && up_bounded)
+                break;
+            if (pattern && !pattern->matches(key))
+                continue;
+            const std::string_view value = run.value(it);
+            const std::size_t size = 8 + key.size() + value.size();
+            if (entries > 0 && data.size() + size > room)
+                break;
+            append_entry(data, key, value);
+            ++entries;
+            if (left != skiplist_shared::unlimited)
+                --left;
+        }
+        const bool done = it == run.size() || left == 0 || (up_bounded && run.key(it) >= std::string_view(upto));
+        // A part that stops early covers up to the next key it did not send.
+        const std::string part_end = done ? upto : std::string(run.key(it));
+        const bool part_bounded = done ? up_bounded : true;
+        const std::size_t bytes =
+            wire_bytes<wire::range_piece_header> + string_bytes(from) + string_bytes(part_end) + data.size();
+        byte_writer out(engine.reserve(caller, h.range_piece, bytes), bytes);
+        out.record(wire::range_piece_header{slot, static_cast<std::uint8_t>(part_bounded), entries});
+        put_string(out, from);
+        put_string(out, part_end);
+        out.put_bytes(data).finish();
+        ++stats.range_parts;
+        if (done)
+            return;
+        from = part_end;
+    }
+}
+
+}  // namespace mpidict::detail
