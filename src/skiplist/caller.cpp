@@ -9,6 +9,43 @@
 
 namespace mpidict::detail {
 
+namespace {
+
+// Mode sequential orders ranges against this caller's point operations (issue
+// 42): a range waits until no earlier point operation of this caller on a key
+// in its interval is in flight, and a point operation waits while a range in
+// flight covers its key; the issue queue keeps whatever waits in issue order.
+// Without this a range overtook an insert waiting behind another on its key,
+// and the hold-back queue delivered its stale reply after the insert's.
+bool orders_ranges(skiplist_consistency mode, const skiplist_map_config& config) {
+    return mode == skiplist_consistency::sequential && !config.unordered_for_testing &&
+           !config.break_consistency_for_testing;
+}
+
+bool in_interval(std::string_view key, std::string_view lo, std::string_view hi, bool bounded) {
+    return key >= lo && (!bounded || key < hi);
+}
+
+// An earlier point operation on a key in [lo, hi) is in flight (m_keys).
+template <class Keys>
+bool point_in_flight(const Keys& keys, std::string_view lo, std::string_view hi, bool bounded) {
+    for (const auto& [key, state] : keys)
+        if (state.outstanding > 0 && in_interval(key, lo, hi, bounded))
+            return true;
+    return false;
+}
+
+// A range that has left (its `cursor` names its lo: see send_range) covers `key` (m_ranges).
+template <class Ranges>
+bool covered_by_range(const Ranges& ranges, std::string_view key) {
+    for (const auto& [slot, state] : ranges)
+        if (!state.split && state.remaining != 0 && in_interval(key, state.cursor, state.hi, state.bounded))
+            return true;
+    return false;
+}
+
+}  // namespace
+
 skiplist_caller::skiplist_caller(skiplist_shared& shared, skiplist_directory& directory)
     : m_shared(shared), m_directory(directory), m_mode(shared.config.consistency) {}
 
@@ -98,7 +135,8 @@ void skiplist_caller::send_point(skiplist_op kind, std::uint32_t slot, std::stri
         return;
     }
     auto [state, fresh] = m_keys.try_emplace(std::string(key));
-    if (in_issue_order() && (!m_issue_queue.empty() || state->second.outstanding > 0)) {
+    if ((in_issue_order() && (!m_issue_queue.empty() || state->second.outstanding > 0)) ||
+        (orders_ranges(m_mode, config) && (!m_issue_queue.empty() || covered_by_range(m_ranges, key)))) {
         // Mode total_order: the head's order must be the issue order, so once
         // one operation waits for its key, every later one waits behind it.
         queued_operation later;
@@ -200,7 +238,7 @@ void skiplist_caller::handle_point_reply(int source, std::string_view record) {
     struct drain_after {
         skiplist_caller& caller;
         ~drain_after() {
-            if (caller.in_issue_order())
+            if (!caller.m_issue_queue.empty())
                 caller.drain_issue_queue();
         }
     } drain{*this};
@@ -220,10 +258,18 @@ void skiplist_caller::handle_point_reply(int source, std::string_view record) {
 
 void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
                                  std::uint64_t limit, std::string_view pattern, bool streaming) {
-    m_ranges[slot] = range_state{};
-    m_ranges[slot].streaming = streaming;
+    // The interval, for the order of mode sequential: cursor = lo, hi,
+    // bounded; `remaining` becomes nonzero when the query leaves (a split
+    // range, total_order, sets them again in dispatch_range).
+    range_state& state = m_ranges[slot] = range_state{};
+    state.streaming = streaming;
+    state.cursor = std::string(lo);
+    state.hi = std::string(hi);
+    state.bounded = bounded;
     m_range_sequence[slot] = next_issue();
-    if (in_issue_order() && !m_issue_queue.empty()) {
+    if ((in_issue_order() && !m_issue_queue.empty()) ||
+        (orders_ranges(m_mode, m_shared.config) &&
+         (!m_issue_queue.empty() || point_in_flight(m_keys, lo, hi, bounded)))) {
         queued_operation later;
         later.range = true;
         later.slot = slot;
@@ -241,9 +287,14 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
 void skiplist_caller::drain_issue_queue() {
     while (!m_issue_queue.empty()) {
         queued_operation& next = m_issue_queue.front();
+        const bool sequential = orders_ranges(m_mode, m_shared.config);
         if (next.range) {
+            if (sequential && point_in_flight(m_keys, next.key, next.hi, next.bounded))
+                return;
             dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern);
         } else {
+            if (sequential && covered_by_range(m_ranges, next.key))
+                return;
             auto state = m_keys.try_emplace(next.key).first;
             if (state->second.outstanding > 0)
                 return;
@@ -286,6 +337,7 @@ void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, st
               wire::range_split_header{m_shared.rank(), slot, static_cast<std::uint8_t>(bounded), wire_limit});
         return;
     }
+    m_ranges[slot].remaining = 1;  // it has left (covered_by_range)
     const skiplist_node_id entry = uses_shortcuts() ? m_directory.entry_point(lo) : m_shared.head;
     const std::uint8_t level_byte = entry_level_byte(entry);
     if (level_byte & wire::route_shortcut)

@@ -16,7 +16,7 @@ void skiplist_caller::begin_batch(skiplist_batch_sink& sink, std::size_t keys, b
         throw error("mpidict: skiplist_map find_many/insert_many called while another one is running");
     // Earlier operations of this caller first (per-key order, see send_point;
     // and in mode sequential their replies, in issue order).
-    m_shared.engine->wait_until([this] { return m_tickets.empty() && m_hold_back.empty(); });
+    m_shared.engine->wait_until([this] { return idle(); });
     m_batch = &sink;
     ++m_batch_id;
     // Finds alone cannot reorder one another (begin_batch waited for what came

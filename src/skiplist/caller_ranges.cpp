@@ -50,6 +50,8 @@ void skiplist_caller::handle_range_part(int source, std::string_view record) {
     }
     m_ranges.erase(found);
     deliver(take_range_sequence(slot), completion{source, slot, total, std::move(result)});
+    if (!m_issue_queue.empty())
+        drain_issue_queue();  // what waited for this range (mode sequential)
 }
 
 void skiplist_caller::handle_range_piece(int source, std::string_view record) {
@@ -117,6 +119,8 @@ void skiplist_caller::finish_split_range(std::uint32_t slot, range_state& state)
     const int source = state.source < 0 ? m_shared.rank() : state.source;
     m_ranges.erase(slot);
     deliver(take_range_sequence(slot), completion{source, slot, count, std::move(result)});
+    if (!m_issue_queue.empty())
+        drain_issue_queue();
 }
 
 void skiplist_caller::advance_stream(std::uint32_t slot, range_state& state) {
@@ -136,6 +140,8 @@ void skiplist_caller::advance_stream(std::uint32_t slot, range_state& state) {
     const int source = state.source < 0 ? m_shared.rank() : state.source;
     m_ranges.erase(slot);
     deliver(take_range_sequence(slot), completion{source, slot, count, {}});
+    if (!m_issue_queue.empty())
+        drain_issue_queue();
 }
 
 bool skiplist_caller::take_stream_part(std::uint32_t slot, std::string& part) {
