@@ -7,7 +7,8 @@
 // prefix and the streaming forms took the same path, and an erase the same
 // way.  Every caller-ordered mode (sequential, total_order) must now return
 // what the caller wrote last, for every kind of ordered query; mode none
-// promises no order across keys and is only counted.
+// promises no order at all (its two inserts, its erase and its find may take
+// effect in any order) and is only counted.
 
 #include <cstdint>
 #include <optional>
@@ -21,14 +22,16 @@ namespace {
 
 using mpidict::skiplist_consistency;
 
-constexpr int keys_per_kind = 100;
+// Enough to catch the defect (it hit 99 of 100 keys) and small enough for
+// 4 ranks on 2 cores, sanitizers included.
+constexpr int keys_per_kind = 30;
 
 struct tally {
     int stale = 0, checked = 0;
 };
 
 template <class Map, class Key, class Query>
-tally run_kind(Map& map, const std::vector<Key>& keys, Query&& query) {
+tally run_kind(Map& map, const std::vector<Key>& keys, bool ordered, Query&& query) {
     // Every operation is started before any result is read.
     std::vector<decltype(map.insert(keys[0], 1))> first, second;
     std::vector<decltype(query(keys[0]))> ranged;
@@ -45,7 +48,8 @@ tally run_kind(Map& map, const std::vector<Key>& keys, Query&& query) {
         second[i].get();
         const auto entries = ranged[i].get();
         const auto value = found[i].get();
-        MPIDICT_CHECK_MSG(value && *value == 2, "find after insert(k, 2) did not return 2");
+        if (ordered)
+            MPIDICT_CHECK_MSG(value && *value == 2, "find after insert(k, 2) did not return 2");
         ++result.checked;
         if (entries.size() != 1 || entries[0].second != 2)
             ++result.stale;
@@ -74,6 +78,7 @@ int main(int argc, char** argv) {
             mpidict::skiplist_map_config config;
             config.granularity = 4;
             config.consistency = mode;
+            const bool ordered = mode != skiplist_consistency::none;
             {
                 mpidict::skiplist_map<std::uint64_t, std::uint64_t> map(MPI_COMM_WORLD, config);
                 auto keys_for = [&](int kind) {
@@ -83,13 +88,15 @@ int main(int argc, char** argv) {
                                        std::uint64_t(i) * 7);
                     return keys;
                 };
-                report(rank, mode, "range", run_kind(map, keys_for(1), [&](std::uint64_t k) { return map.range(k, k); }));
+                report(rank, mode, "range",
+                       run_kind(map, keys_for(1), ordered, [&](std::uint64_t k) { return map.range(k, k); }));
                 report(rank, mode, "range_from limit 1",
-                       run_kind(map, keys_for(2), [&](std::uint64_t k) { return map.range_from(k, {.limit = 1}); }));
+                       run_kind(map, keys_for(2), ordered,
+                                [&](std::uint64_t k) { return map.range_from(k, {.limit = 1}); }));
                 report(rank, mode, "range descending",
-                       run_kind(map, keys_for(3),
+                       run_kind(map, keys_for(3), ordered,
                                 [&](std::uint64_t k) { return map.range(k, k, {.descending = true}); }));
-                report(rank, mode, "match", run_kind(map, keys_for(4), [&](std::uint64_t k) {
+                report(rank, mode, "match", run_kind(map, keys_for(4), ordered, [&](std::uint64_t k) {
                            return map.match(std::to_string(k));
                        }));
                 // Streaming: the query blocks, the inserts before it do not.
@@ -117,7 +124,9 @@ int main(int argc, char** argv) {
                 }
                 for (std::size_t i = 0; i < after.size(); ++i) {
                     inserted[i].get();
-                    MPIDICT_CHECK(removed[i].get());
+                    const bool hit = removed[i].get();
+                    if (ordered)
+                        MPIDICT_CHECK(hit);
                     ++erased.checked;
                     erased.stale += !after[i].get().empty();
                 }
@@ -130,7 +139,7 @@ int main(int argc, char** argv) {
                 for (int i = 0; i < keys_per_kind; ++i)
                     keys.push_back("r" + std::to_string(rank) + "/" + std::to_string(1000 + i));
                 report(rank, mode, "prefix",
-                       run_kind(map, keys, [&](const std::string& k) { return map.prefix(k); }));
+                       run_kind(map, keys, ordered, [&](const std::string& k) { return map.prefix(k); }));
                 map.flush();
             }
         }
