@@ -3,7 +3,7 @@
 #               the library and the mpidict CLI only (without the apps' subcommands),
 #               run a 4-rank demo
 #   make test   install every dependency, build everything, run the whole test suite
-# Other targets: deps, build, sanitize, report, words-report, ycsb-report, serve-report, flights-data, flights, clean. Variables: BUILD_DIR, BUILD_TYPE,
+# Other targets: deps, build, sanitize, report, words-report, ycsb-report, ycsb-serve-report, serve-report, flights-data, flights, clean. Variables: BUILD_DIR, BUILD_TYPE,
 # JOBS, CTEST_ARGS (passed to ctest), CMAKE_ARGS (passed to cmake configure).
 
 SHELL := /bin/bash
@@ -42,7 +42,7 @@ DEMO_OPTIONS := -DMPIDICT_BUILD_TESTS=OFF -DMPIDICT_BUILD_BENCH=OFF -DMPIDICT_BU
 FULL_OPTIONS := -DMPIDICT_BUILD_TESTS=ON -DMPIDICT_BUILD_BENCH=ON -DMPIDICT_BUILD_EXAMPLES=ON \
                 -DMPIDICT_BUILD_PYTHON=AUTO -DMPIDICT_BUILD_APPS=ON -DMPIDICT_BUILD_TOOLS=ON
 
-.PHONY: all deps build demo test sanitize report words-report ycsb-report serve-report flights-data flights clean help
+.PHONY: all deps build demo test sanitize report words-report ycsb-report ycsb-serve-report serve-report flights-data flights clean help
 
 all: build
 
@@ -91,12 +91,19 @@ words-report: build
 	python3 scripts/word_build_report.py --build-dir $(BUILD_DIR)
 
 # Regenerates the results of docs/ycsb.md and docs/figures/ycsb_throughput.png:
-# YCSB A-F on every container at 2 and 4 ranks, and YCSB's own client against a
-# local Redis server (about 10 minutes; installs Java, Maven, Redis and matplotlib
-# when root).
+# YCSB A-F on every container at 2 and 4 ranks (installs matplotlib, and Java,
+# Maven and Redis for ycsb-serve-report, when root).
 ycsb-report: build
 	@scripts/install_deps.sh --ycsb-reference
 	/usr/bin/python3 scripts/ycsb_report.py --build-dir $(BUILD_DIR)
+
+# YCSB A-F through YCSB's own Redis binding (bench/ycsb_redis) against redis-server
+# and mpidict serve at 2 and 4 ranks, interleaved, medians of 3: the tables of
+# docs/serve.md and docs/ycsb.md, docs/figures/ycsb_serve.png (about 15 minutes).
+ycsb-serve-report: build
+	@scripts/install_deps.sh --ycsb-reference
+	cmake --build $(BUILD_DIR) --target serve
+	/usr/bin/python3 bench/ycsb_redis/serve_compare.py --build-dir $(BUILD_DIR) --records 5000 --operations 10000
 
 # Regenerates the benchmark tables of docs/serve.md: redis-benchmark -c 50, -P 1
 # and -P 16, against redis-server and mpidict serve at 2 and 4 ranks, interleaved

@@ -12,9 +12,10 @@
 #            tools, no Go, no Chromium, no Python environment.
 #   --fuzz   also the optional fuzzing tools (clang with libFuzzer) that
 #            scripts/fuzz.sh needs; the normal build and tests never need them.
-#   --ycsb-reference  also what `make ycsb-report` needs: matplotlib for the
-#            figures, and Java, Maven and redis-server for the reference point
-#            (YCSB's own client against Redis, bench/ycsb_redis).
+#   --ycsb-reference  also what `make ycsb-report` and `make ycsb-serve-report`
+#            need: matplotlib for the figures, and Java, Maven and redis-server
+#            for the reference point (YCSB's own client and Redis binding against
+#            redis-server and mpidict serve, bench/ycsb_redis).
 set -euo pipefail
 # (No 'cmd | grep -q' below: grep -q exits at its first match, the writer gets
 # SIGPIPE, and pipefail then makes the test false: apt-cache's long output

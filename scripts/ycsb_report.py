@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Regenerates the results section of docs/ycsb.md (between <!-- ycsb-report:begin -->
 and <!-- ycsb-report:end -->) and docs/figures/ycsb_*.png: YCSB's core workloads A-F
-on mpidict's containers, and the reference point outside the project, YCSB's own
-client (site.ycsb:core 0.17.0) against a local Redis server.
+on mpidict's containers.  The reference point outside the project, YCSB's own client
+and Redis binding against redis-server and `mpidict serve`, is
+bench/ycsb_redis/serve_compare.py (make ycsb-serve-report).
 
     /usr/bin/python3 scripts/ycsb_report.py [--build-dir build] [--ranks 2,4]
         [--records 100000] [--operations 100000] [--window 16] [--quick] [--no-redis] [--replot]
@@ -10,11 +11,7 @@ client (site.ycsb:core 0.17.0) against a local Redis server.
 mpidict runs: apps/ycsb (build/apps/ycsb/ycsb) with the workload files of
 data/ycsb (the repository's statement of YCSB A-F), -p recordcount/operationcount, on skiplist_map in each
 consistency mode, hash_map and linear_hash_map (E only on skiplist_map), every rank a
-client with --window operations in flight.  Redis runs: bench/ycsb_redis (built with
-Maven), YCSB's Client with -threads equal to the rank count, against redis-server on
-127.0.0.1:16379 started by this script (no persistence); skipped with a note when java,
-mvn or redis-server are missing (scripts/install_deps.sh --ycsb-reference installs
-them).  --quick: 5,000 records and operations at 2 ranks (a smoke test).  The
+client with --window operations in flight.  --quick: 5,000 records and operations at 2 ranks (a smoke test).  The
 measurements go to build/ycsb_report.json; --replot rewrites the section from it.
 Needs matplotlib (Debian: python3-matplotlib; run with /usr/bin/python3 if another
 python3 comes first).  Environment: MPIEXEC overrides the launcher.
@@ -26,11 +23,8 @@ import json
 import os
 import re
 import shlex
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -130,81 +124,6 @@ def run_all_ranges(data, build, args):
         for figure, label, arguments, _ in plan:
             data["ranges"]["runs"].setdefault(str(ranks), {})[label] = run_ranges(
                 build, ranks, arguments + ["--keys", str(range_keys), "--window", "16"])
-
-
-def redis_missing():
-    missing = [tool for tool in ("java", "mvn", "redis-server") if shutil.which(tool) is None]
-    return missing
-
-
-def run_redis_all(workloads, ranks_list, records, operations):
-    """YCSB's own client against redis-server; returns {ranks: {workload: run}}."""
-    project = os.path.join(ROOT, "bench", "ycsb_redis")
-    print("  mvn -q -B -f bench/ycsb_redis/pom.xml package", file=sys.stderr, flush=True)
-    subprocess.run(["mvn", "-q", "-B", "-f", os.path.join(project, "pom.xml"), "package", "-DskipTests"],
-                   check=True, stdout=subprocess.DEVNULL, timeout=1200)
-    classpath = os.path.join(project, "target", "ycsb-redis-reference-1.0.jar") + ":" + \
-        os.path.join(project, "target", "lib", "*")
-    directory = tempfile.mkdtemp(prefix="ycsb-redis-")
-    server = subprocess.Popen(["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no", "--dir", directory],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", REDIS_PORT), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
-        results = {"server": version, "runs": {}}
-        for ranks in ranks_list:
-            for workload in workloads:
-                subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "flushall"], check=True,
-                               stdout=subprocess.DEVNULL)
-                common = ["java", "-cp", classpath, "site.ycsb.Client", "-db", "org.mpidict.ycsb.RedisClient",
-                          "-P", os.path.join(WORKLOADS, "workload" + workload), "-p", f"recordcount={records}",
-                          "-p", f"operationcount={operations}", "-p", f"redis.port={REDIS_PORT}",
-                          "-p", "hdrhistogram.percentiles=50,95,99,99.9", "-threads", str(ranks)]
-                run = {"latency": {}}
-                for phase, flag in (("load", "-load"), ("run", "-t")):
-                    command = common[:4] + [flag] + common[4:]
-                    shown = " ".join(shlex.quote(part) for part in command).replace(classpath, "CP") \
-                        .replace(WORKLOADS + "/", "data/ycsb/")
-                    print("  " + shown, file=sys.stderr, flush=True)
-                    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
-                    if done.returncode != 0:
-                        sys.exit(f"ycsb_report: {shown} failed:\n{done.stderr[-3000:]}")
-                    run[phase + "_command"] = shown
-                    for line in done.stdout.splitlines():
-                        parts = [part.strip() for part in line.split(",")]
-                        if len(parts) != 3:
-                            continue
-                        section, name, value = parts[0].strip("[]"), parts[1], parts[2]
-                        if section == "OVERALL" and name == "Throughput(ops/sec)":
-                            run[phase + "_throughput"] = float(value)
-                        elif phase == "run" and section not in ("OVERALL", "CLEANUP") and \
-                                not section.endswith("-FAILED"):
-                            op = {"READ": "read", "UPDATE": "update", "INSERT": "insert", "SCAN": "scan",
-                                  "READ-MODIFY-WRITE": "read_modify_write"}.get(section)
-                            match = re.match(r"(\d+(?:\.\d+)?)(?:th)?PercentileLatency\(us\)", name)
-                            if op and match:
-                                key = {"50": "p50", "95": "p95", "99": "p99", "99.9": "p999"}.get(match.group(1))
-                                if key:
-                                    run["latency"].setdefault(op, {})[key] = float(value)
-                            elif op and name == "AverageLatency(us)":
-                                run["latency"].setdefault(op, {})["mean"] = float(value)
-                        if "Return=" in name and not name.endswith("=OK") and phase == "run" and \
-                                not name.endswith("NOT_FOUND"):
-                            run.setdefault("errors", []).append(f"{section} {name} {value}")
-                if "run_throughput" not in run or "load_throughput" not in run:
-                    sys.exit(f"ycsb_report: no throughput in YCSB's output for workload {workload}")
-                results["runs"].setdefault(str(ranks), {})[workload] = run
-        return results
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def plot(data, path):
@@ -412,7 +331,8 @@ def section(data):
         out(first["run_command"])
         out("```")
     else:
-        out(f"Redis reference: not run ({data.get('redis_note', 'skipped')}).")
+        out("Redis: YCSB's own client and Redis binding against redis-server and `mpidict serve` alike, "
+            "in \"Against Redis, with the same client\" below (`make ycsb-serve-report`).")
     out("")
     out("mpidict commands (one per run; the others differ in workload, container and ranks):")
     out("")
@@ -450,7 +370,7 @@ def main():
     parser.add_argument("--window", type=int, default=16)
     parser.add_argument("--workloads", default="a,b,c,d,e,f")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument("--no-redis", action="store_true", help="ignored (Redis: make ycsb-serve-report)")
     parser.add_argument("--replot", action="store_true")
     parser.add_argument("--ranges-only", action="store_true",
                         help="rerun only the range experiments, keeping the YCSB runs of build/ycsb_report.json")
@@ -499,14 +419,8 @@ def main():
                     run["operations"] = operations
                     data["runs"].setdefault(str(ranks), {}).setdefault(workload, {})[label] = run
         run_all_ranges(data, build, args)
-        missing = redis_missing()
-        if args.no_redis:
-            data["redis_note"] = "--no-redis"
-        elif missing:
-            data["redis_note"] = "missing " + ", ".join(missing) + \
-                "; scripts/install_deps.sh --ycsb-reference installs them"
-        else:
-            data["redis"] = run_redis_all(workloads, ranks_list, args.records, args.operations)
+        # The Redis reference is bench/ycsb_redis/serve_compare.py (make ycsb-serve-report): YCSB's own
+        # client and Redis binding against redis-server and mpidict serve alike.
         with open(store, "w") as handle:
             json.dump(data, handle, indent=1)
     plot(data, os.path.join(ROOT, "docs", "figures", "ycsb_throughput.png"))

@@ -58,6 +58,12 @@ SEQUENCE = [
     "ZADD z 1.1 g", "ZSCORE z g", "ZADD z inf h", "ZSCORE z h", "ZADD z -inf i", "ZADD z 0.1 j", "ZADD z 1e300 k",
     "ZADD z -0.5 l", "ZRANGE z 0 -1 WITHSCORES", "ZADD z nan m", "ZADD z INCR inf h", "ZADD z INCR -inf h",
     "ZSCORE z h", "GET z", "ZADD k1 1 a", "ZRANGE k1 0 1", "ZSCORE k1 a",
+    # What YCSB 0.17.0's Redis binding sends through Jedis 2.9.0 (bench/ycsb_redis): Java's
+    # Double.toString scores (E notation, Infinity) on one index set, records as hashes.
+    "ZADD _indices -1.234567891E9 user1 3.0E8 user2 0.0 user3", "ZADD _indices 1.0E-5 user4",
+    "ZRANGEBYSCORE _indices -1.234567891E9 Infinity LIMIT 0 2", "ZRANGEBYSCORE _indices 0.0 Infinity LIMIT 0 100",
+    "ZRANGEBYSCORE _indices -Infinity 2.5E8 WITHSCORES", "HMSET user1 field0 v0 field1 v1", "HMGET user1 field1 field0 field9",
+    ("HGETALL user1", "pairs"), "DEL user1", "ZREM _indices user1", "ZREM _indices user1", "DEL user1",
     "TYPE k1", "TYPE h", "TYPE z", "TYPE nope", "DBSIZE",
     "FOO", "FOO bar baz", "foo 'bar'", "GET", "GET a b", "SET a", "HGET h", "ZADD z", "DEL", "EXISTS",
     "CLIENT SETNAME myname", ("CLIENT GETNAME", "skip"), "CLIENT SETNAME \"bad name\"", "CLIENT FOO", "CLIENT",
