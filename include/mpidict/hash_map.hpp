@@ -34,6 +34,16 @@
 //
 // Threads.  One thread calls the map at a time; an optional progress thread
 // (config.runtime.progress_thread) only makes progress.
+//
+// Files.  This header is the facade and the caller side: every public call, the
+// encoders of its records and the decoders of its replies (find: find ->
+// keyed_request -> encode_keyed, decode_values).  The owner side is the shard
+// core, detail/hash_map_shard.hpp (the table, capacity, the handlers: find:
+// on_find -> answer_keyed -> answer); the code that runs at the owner for the
+// program (registered and callable visitors, values_ref, reduce operators and
+// the combining of waiting reduces) is detail/hash_map_visitors.hpp; the record
+// layouts are in detail/wire.hpp (hash_map_wire); the public types in
+// hash_map_types.hpp.
 
 #include <algorithm>
 #include <concepts>
@@ -46,12 +56,10 @@
 #include <iterator>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -60,8 +68,12 @@
 #include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/callable_registry.hpp"
 #include "mpidict/detail/collectives.hpp"
+#include "mpidict/detail/hash_map_caller.hpp"
+#include "mpidict/detail/hash_map_shard.hpp"
+#include "mpidict/detail/hash_map_visitors.hpp"
 #include "mpidict/detail/wire.hpp"
 #include "mpidict/error.hpp"
+#include "mpidict/hash_map_types.hpp"
 #include "mpidict/local/codec.hpp"
 #include "mpidict/local/composite.hpp"
 #include "mpidict/local/hash.hpp"
@@ -71,41 +83,6 @@
 #include "mpidict/runtime/request.hpp"
 
 namespace mpidict {
-
-enum class placement { hash, cyclic };
-
-// Pass as the first argument to send an operation to a chosen rank.
-struct target_rank {
-    int rank;
-};
-
-namespace detail {
-// insert_or_assign's operator: the newer value wins (associative, so combinable).
-struct replace_with_new {
-    template <class V>
-    V operator()(const V&, const V& newer) const {
-        return newer;
-    }
-};
-}  // namespace detail
-
-struct hash_map_config {
-    runtime::config runtime{};
-    placement place = placement::hash;
-    std::size_t expected_keys_per_rank = 0;  // capacity hint for the local table
-    double max_load = local::table_default_max_load;  // of the local table (0.58: 29.3 bytes per 8+8-byte pair)
-    std::size_t capacity_values = 0;         // per-rank limit on stored values; 0: none
-    std::size_t capacity_bytes = 0;          // per-rank limit on key+value payload bytes; 0: none
-    std::size_t fixed_value_bytes = 0;       // byte-string values must have this length; 0: any
-};
-
-// hash_map's operation kinds, registered with its engine in this order; index
-// `stats()` with them (e.g. `map.stats()[hash_map_op::find].completion_seconds`).
-struct hash_map_op {
-    enum kind : runtime::op_kind { insert, find, take, erase, visit, insert_if_absent, reduce };
-    static constexpr std::string_view names[] = {"insert", "find", "take", "erase", "visit", "insert_if_absent",
-                                                 "reduce"};
-};
 
 template <class K, class V, class Hash = hasher<K>>
 class hash_map : public detail::with_collectives<hash_map<K, V, Hash>, K, V> {
@@ -143,68 +120,8 @@ public:
     };
 
     // What a callable visitor (async_visit(key, f, args...)) gets: the key's
-    // values at its owner, changed in place.  Valid during the call only.
-    class values_ref {
-    public:
-        std::size_t size() const { return m_values.size(); }
-        bool empty() const { return size() == 0; }
-        V& operator[](std::size_t index) { return m_values[index]; }
-        const V& operator[](std::size_t index) const { return m_values[index]; }
-        V& front() { return m_values[0]; }
-        // Appends a value (creating the key); false if the owner's capacity
-        // limit refused it (counted like an insert's refusal).
-        bool push_back(const V& value) {
-            const bool stored = m_map.store_value(m_key, value);
-            m_refused += stored ? 0 : 1;
-            m_values = m_map.m_table.find_mutable(m_key);
-            return stored;
-        }
-        // Removes the key and all its values.
-        void clear() {
-            m_map.remove_key(m_key);
-            m_values = {};
-        }
-        template <class Ref>
-        class basic_iterator {
-        public:
-            using iterator_category = std::forward_iterator_tag;
-            using value_type = V;
-            using difference_type = std::ptrdiff_t;
-            using reference = Ref;
-            Ref operator*() const { return (*m_values)[m_index]; }
-            basic_iterator& operator++() {
-                ++m_index;
-                return *this;
-            }
-            basic_iterator operator++(int) {
-                basic_iterator before = *this;
-                ++m_index;
-                return before;
-            }
-            bool operator==(const basic_iterator& other) const { return m_index == other.m_index; }
-
-        private:
-            friend class values_ref;
-            basic_iterator(const typename table_type::mutable_values* values, std::size_t index)
-                : m_values(values), m_index(index) {}
-            const typename table_type::mutable_values* m_values;
-            std::size_t m_index;
-        };
-        using iterator = basic_iterator<V&>;
-        using const_iterator = basic_iterator<const V&>;
-        iterator begin() { return iterator(&m_values, 0); }
-        iterator end() { return iterator(&m_values, size()); }
-        const_iterator begin() const { return const_iterator(&m_values, 0); }
-        const_iterator end() const { return const_iterator(&m_values, size()); }
-
-    private:
-        friend class hash_map;
-        values_ref(hash_map& map, const K& key) : m_map(map), m_key(key), m_values(map.m_table.find_mutable(key)) {}
-        hash_map& m_map;
-        const K& m_key;
-        typename table_type::mutable_values m_values;
-        std::uint32_t m_refused = 0;
-    };
+    // values at its owner, changed in place (detail/hash_map_visitors.hpp).
+    using values_ref = detail::hash_map_values_ref<K, V, Hash>;
 
     // Collective.  Creates the map over a duplicate of `communicator`.
     explicit hash_map(MPI_Comm communicator, hash_map_config settings = {})
@@ -212,8 +129,7 @@ public:
 
     // Collective.  Creates the map over an engine it takes over (e.g. a simulated one).
     hash_map(std::unique_ptr<runtime::engine> engine, hash_map_config settings)
-        : m_engine(std::move(engine)), m_config(settings),
-          m_table(checked_expected_keys(settings), settings.max_load) {
+        : m_engine(std::move(engine)), m_config(settings), m_shard(*m_engine, settings, m_handlers) {
         if (settings.place == placement::cyclic && !std::is_integral_v<K>)
             throw invalid_argument_error("mpidict: cyclic placement needs integer keys");
         if (settings.fixed_value_bytes != 0 && codec<V>::fixed_size && settings.fixed_value_bytes != sizeof(V))
@@ -252,7 +168,7 @@ public:
         if (m_engine->destroyed())
             return;
         m_engine->destroy();  // joins the progress thread, then locks
-        m_table.clear();
+        m_shard.release();
     }
 
     int rank() const { return m_engine->rank(); }
@@ -280,10 +196,10 @@ public:
     void async_insert(const K& key, const V& value) { async_insert(target_rank{owner(key)}, key, value); }
     void async_insert(target_rank target, const K& key, const V& value) {
         check_value(value);
-        initiation_timer timer(*this, hash_map_op::insert);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::insert);
         if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
             forget_pending_reduce(key);
-            std::byte* out = reserve(target, m_insert_one, sizeof(K) + sizeof(V));
+            std::byte* out = reserve(target, m_handlers.insert_one, sizeof(K) + sizeof(V));
             out = codec<K>::encode(out, key);
             codec<V>::encode(out, value);
         } else {
@@ -294,7 +210,7 @@ public:
     void async_insert(target_rank target, const K& key, std::span<const V> values) {
         for (const V& value : values)
             check_value(value);
-        initiation_timer timer(*this, hash_map_op::insert);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::insert);
         encode_insert(target, no_slot, key, values);
     }
 
@@ -305,7 +221,7 @@ public:
     request<insert_result> insert(target_rank target, const K& key, std::span<const V> values) {
         for (const V& value : values)
             check_value(value);
-        initiation_timer timer(*this, hash_map_op::insert, true);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::insert, true);
         check_target(target);
         const std::uint32_t slot = m_engine->open_request(hash_map_op::insert);
         slot_guard guard(*m_engine, slot);
@@ -320,7 +236,7 @@ public:
         return find(target_rank{owner(key)}, key, limit);
     }
     request<std::vector<V>> find(target_rank target, const K& key, std::size_t limit = unlimited) {
-        return keyed_request(target, m_find, hash_map_op::find, key, limit, &decode_values);
+        return keyed_request(target, m_handlers.find, hash_map_op::find, key, limit, &decode_values);
     }
     // Up to `limit` values of `key` from its `offset`-th on (0: the oldest):
     // reads a key with more values than one message holds in pieces, without
@@ -329,14 +245,14 @@ public:
         return find(target_rank{owner(key)}, key, limit, offset);
     }
     request<std::vector<V>> find(target_rank target, const K& key, std::size_t limit, std::size_t offset) {
-        initiation_timer timer(*this, hash_map_op::find, true);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::find, true);
         check_target(target);
         const std::uint32_t slot = m_engine->open_request(hash_map_op::find);
         slot_guard guard(*m_engine, slot);
         forget_pending_reduce(key);
         const auto clamp = [](std::size_t n) { return static_cast<std::uint32_t>(std::min<std::size_t>(n, unlimited)); };
         const std::size_t bytes = header_bytes<wire::find_from_header> + codec<K>::encoded_size(key);
-        detail::byte_writer(reserve(target, m_find_from, bytes), bytes)
+        detail::byte_writer(reserve(target, m_handlers.find_from, bytes), bytes)
             .record(wire::find_from_header{slot, clamp(limit), clamp(offset)})
             .encode(key)
             .finish();
@@ -348,18 +264,18 @@ public:
         return take(target_rank{owner(key)}, key, limit);
     }
     request<std::vector<V>> take(target_rank target, const K& key, std::size_t limit = unlimited) {
-        return keyed_request(target, m_take, hash_map_op::take, key, limit, &decode_values);
+        return keyed_request(target, m_handlers.take, hash_map_op::take, key, limit, &decode_values);
     }
 
     // Removes `key` and all its values; the request yields how many values it had.
     request<std::size_t> erase(const K& key) { return erase(target_rank{owner(key)}, key); }
     request<std::size_t> erase(target_rank target, const K& key) {
-        return keyed_request(target, m_erase, hash_map_op::erase, key, 0, &decode_count);
+        return keyed_request(target, m_handlers.erase, hash_map_op::erase, key, 0, &decode_count);
     }
     void async_erase(const K& key) { async_erase(target_rank{owner(key)}, key); }
     void async_erase(target_rank target, const K& key) {
-        initiation_timer timer(*this, hash_map_op::erase);
-        encode_keyed(target, m_erase, no_slot, key, 0);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::erase);
+        encode_keyed(target, m_handlers.erase, no_slot, key, 0);
     }
 
     // ---- visited sets ---------------------------------------------------------
@@ -370,11 +286,11 @@ public:
     }
     request<bool> insert_if_absent(target_rank target, const K& key, const V& value) {
         check_value(value);
-        initiation_timer timer(*this, hash_map_op::insert_if_absent, true);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::insert_if_absent, true);
         check_target(target);
         const std::uint32_t slot = m_engine->open_request(hash_map_op::insert_if_absent);
         slot_guard guard(*m_engine, slot);
-        encode_keyed_value(target, m_insert_if_absent, slot, key, value);
+        encode_keyed_value(target, m_handlers.insert_if_absent, slot, key, value);
         return request<bool>(*m_engine, guard.release(), &decode_flag);
     }
     void async_insert_if_absent(const K& key, const V& value) {
@@ -382,8 +298,8 @@ public:
     }
     void async_insert_if_absent(target_rank target, const K& key, const V& value) {
         check_value(value);
-        initiation_timer timer(*this, hash_map_op::insert_if_absent);
-        encode_keyed_value(target, m_insert_if_absent, no_slot, key, value);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::insert_if_absent);
+        encode_keyed_value(target, m_handlers.insert_if_absent, no_slot, key, value);
     }
 
     // ---- reduce on insert (single-valued) ---------------------------------------
@@ -403,10 +319,10 @@ public:
     }
     template <class Op = std::plus<>>
     void async_reduce(target_rank target, const K& key, const V& value, Op = {}) {
-        check_reduce_op<Op>();
+        reduce_ops::template check<Op>();
         check_value(value);
-        initiation_timer timer(*this, hash_map_op::reduce);
-        encode_reduce(target, no_slot, reducer_id<Op>, key, value);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::reduce);
+        encode_reduce(target, no_slot, reduce_ops::template id<Op>, key, value);
     }
 
     // Replaces the key's values with the one `value` (inserting the key if new).
@@ -423,16 +339,16 @@ public:
     }
     request<bool> insert_or_assign(target_rank target, const K& key, const V& value) {
         check_value(value);
-        initiation_timer timer(*this, hash_map_op::reduce, true);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::reduce, true);
         check_target(target);
         const std::uint32_t slot = m_engine->open_request(hash_map_op::reduce);
         slot_guard guard(*m_engine, slot);
-        encode_reduce(target, slot, reducer_id<detail::replace_with_new>, key, value);
+        encode_reduce(target, slot, reduce_ops::template id<detail::replace_with_new>, key, value);
         return request<bool>(*m_engine, guard.release(), &decode_flag);
     }
 
     // Reduces of this rank combined into a waiting record instead of being sent.
-    std::uint64_t async_reduces_combined() const { return m_reduces_combined; }
+    std::uint64_t async_reduces_combined() const { return m_reduces.combined(); }
 
     // ---- visit ---------------------------------------------------------------
 
@@ -451,26 +367,11 @@ public:
         static_assert(encodable<Arg>, "visitor arguments must be trivially copyable or byte strings.");
         static_assert(std::is_void_v<Result> || encodable<Result>,
                       "visitor results must be void, trivially copyable or byte strings.");
-        // Locked throughout, and the entry exists before the collective check
-        // returns: another rank may send a visit the moment its own check is done.
-        runtime::engine_lock lock(*m_engine);
+        runtime::engine_lock lock(*m_engine);  // locked throughout
         m_engine->check_alive("register_visitor");
-        visitor_entry entry;
-        entry.name = std::string(name);
-        entry.function = reinterpret_cast<void (*)()>(function);
-        entry.user_context = user_context;
-        entry.invoke = &invoke_visitor<Arg, Result>;
-        m_visitors.push_back(std::move(entry));
-        try {
-            // A set-up collective: it handles no message until every rank has
-            // registered, so a visitor's own id is known before any visit runs.
-            m_engine->check_same(static_cast<std::int64_t>(hash_bytes(name.data(), name.size()) >> 1),
-                                 "visitor registration (name '" + std::string(name) + "')", /*serve=*/false);
-        } catch (...) {
-            m_visitors.pop_back();
-            throw;
-        }
-        return visitor<Arg, Result>{static_cast<std::uint32_t>(m_visitors.size() - 1)};
+        // The entry exists before the collective check returns: another rank may
+        // send a visit the moment its own check is done.
+        return visitor<Arg, Result>{m_visitors.add(name, function, user_context)};
     }
 
     template <class Arg, class Result>
@@ -480,7 +381,7 @@ public:
     template <class Arg, class Result>
     auto visit(target_rank target, const K& key, visitor<Arg, Result> which, const Arg& arg) {
         using returned = std::conditional_t<std::is_void_v<Result>, nothing, Result>;
-        initiation_timer timer(*this, hash_map_op::visit, true);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::visit, true);
         check_target(target);
         const std::uint32_t slot = m_engine->open_request(hash_map_op::visit);
         slot_guard guard(*m_engine, slot);
@@ -493,7 +394,7 @@ public:
     }
     template <class Arg, class Result>
     void async_visit(target_rank target, const K& key, visitor<Arg, Result> which, const Arg& arg) {
-        initiation_timer timer(*this, hash_map_op::visit);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::visit);
         encode_visit(target, no_slot, key, which.id, arg);
     }
 
@@ -521,8 +422,8 @@ public:
     template <class F, class... Args>
         requires(!detail::registered_visitor_handle<F>)
     void async_visit(target_rank target, const K& key, F, const Args&... args) {
-        initiation_timer timer(*this, hash_map_op::visit);
-        encode_callable_visit<F>(target, no_slot, false, key, visit_argument<Args>(args)...);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::visit);
+        encode_callable_visit<F>(target, no_slot, false, key, visitors::visit_argument(args)...);
     }
     template <class F, class... Args>
         requires(!detail::registered_visitor_handle<F>)
@@ -532,8 +433,8 @@ public:
     template <class F, class... Args>
         requires(!detail::registered_visitor_handle<F>)
     void async_visit_if_contains(target_rank target, const K& key, F, const Args&... args) {
-        initiation_timer timer(*this, hash_map_op::visit);
-        encode_callable_visit<F>(target, no_slot, true, key, visit_argument<Args>(args)...);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::visit);
+        encode_callable_visit<F>(target, no_slot, true, key, visitors::visit_argument(args)...);
     }
     template <class F, class... Args>
         requires(!detail::registered_visitor_handle<F>)
@@ -543,13 +444,13 @@ public:
     template <class F, class... Args>
         requires(!detail::registered_visitor_handle<F>)
     auto visit(target_rank target, const K& key, F, const Args&... args) {
-        using result = callable_result<F, detail::visit_argument_t<Args>...>;
+        using result = typename visitors::template callable_result<F, detail::visit_argument_t<Args>...>;
         using returned = std::conditional_t<std::is_void_v<result>, nothing, result>;
-        initiation_timer timer(*this, hash_map_op::visit, true);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::visit, true);
         check_target(target);
         const std::uint32_t slot = m_engine->open_request(hash_map_op::visit);
         slot_guard guard(*m_engine, slot);
-        encode_callable_visit<F>(target, slot, false, key, visit_argument<Args>(args)...);
+        encode_callable_visit<F>(target, slot, false, key, visitors::visit_argument(args)...);
         return request<returned>(*m_engine, guard.release(), &decode_visit<returned>);
     }
 
@@ -561,22 +462,22 @@ public:
     // but they answer only while inside some library call (or with a progress thread).
     template <class Function>
     void find_many(std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_find_many, hash_map_op::find, nullptr, keys, limit, on_result);
+        bulk_lookup(m_handlers.find_many, hash_map_op::find, nullptr, keys, limit, on_result);
     }
     // The same, every key sent to `target` (explicit placement).
     template <class Function>
     void find_many(target_rank target, std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_find_many, hash_map_op::find, &target, keys, limit, on_result);
+        bulk_lookup(m_handlers.find_many, hash_map_op::find, &target, keys, limit, on_result);
     }
     // Removes and returns up to `limit` oldest values of every key, calling
     // on_result(index, values) with what was taken.  Each key is taken atomically.
     template <class Function>
     void take_many(std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_take_many, hash_map_op::take, nullptr, keys, limit, on_result);
+        bulk_lookup(m_handlers.take_many, hash_map_op::take, nullptr, keys, limit, on_result);
     }
     template <class Function>
     void take_many(target_rank target, std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_take_many, hash_map_op::take, &target, keys, limit, on_result);
+        bulk_lookup(m_handlers.take_many, hash_map_op::take, &target, keys, limit, on_result);
     }
 
     // ---- collective ----------------------------------------------------------
@@ -592,7 +493,7 @@ public:
     // reported back by the owners so far (complete after flush()).
     std::uint64_t async_rejected() const { return m_async_rejected; }
     // Values this rank refused as an owner because of its capacity limit.
-    std::uint64_t local_rejected() const { return m_local_rejected; }
+    std::uint64_t local_rejected() const { return m_shard.local_rejected(); }
 
     // This rank's async_visits (including those its visitors started) whose
     // visitor threw at the owner, as reported back so far (complete after
@@ -620,11 +521,11 @@ public:
     // key's owner, in order with this rank's other operations on the key.
     request<std::size_t> count(const K& key) { return count(target_rank{owner(key)}, key); }
     request<std::size_t> count(target_rank target, const K& key) {
-        return keyed_request(target, m_count, hash_map_op::find, key, 0, &decode_count);
+        return keyed_request(target, m_handlers.count, hash_map_op::find, key, 0, &decode_count);
     }
     request<bool> contains(const K& key) { return contains(target_rank{owner(key)}, key); }
     request<bool> contains(target_rank target, const K& key) {
-        return keyed_request(target, m_count, hash_map_op::find, key, 0, &decode_flag);
+        return keyed_request(target, m_handlers.count, hash_map_op::find, key, 0, &decode_flag);
     }
 
     // Collective.  Removes every key; other ranks' operations started after
@@ -633,8 +534,7 @@ public:
         flush();
         {
             runtime::engine_lock lock(*m_engine);
-            m_table = table_type(checked_expected_keys(m_config), m_config.max_load);
-            m_stored_bytes = 0;
+            m_shard.reset();
         }
         flush();  // nobody sends new operations before everyone has cleared
     }
@@ -644,42 +544,42 @@ public:
     // pairs, in their order; memory: the whole map on each receiver).
 
     // Collective.  Total keys and values over all ranks.
-    std::size_t global_size() { return global_sum(m_table.size(), "global_size"); }
-    std::size_t global_value_count() { return global_sum(m_table.value_count(), "global_value_count"); }
+    std::size_t global_size() { return global_sum(m_shard.table().size(), "global_size"); }
+    std::size_t global_value_count() { return global_sum(m_shard.table().value_count(), "global_value_count"); }
 
     // ---- this rank's shard -----------------------------------------------------
 
     // Reads of the shard lock the engine, so a progress thread cannot change it meanwhile.
     std::size_t local_size() const {
         runtime::engine_lock lock(*m_engine);
-        return m_table.size();
+        return m_shard.table().size();
     }
     std::size_t local_value_count() const {
         runtime::engine_lock lock(*m_engine);
-        return m_table.value_count();
+        return m_shard.table().value_count();
     }
     std::size_t local_payload_bytes() const {
         runtime::engine_lock lock(*m_engine);
-        return m_stored_bytes;
+        return m_shard.stored_bytes();
     }
     std::size_t local_memory_bytes() const {
         runtime::engine_lock lock(*m_engine);
-        return m_table.memory_bytes();
+        return m_shard.table().memory_bytes();
     }
     std::vector<V> local_find(const K& key, std::size_t limit = unlimited) const {
         runtime::engine_lock lock(*m_engine);
         std::vector<V> out;
-        m_table.find(key).copy_to(std::back_inserter(out), limit);
+        m_shard.table().find(key).copy_to(std::back_inserter(out), limit);
         return out;
     }
     bool local_contains(const K& key) const {
         runtime::engine_lock lock(*m_engine);
-        return m_table.contains(key);
+        return m_shard.table().contains(key);
     }
     template <class Function>
     void local_for_each(Function&& function) const {
         runtime::engine_lock lock(*m_engine);
-        m_table.for_each(function);
+        m_shard.table().for_each(function);
     }
     // Collective.  flush(), then f(key, values) on every entry this rank holds:
     // every rank visits its own part, so the whole map is visited once.
@@ -692,9 +592,9 @@ public:
     // gives (key, values_view) pairs; local_keys() the keys; local_values() each
     // key's values_view.  Valid until the next call into the map (no lock is
     // held while the caller iterates: not with a progress thread running).
-    const table_type& local_table() const { return m_table; }
-    auto local_keys() const { return std::views::keys(m_table); }
-    auto local_values() const { return std::views::values(m_table); }
+    const table_type& local_table() const { return m_shard.table(); }
+    auto local_keys() const { return std::views::keys(m_shard.table()); }
+    auto local_values() const { return std::views::values(m_shard.table()); }
 
     // ---- checkpoints (include/mpidict/checkpoint.hpp, docs/checkpoint.md) --
 
@@ -702,34 +602,10 @@ public:
     // order) to `directory`, replacing the checkpoint there only once all of it
     // is on disk.
     void save(const std::string& directory, const checkpoint_options& options = {}) {
-        namespace ck = detail::checkpoint;
         flush();
-        ck::communicator_copy comm(m_engine->mpi_communicator(), "hash_map");
+        detail::checkpoint::communicator_copy comm(m_engine->mpi_communicator(), "hash_map");
         runtime::engine_lock lock(*m_engine);
-        ck::entry_totals totals{m_table.size(), m_table.value_count(), 0, 0};
-        if constexpr (ck::column_codec<K>::variable || ck::column_codec<V>::variable) {
-            m_table.for_each([&](const K& key, const values_view& values) {
-                ck::add_totals(key, totals.key_bytes);
-                for (const V& value : values)
-                    ck::add_totals(value, totals.value_bytes);
-            });
-        }
-        ck::description what = ck::describe<K, V>("hash_map", checkpoint_flags, options);
-        what.tunables = {{"placement", m_config.place == placement::cyclic ? "cyclic" : "hash"},
-                         {"expected_keys_per_rank", std::to_string(m_config.expected_keys_per_rank)},
-                         {"max_load", std::to_string(m_config.max_load)},
-                         {"capacity_values", std::to_string(m_config.capacity_values)},
-                         {"capacity_bytes", std::to_string(m_config.capacity_bytes)},
-                         {"fixed_value_bytes", std::to_string(m_config.fixed_value_bytes)}};
-        ck::write_entries<K, V>(comm.get(), directory, std::move(what), checkpoint_flags, totals, options,
-                                [&](ck::entry_writer<K, V>& entries) {
-                                    m_table.for_each([&](const K& key, const values_view& values) {
-                                        entries.key(key);
-                                        entries.count(values.size());
-                                        for (const V& value : values)
-                                            entries.value(value);
-                                    });
-                                });
+        m_shard.save(comm.get(), directory, options);
     }
 
     // Collective.  Fills this map, which must be empty on every rank, from the
@@ -746,7 +622,7 @@ public:
         ck::communicator_copy comm(m_engine->mpi_communicator(), "hash_map");
         ck::reader in(comm.get(), directory, ck::describe<K, V>("hash_map", checkpoint_flags, options),
                       ck::columns_for<K, V>(checkpoint_flags, {}), options);
-        const std::uint64_t refused_before = m_local_rejected;
+        const std::uint64_t refused_before = m_shard.local_rejected();
         std::string problem;  // e.g. a saved value too large for this map's messages
         try {
             runtime::engine_lock lock(*m_engine);
@@ -775,7 +651,7 @@ public:
             problem = "mpidict: checkpoint " + directory + ": loading failed: " + failure.what();
         }
         flush();
-        const std::size_t refused = global_sum(m_local_rejected - refused_before, "load");
+        const std::size_t refused = global_sum(m_shard.local_rejected() - refused_before, "load");
         if (problem.empty() && refused != 0)
             problem = "mpidict: checkpoint " + directory + ": this hash_map's capacity limits refused " +
                       std::to_string(refused) + " of the saved values";
@@ -789,8 +665,7 @@ public:
             ck::agree(comm.get(), problem);
         } catch (const checkpoint_error& failure) {
             runtime::engine_lock lock(*m_engine);
-            m_table = table_type(checked_expected_keys(m_config), m_config.max_load);
-            m_stored_bytes = 0;
+            m_shard.reset();
             throw checkpoint_error(std::string(failure.what()) + "; the map is left empty");
         }
     }
@@ -799,64 +674,56 @@ public:
 
 private:
     using wire = detail::hash_map_wire;
+    using shard_type = detail::hash_map_shard<K, V, Hash>;
+    using visitors = detail::hash_map_visitors<K, V, Hash, hash_map>;
+    using reduce_ops = detail::reduce_combiner<K, V, Hash>;
+    using batches = detail::hash_map_batches<K, V>;
+    using initiation_timer = detail::initiation_timer;
+    using slot_guard = detail::slot_guard;
+    using reducers = typename reduce_ops::reducers;
+    using callable_visitors = typename visitors::callables;
     template <class Record>
     static constexpr std::size_t header_bytes = detail::wire_bytes<Record>;
-    static constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
+    static constexpr std::uint32_t no_slot = shard_type::no_slot;
 
-    struct visitor_entry {
-        std::string name;
-        void (*function)() = nullptr;
-        void* user_context = nullptr;
-        // Decodes the argument, runs the visitor, writes the values back and
-        // replies (request form).  If the visitor throws (or its result cannot be
-        // replied), changes nothing, sends nothing and returns false with the
-        // reason in `failure`.
-        bool (*invoke)(hash_map& self, int source, std::uint32_t slot, const visitor_entry& entry, const K& key,
-                       byte_reader& reader, std::string& failure) = nullptr;
-    };
+    // ---- handlers ----
 
-    // Times request-form starts always.  Fire-and-forget starts are cheaper than
-    // a clock read, so one in 16 is timed and scaled, minus the time it spent
-    // shipping a full buffer; the engine times every such shipment itself and
-    // that time is added unscaled, so rare slow calls are neither missed nor
-    // multiplied.
-    class initiation_timer {
-    public:
-        initiation_timer(hash_map& self, runtime::op_kind kind, bool always = false)
-            : m_lock(*self.m_engine), m_self(self), m_kind(kind) {
-            self.m_engine->check_alive(self.m_engine->op_kind_name(kind).data());
-            ++self.m_engine->stats()[kind].operations;
-            if (always) {
-                m_weight = 1;
-            } else if (++self.m_sample_counter == runtime::initiation_sample_period) {
-                self.m_sample_counter = 0;
-                m_weight = runtime::initiation_sample_period;
-            }
-            m_ship_start = self.m_engine->ship_seconds();
-            if (m_weight != 0)
-                m_start = runtime::now_seconds();
-        }
-        ~initiation_timer() {
-            auto& engine = *m_self.m_engine;
-            const double shipping = engine.ship_seconds() - m_ship_start;
-            double seconds = shipping;
-            if (m_weight != 0)
-                seconds += std::max(0.0, runtime::now_seconds() - m_start - shipping) * m_weight;
-            engine.stats()[m_kind].initiation_seconds += seconds;
-        }
+    // Registration order is part of the wire format (handler ids; the fuzz seeds,
+    // tests/fuzz/seeds.cpp, name them by position): add new handlers at the end.
+    void register_handlers() {
+        for (const std::string_view name : hash_map_op::names)
+            m_engine->register_op_kind(name);
+        auto& h = m_handlers;
+        shard_type* shard = &m_shard;
+        visitors* visit = &m_visitors;
+        h.insert_one = add_handler<&shard_type::on_insert_one>("hash_map.insert_one", shard);
+        h.insert = add_handler<&shard_type::on_insert>("hash_map.insert", shard);
+        h.find = add_handler<&shard_type::on_find>("hash_map.find", shard);
+        h.take = add_handler<&shard_type::on_take>("hash_map.take", shard);
+        h.erase = add_handler<&shard_type::on_erase>("hash_map.erase", shard);
+        h.insert_if_absent = add_handler<&shard_type::on_insert_if_absent>("hash_map.insert_if_absent", shard);
+        h.visit = add_handler<&visitors::on_visit>("hash_map.visit", visit);
+        h.find_many = add_handler<&shard_type::on_find_many>("hash_map.find_many", shard);
+        h.find_many_reply = add_handler<&batches::on_reply>("hash_map.find_many_reply", &m_batches);
+        h.take_many = add_handler<&shard_type::on_take_many>("hash_map.take_many", shard);
+        h.rejected = add_handler<&hash_map::on_rejected>("hash_map.rejected", this);
+        h.visit_failed = add_handler<&hash_map::on_visit_failed>("hash_map.visit_failed", this);
+        h.reduce = add_handler<&shard_type::on_reduce>("hash_map.reduce", shard);
+        h.visit_callable = add_handler<&visitors::on_visit_callable>("hash_map.visit_callable", visit);
+        h.count = add_handler<&shard_type::on_count>("hash_map.count", shard);
+        h.find_from = add_handler<&shard_type::on_find_from>("hash_map.find_from", shard);
+    }
+    template <auto Member, class C>
+    runtime::handler_id add_handler(std::string_view name, C* object) {
+        return m_engine->register_handler(name, &member_handler<Member, C>, object);
+    }
+    template <auto Member, class C>
+    static void member_handler(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
+                               std::uint32_t count) {
+        (static_cast<C*>(context)->*Member)(source, records, record_bytes, count);
+    }
 
-    private:
-        runtime::engine_lock m_lock;
-        hash_map& m_self;
-        runtime::op_kind m_kind;
-        std::uint32_t m_weight = 0;
-        double m_start = 0;
-        double m_ship_start = 0;
-    };
-
-    // expected_keys_per_rank, refused (the same on every rank: the same settings)
-    // when the local table could not address room for that many keys.
-    static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, true, false};
+    static constexpr detail::checkpoint::layout_flags checkpoint_flags = shard_type::checkpoint_flags;
     static constexpr std::size_t checkpoint_batch = 256;  // values per record when loading
 
     // One key's values (a piece of them) from a checkpoint, to their owner:
@@ -864,43 +731,11 @@ private:
     void restore(int target, const K& key, std::span<const V> values) {
         if (target == rank()) {
             for (const V& value : values)
-                store_value(key, value);
+                m_shard.store_value(key, value);
         } else {
             encode_insert(target_rank{target}, no_slot, key, values);
         }
     }
-
-    static std::size_t checked_expected_keys(const hash_map_config& settings) {
-        if (!(settings.max_load > 0.05 && settings.max_load < 0.99))
-            return 0;  // the table's constructor refuses max_load with its own message
-        const std::size_t most = table_type::max_keys(settings.max_load);
-        if (settings.expected_keys_per_rank > most)
-            throw invalid_argument_error("mpidict: hash_map expected_keys_per_rank = " +
-                                         std::to_string(settings.expected_keys_per_rank) +
-                                         " is more than one rank's table can address (at most " +
-                                         std::to_string(most) + " at max_load " +
-                                         std::to_string(settings.max_load) + ")");
-        return settings.expected_keys_per_rank;
-    }
-
-    // Gives a request slot back if encoding its operation throws (nothing was sent).
-    class slot_guard {
-    public:
-        slot_guard(runtime::engine& owner, std::uint32_t slot) : m_engine(owner), m_slot(slot) {}
-        ~slot_guard() {
-            if (m_armed)
-                m_engine.cancel_request(m_slot);
-        }
-        std::uint32_t release() {
-            m_armed = false;
-            return m_slot;
-        }
-
-    private:
-        runtime::engine& m_engine;
-        std::uint32_t m_slot;
-        bool m_armed = true;
-    };
 
     void check_value(const V& value) const {
         if constexpr (!codec<V>::fixed_size) {
@@ -925,6 +760,8 @@ private:
         return m_engine->reserve(target.rank, handler, bytes);
     }
 
+    // ---- encoders (caller side; layouts in detail/wire.hpp) ----
+
     void encode_insert(target_rank target, std::uint32_t slot, const K& key, std::span<const V> values) {
         if (values.size() > std::numeric_limits<std::uint32_t>::max() - 1)
             throw invalid_argument_error("mpidict: at most 4294967294 values per insert");
@@ -932,13 +769,14 @@ private:
         std::size_t bytes = header_bytes<wire::insert_header> + codec<K>::encoded_size(key);
         for (const V& value : values)
             bytes += codec<V>::encoded_size(value);
-        detail::byte_writer out(reserve(target, m_insert, bytes), bytes);
+        detail::byte_writer out(reserve(target, m_handlers.insert, bytes), bytes);
         out.record(wire::insert_header{slot, static_cast<std::uint32_t>(values.size())}).encode(key);
         for (const V& value : values)
             out.encode(value);
         out.finish();
     }
 
+    // find, take, erase, count, contains: {slot, limit} key.
     void encode_keyed(target_rank target, runtime::handler_id handler, std::uint32_t slot, const K& key,
                       std::uint32_t limit) {
         forget_pending_reduce(key);
@@ -958,188 +796,67 @@ private:
             .finish();
     }
 
-    // ---- callable visitors ----
-
-    using callable_visitor_function = bool (*)(hash_map& self, int source, std::uint32_t slot, bool if_contains,
-                                               const K& key, byte_reader& reader, std::string& failure);
-    using callable_visitors = detail::callable_registry<callable_visitor_function>;
-
-    template <class T>
-    static decltype(auto) visit_argument(const T& argument) {
-        if constexpr (std::is_same_v<detail::visit_argument_t<T>, std::decay_t<T>>)
-            return (argument);
-        else
-            return std::string(argument);
-    }
-
-    struct not_a_visitor {};
-    template <class F, class... A>
-    static auto callable_result_probe() {
-        if constexpr (std::is_invocable_v<const F&, visit_context&, const K&, values_ref&, const A&...>)
-            return std::type_identity<std::invoke_result_t<const F&, visit_context&, const K&, values_ref&, const A&...>>{};
-        else if constexpr (std::is_invocable_v<const F&, const K&, values_ref&, const A&...>)
-            return std::type_identity<std::invoke_result_t<const F&, const K&, values_ref&, const A&...>>{};
-        else
-            return std::type_identity<not_a_visitor>{};
-    }
-    template <class F, class... A>
-    using callable_result = typename decltype(callable_result_probe<F, A...>())::type;
-
-    template <class F, class... A>
-    static constexpr void check_callable_visitor() {
-        static_assert(std::is_empty_v<F> && std::is_default_constructible_v<F>,
-                      "async_visit: the visitor must be stateless (a lambda without captures or an empty function "
-                      "object): it runs at the key's owner, where only its type is known; pass state as arguments.");
-        static_assert(!std::is_same_v<callable_result<F, A...>, not_a_visitor>,
-                      "async_visit: the visitor must be callable as f(const K& key, values_ref& values, args...) or "
-                      "f(visit_context& ctx, const K& key, values_ref& values, args...).");
-        static_assert((encodable<A> && ...),
-                      "async_visit: visitor arguments must be trivially copyable or byte strings.");
-        static_assert(std::is_void_v<callable_result<F, A...>> || encodable<callable_result<F, A...>>,
-                      "visit: the visitor's result must be void, trivially copyable or a byte string.");
-    }
-
-    template <class F, class... A>
-    void encode_callable_visit(target_rank target, std::uint32_t slot, bool if_contains, const K& key,
-                               const A&... args) {
-        check_callable_visitor<F, A...>();
-        forget_pending_reduce(key);
-        const std::uint32_t id = callable_visitor_id<F, A...>;
-        const std::size_t bytes = header_bytes<wire::callable_visit_header> + codec<K>::encoded_size(key) +
-                                  (std::size_t{0} + ... + codec<A>::encoded_size(args));
-        detail::byte_writer out(reserve(target, m_visit_callable, bytes), bytes);
-        out.record(wire::callable_visit_header{slot, id, if_contains ? 1u : 0u}).encode(key);
-        (out.encode(args), ...);
-        out.finish();
-    }
-
-    // ---- collectives (detail/collectives.hpp) ----
-
-    friend class detail::with_collectives<hash_map, K, V>;
-    // A walk over every (key, value) pair of the shard, for the collectives.
-    auto each_pair() const {
-        return [this](auto&& emit) {
-            m_table.for_each([&](const K& key, const values_view& values) {
-                for (const V& value : values)
-                    emit(key, value);
-            });
-        };
-    }
-
-    static void handle_count(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                             std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto slot = detail::read_record<wire::keyed_header>(reader).slot;
-            const K key = codec<K>::decode(reader);
-            const std::size_t n = self.m_table.find(key).size();
-            if (slot != no_slot)
-                self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(std::min<std::size_t>(n, no_slot - 1)), 0);
-        }
-    }
-
-    // ---- reduce ----
-
-    using reduce_function = void (*)(V& accumulated, const V& incoming);
-    using reducers = detail::callable_registry<reduce_function>;
-    template <class Op>
-    static void apply_reduce(V& accumulated, const V& incoming) {
-        accumulated = Op{}(static_cast<const V&>(accumulated), incoming);
-    }
-    // The operator's number, the same on every rank (see callable_registry.hpp).
-    template <class Op>
-    static inline const std::uint32_t reducer_id = reducers::add(detail::type_name<Op>(), &apply_reduce<Op>);
-
-    template <class Op>
-    static constexpr void check_reduce_op() {
-        static_assert(std::is_empty_v<Op> && std::is_default_constructible_v<Op>,
-                      "async_reduce: the operator must be stateless (a lambda without captures, std::plus<>, "
-                      "or an empty struct): it runs at the key's owner, where only its type is known.");
-        static_assert(std::is_invocable_r_v<V, const Op&, const V&, const V&>,
-                      "async_reduce: the operator must be callable as V(const V&, const V&).");
-    }
-
-    // A reduce waiting unsent in an outbox, for combining later reduces of the
-    // same key into it (fixed-size keys and values only).  Direct-mapped by the
-    // key's hash; valid while the outbox's generation is unchanged.
-    struct pending_reduce {
-        K key{};
-        int destination = -1;  // -1: empty
-        std::uint32_t op = 0;
-        std::uint64_t generation = 0;
-        std::byte* value = nullptr;  // the record's value bytes
-    };
-    static constexpr std::size_t pending_reduce_slots = 4096;
-    static constexpr bool combinable = codec<K>::fixed_size && codec<V>::fixed_size;
-
-    void encode_reduce(target_rank target, std::uint32_t slot, std::uint32_t op, const K& key, const V& value) {
-        constexpr std::size_t header = header_bytes<wire::reduce_header>;
-        check_target(target);  // before the outbox of target.rank is looked at
-        if constexpr (combinable) {
-            if (slot == no_slot) {
-                if (m_pending_reduces.empty())
-                    m_pending_reduces.resize(pending_reduce_slots);
-                pending_reduce& waiting = m_pending_reduces[m_hash(key) & (pending_reduce_slots - 1)];
-                if (waiting.destination == target.rank && waiting.op == op &&
-                    waiting.generation == m_engine->outbox_generation(target.rank) && waiting.key == key) {
-                    V combined;
-                    std::memcpy(&combined, waiting.value, sizeof(V));
-                    reducers::entries()[op].entry(combined, value);
-                    std::memcpy(waiting.value, &combined, sizeof(V));
-                    ++m_reduces_combined;
-                    return;
-                }
-                std::byte* out = reserve(target, m_reduce, header + sizeof(K) + sizeof(V));
-                detail::overwrite_record(out, wire::reduce_header{no_slot, op});
-                std::memcpy(out + header, &key, sizeof(K));
-                std::memcpy(out + header + sizeof(K), &value, sizeof(V));
-                waiting = pending_reduce{key, target.rank, op, m_engine->outbox_generation(target.rank),
-                                         out + header + sizeof(K)};
-                return;
-            }
-        }
-        forget_pending_reduce(key);
-        const std::size_t bytes = header + codec<K>::encoded_size(key) + codec<V>::encoded_size(value);
-        detail::byte_writer(reserve(target, m_reduce, bytes), bytes)
-            .record(wire::reduce_header{slot, op})
-            .encode(key)
-            .encode(value)
-            .finish();
-    }
-
-    // Any other operation on `key` from this rank must not be overtaken by a
-    // later reduce combined into an earlier record: forget that record.
-    void forget_pending_reduce(const K& key) {
-        if constexpr (combinable) {
-            if (!m_pending_reduces.empty()) [[unlikely]] {
-                pending_reduce& waiting = m_pending_reduces[m_hash(key) & (pending_reduce_slots - 1)];
-                if (waiting.destination >= 0 && waiting.key == key)
-                    waiting.destination = -1;
-            }
-        }
-        (void)key;
-    }
-
     template <class Arg>
     void encode_visit(target_rank target, std::uint32_t slot, const K& key, std::uint32_t which, const Arg& arg) {
-        if (which >= m_visitors.size())
+        if (which >= m_visitors.registered())
             throw invalid_argument_error("mpidict: unknown visitor " + std::to_string(which));
         forget_pending_reduce(key);
         const std::size_t bytes =
             header_bytes<wire::visit_header> + codec<K>::encoded_size(key) + codec<Arg>::encoded_size(arg);
-        detail::byte_writer(reserve(target, m_visit, bytes), bytes)
+        detail::byte_writer(reserve(target, m_handlers.visit, bytes), bytes)
             .record(wire::visit_header{slot, which})
             .encode(key)
             .encode(arg)
             .finish();
     }
 
+    template <class F, class... A>
+    void encode_callable_visit(target_rank target, std::uint32_t slot, bool if_contains, const K& key,
+                               const A&... args) {
+        visitors::template check_callable<F, A...>();
+        forget_pending_reduce(key);
+        const std::uint32_t id = visitors::template callable_id<F, A...>;
+        const std::size_t bytes = header_bytes<wire::callable_visit_header> + codec<K>::encoded_size(key) +
+                                  (std::size_t{0} + ... + codec<A>::encoded_size(args));
+        detail::byte_writer out(reserve(target, m_handlers.visit_callable, bytes), bytes);
+        out.record(wire::callable_visit_header{slot, id, if_contains ? 1u : 0u}).encode(key);
+        (out.encode(args), ...);
+        out.finish();
+    }
+
+    // reduce: {slot, op} key value.  A fire-and-forget reduce with fixed-size
+    // key and value may be folded into one still waiting in the outbox.
+    void encode_reduce(target_rank target, std::uint32_t slot, std::uint32_t op, const K& key, const V& value) {
+        constexpr std::size_t header = header_bytes<wire::reduce_header>;
+        check_target(target);  // before the outbox of target.rank is looked at
+        if constexpr (reduce_ops::combinable) {
+            if (slot == no_slot) {
+                if (m_reduces.combine(target.rank, op, key, value))
+                    return;
+                std::byte* out = reserve(target, m_handlers.reduce, header + sizeof(K) + sizeof(V));
+                detail::overwrite_record(out, wire::reduce_header{no_slot, op});
+                std::memcpy(out + header, &key, sizeof(K));
+                std::memcpy(out + header + sizeof(K), &value, sizeof(V));
+                m_reduces.remember(target.rank, op, key, out + header + sizeof(K));
+                return;
+            }
+        }
+        forget_pending_reduce(key);
+        const std::size_t bytes = header + codec<K>::encoded_size(key) + codec<V>::encoded_size(value);
+        detail::byte_writer(reserve(target, m_handlers.reduce, bytes), bytes)
+            .record(wire::reduce_header{slot, op})
+            .encode(key)
+            .encode(value)
+            .finish();
+    }
+
+    void forget_pending_reduce(const K& key) { m_reduces.forget(key); }
+
     // The request form of every {slot, limit} key record: find, take, erase, count, contains.
     template <class T>
     request<T> keyed_request(target_rank target, runtime::handler_id handler, runtime::op_kind kind, const K& key,
                              std::size_t limit, T (*decode)(std::uint32_t, byte_reader&, const void*)) {
-        initiation_timer timer(*this, kind, true);
+        initiation_timer timer(*m_engine, m_sample_counter, kind, true);
         check_target(target);
         const std::uint32_t slot = m_engine->open_request(kind);
         slot_guard guard(*m_engine, slot);
@@ -1148,56 +865,22 @@ private:
         return request<T>(*m_engine, guard.release(), decode);
     }
 
+    // find_many and take_many (detail/hash_map_caller.hpp): one record per key,
+    // answered by find_many_reply records.
     template <class Function>
-    void bulk_lookup(runtime::handler_id handler, runtime::op_kind kind_id, const target_rank* target,
+    void bulk_lookup(runtime::handler_id handler, runtime::op_kind kind, const target_rank* target,
                      std::span<const K> keys, std::size_t limit, Function& on_result) {
-        runtime::engine_lock lock(*m_engine);
-        m_engine->check_alive(m_engine->op_kind_name(kind_id).data());
-        if (m_engine->in_handler())
-            throw error("mpidict: find_many/take_many cannot be called from inside a visitor");
-        if (m_batch_pending != 0)
-            throw error("mpidict: find_many/take_many called while another one is running");
-        if (keys.size() > std::numeric_limits<std::uint32_t>::max())
-            throw invalid_argument_error("mpidict: find_many/take_many take at most 4294967295 keys per call");
-        if (target)
-            check_target(*target);
-        const double start = runtime::now_seconds();
-        m_batch_callback = [&](std::size_t index, std::span<const V> values) { on_result(index, values); };
-        ++m_batch_id;
-        m_batch_pending = keys.size();
-        m_batch_error.clear();
-        const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, unlimited));
-        struct reset {
-            hash_map& self;
-            ~reset() {
-                self.m_batch_callback = nullptr;
-                self.m_batch_pending = 0;
-            }
-        } guard{*this};
-        for (std::size_t index = 0; index < keys.size(); ++index) {
-            const K& key = keys[index];
-            const int destination = target ? target->rank : owner(key);
-            forget_pending_reduce(key);
-            const std::size_t bytes = header_bytes<wire::many_header> + codec<K>::encoded_size(key);
-            detail::byte_writer(m_engine->reserve(destination, handler, bytes), bytes)
-                .record(wire::many_header{m_batch_id, static_cast<std::uint32_t>(index), clamped})
-                .encode(key)
-                .finish();
-        }
-        auto& kind = m_engine->stats()[kind_id];
-        kind.operations += keys.size();
-        kind.initiation_seconds += runtime::now_seconds() - start;
-        const double wait_start = runtime::now_seconds();
-        m_engine->wait_until([this] { return m_batch_pending == 0; });
-        kind.completion_seconds += runtime::now_seconds() - wait_start;
-        if (!m_batch_error.empty()) {
-            std::string message;
-            message.swap(m_batch_error);
-            throw invalid_argument_error(message);
-        }
+        m_batches.run(
+            handler, kind, keys, limit, on_result,
+            [&] {
+                if (target)
+                    check_target(*target);
+            },
+            [&](const K& key) { return target ? target->rank : owner(key); },
+            [&](const K& key) { forget_pending_reduce(key); });
     }
 
-    // ---- decoders (caller side) ----
+    // ---- decoders (caller side: a request's get()) ----
 
     static insert_result decode_insert(std::uint32_t count, byte_reader& reader, const void*) {
         insert_result result;
@@ -1223,707 +906,41 @@ private:
             return codec<R>::decode(reader);
     }
 
-    // ---- owner side ----
-
-    bool room_for(const K& key, const V& value, bool new_key) const {
-        if (m_config.capacity_values != 0 && m_table.value_count() + 1 > m_config.capacity_values)
-            return false;
-        if (m_config.capacity_bytes != 0) {
-            const std::size_t extra = codec<V>::payload_bytes(value) + (new_key ? codec<K>::payload_bytes(key) : 0);
-            if (m_stored_bytes + extra > m_config.capacity_bytes)
-                return false;
-        }
-        return true;
-    }
-
-    // Appends one value under the capacity limit; false if it did not fit.
-    bool store_value(const K& key, const V& value) {
-        if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0) [[likely]] {
-            if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
-                if (m_table.append_hashed(key, m_table.hash_of(key), value))
-                    m_stored_bytes += sizeof(K);
-                m_stored_bytes += sizeof(V);
-                return true;
-            }
-        }
-        const bool new_key = !m_table.contains(key);
-        if (!room_for(key, value, new_key)) {
-            ++m_local_rejected;
-            return false;
-        }
-        m_table.append(key, value);
-        m_stored_bytes += codec<V>::payload_bytes(value) + (new_key ? codec<K>::payload_bytes(key) : 0);
-        return true;
-    }
-
-    void account_removed(const K& key, std::size_t value_bytes, bool key_removed) {
-        m_stored_bytes -= std::min(m_stored_bytes, value_bytes + (key_removed ? codec<K>::payload_bytes(key) : 0));
-    }
-
-    void notify_rejected(int source, std::uint32_t rejected) {
-        if (rejected == 0)
-            return;
-        detail::overwrite_record(m_engine->reserve(source, m_rejected, header_bytes<wire::count_record>),
-                                 wire::count_record{rejected});
-    }
-
-    void notify_visit_failed(int source, std::uint32_t failures, std::string_view message) {
-        if (failures == 0)
-            return;
-        constexpr std::size_t header = header_bytes<wire::count_record>;
-        message = message.substr(0, std::min(message.size(), m_engine->max_record_bytes() - header));
-        const std::size_t bytes = header + message.size();
-        detail::byte_writer(m_engine->reserve(source, m_visit_failed, bytes), bytes)
-            .record(wire::count_record{failures})
-            .put_bytes(message)
-            .finish();
-    }
-
-    void register_handlers() {
-        for (const std::string_view name : hash_map_op::names)
-            m_engine->register_op_kind(name);
-        m_insert_one = m_engine->register_handler("hash_map.insert_one", &handle_insert_one, this);
-        m_insert = m_engine->register_handler("hash_map.insert", &handle_insert, this);
-        m_find = m_engine->register_handler("hash_map.find", &handle_find, this);
-        m_take = m_engine->register_handler("hash_map.take", &handle_take, this);
-        m_erase = m_engine->register_handler("hash_map.erase", &handle_erase, this);
-        m_insert_if_absent = m_engine->register_handler("hash_map.insert_if_absent", &handle_insert_if_absent, this);
-        m_visit = m_engine->register_handler("hash_map.visit", &handle_visit, this);
-        m_find_many = m_engine->register_handler("hash_map.find_many", &handle_find_many, this);
-        m_find_many_reply = m_engine->register_handler("hash_map.find_many_reply", &handle_find_many_reply, this);
-        m_take_many = m_engine->register_handler("hash_map.take_many", &handle_take_many, this);
-        m_rejected = m_engine->register_handler("hash_map.rejected", &handle_rejected, this);
-        m_visit_failed = m_engine->register_handler("hash_map.visit_failed", &handle_visit_failed, this);
-        m_reduce = m_engine->register_handler("hash_map.reduce", &handle_reduce, this);
-        m_visit_callable = m_engine->register_handler("hash_map.visit_callable", &handle_visit_callable, this);
-        m_count = m_engine->register_handler("hash_map.count", &handle_count, this);
-        m_find_from = m_engine->register_handler("hash_map.find_from", &handle_find_from, this);
-    }
-
-    static void handle_insert_one(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                                  std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
-            if (record_bytes != sizeof(K) + sizeof(V))
-                throw decode_error("mpidict: hash_map insert record of " + std::to_string(record_bytes) +
-                                   " bytes, expected " + std::to_string(sizeof(K) + sizeof(V)));
-            if (self.m_config.capacity_values == 0 && self.m_config.capacity_bytes == 0) {
-                // The bulk path: hash each key once, prefetch its slot a few
-                // records ahead so the table's cache misses overlap.
-                constexpr std::uint32_t lookahead = prefetch_lookahead;
-                std::uint64_t hashes[lookahead];
-                const std::uint32_t primed = std::min(count, lookahead);
-                for (std::uint32_t index = 0; index < primed; ++index) {
-                    K key;
-                    std::memcpy(&key, records + std::size_t{index} * record_bytes, sizeof(K));
-                    hashes[index] = self.m_table.hash_of(key);
-                    self.m_table.prefetch_hashed(hashes[index]);
-                }
-                for (std::uint32_t index = 0; index < count; ++index) {
-                    const std::byte* record = records + std::size_t{index} * record_bytes;
-                    K key;
-                    V value;
-                    std::memcpy(&key, record, sizeof(K));
-                    std::memcpy(&value, record + sizeof(K), sizeof(V));
-                    const std::uint64_t hash = hashes[index % lookahead];
-                    if (index + lookahead < count) {
-                        K ahead;
-                        std::memcpy(&ahead, records + std::size_t{index + lookahead} * record_bytes, sizeof(K));
-                        hashes[index % lookahead] = self.m_table.hash_of(ahead);
-                        self.m_table.prefetch_hashed(hashes[index % lookahead]);
-                    }
-                    if (self.m_table.append_hashed(key, hash, value))
-                        self.m_stored_bytes += sizeof(K);
-                }
-                self.m_stored_bytes += std::size_t{count} * sizeof(V);
-                return;
-            }
-            std::uint32_t rejected = 0;
-            for (std::uint32_t index = 0; index < count; ++index) {
-                K key;
-                V value;
-                std::memcpy(&key, records + std::size_t{index} * record_bytes, sizeof(K));
-                std::memcpy(&value, records + std::size_t{index} * record_bytes + sizeof(K), sizeof(V));
-                if (!self.store_value(key, value))
-                    ++rejected;
-            }
-            self.notify_rejected(source, rejected);
-        } else {
-            (void)source, (void)records, (void)record_bytes, (void)count;
-            throw decode_error("mpidict: fixed-size insert record sent to a map with variable-size keys or values");
-        }
-    }
-
-    static void handle_insert(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                              std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto [slot, n] = detail::read_record<wire::insert_header>(reader);
-            const K key = codec<K>::decode(reader);
-            std::uint32_t stored = 0;
-            bool full = false;
-            for (std::uint32_t value_index = 0; value_index < n; ++value_index) {
-                const V value = codec<V>::decode(reader);
-                if (!full && self.store_value(key, value))
-                    ++stored;
-                else
-                    full = true;
-            }
-            if (full)  // store_value counted the first refusal; count the values skipped after it
-                self.m_local_rejected += (n - stored) - 1;
-            if (slot != no_slot) {
-                detail::overwrite_record(
-                    self.m_engine->reserve_reply(source, slot, stored, header_bytes<wire::count_record>),
-                    wire::count_record{n});
-            } else {
-                self.notify_rejected(source, n - stored);
-            }
-        }
-    }
-
-    static void handle_reduce(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                              std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        const auto& operators = reducers::entries();
-        std::uint32_t rejected = 0;
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto [slot, op] = detail::read_record<wire::reduce_header>(reader);
-            if (op >= operators.size())
-                throw decode_error("mpidict: reduce names operator " + std::to_string(op) + " but this rank has " +
-                                   std::to_string(operators.size()));
-            const K key = codec<K>::decode(reader);
-            const V value = codec<V>::decode(reader);
-            const std::size_t before = self.reduce_value(key, value, operators[op].entry);
-            if (slot == no_slot) {
-                rejected += before == refused ? 1 : 0;
-            } else if (before == refused) {
-                self.m_engine->reply_error(source, slot, self.full_message("insert_or_assign"));
-            } else {
-                self.m_engine->reserve_reply(source, slot, before == 0 ? 1 : 0, 0);
-            }
-        }
-        self.notify_rejected(source, rejected);
-    }
-
-    static constexpr std::size_t refused = std::numeric_limits<std::size_t>::max();
-
-    // The owner's half of a reduce: how many values the key had before (0: it
-    // was new), or `refused` (capacity; the key is unchanged, counted in local_rejected()).
-    std::size_t reduce_value(const K& key, const V& value, reduce_function fold) {
-        if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
-            if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0) [[likely]] {
-                const std::size_t before = m_table.reduce_hashed(key, m_table.hash_of(key), value, fold);
-                if (before == 0)
-                    m_stored_bytes += sizeof(K) + sizeof(V);
-                else
-                    m_stored_bytes -= (before - 1) * sizeof(V);
-                return before;
-            }
-        }
-        const values_view current = m_table.find(key);
-        if (current.empty()) {
-            if (!store_value(key, value))
-                return refused;
-            return 0;
-        }
-        std::size_t old_bytes = 0;
-        for (const V& stored : current)
-            old_bytes += codec<V>::payload_bytes(stored);
-        V accumulated = current[0];
-        for (std::size_t i = 1; i < current.size(); ++i)
-            fold(accumulated, current[i]);
-        fold(accumulated, value);
-        const std::size_t new_bytes = codec<V>::payload_bytes(accumulated);
-        if (m_config.capacity_bytes != 0 && new_bytes > old_bytes &&
-            m_stored_bytes + (new_bytes - old_bytes) > m_config.capacity_bytes) {
-            ++m_local_rejected;
-            return refused;
-        }
-        const std::size_t before = current.size();
-        m_table.assign(key, std::span<const V>(&accumulated, 1));
-        m_stored_bytes = m_stored_bytes - std::min(m_stored_bytes, old_bytes) + new_bytes;
-        return before;
-    }
-
-    std::string full_message(const char* operation) const {
-        return "mpidict: rank " + std::to_string(rank()) + " is at its capacity limit (capacity_values = " +
-               std::to_string(m_config.capacity_values) + ", capacity_bytes = " +
-               std::to_string(m_config.capacity_bytes) + "): " + operation + " refused, the key is unchanged";
-    }
-
-    static void handle_find(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                            std::uint32_t count) {
-        static_cast<hash_map*>(context)->answer_keyed(false, source, records, record_bytes, count);
-    }
-    static void handle_take(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                            std::uint32_t count) {
-        static_cast<hash_map*>(context)->answer_keyed(true, source, records, record_bytes, count);
-    }
-    static void handle_find_from(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                                 std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto header = detail::read_record<wire::find_from_header>(reader);
-            const std::uint32_t slot = header.slot;
-            const K key = codec<K>::decode(reader);
-            self.answer(
-                key, header.limit, false, room,
-                [&](std::size_t n, std::size_t bytes) {
-                    return self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
-                },
-                [&](const std::string& message) { self.m_engine->reply_error(source, slot, message); }, header.offset);
-        }
-    }
-
-    // find and take: the answer is the engine's reply to the caller's request.
-    void answer_keyed(bool take, int source, const std::byte* records, std::uint32_t record_bytes,
-                      std::uint32_t count) {
-        const std::size_t room = m_engine->max_record_bytes() - runtime::reply_header_bytes;
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            // A named record, not a structured binding: lambdas capture it
-            // (capturing bindings needs clang 16).
-            const auto header = detail::read_record<wire::keyed_header>(reader);
-            const std::uint32_t slot = header.slot;
-            const K key = codec<K>::decode(reader);
-            answer(
-                key, header.limit, take, room,
-                [&](std::size_t n, std::size_t bytes) {
-                    // reserve_reply never runs handlers inside a handler, so what
-                    // answer() found stays intact while it encodes.
-                    return m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(n), bytes);
-                },
-                [&](const std::string& message) {
-                    if (slot == no_slot)
-                        throw invalid_argument_error(message);
-                    m_engine->reply_error(source, slot, message);
-                });
-        }
-    }
-
-    // The one way to answer a find or take (single or batched): up to `limit`
-    // values of `key`, sized first; an answer over `room` bytes is refused with
-    // refuse(message) and nothing is removed (nothing stored is lost), else
-    // reserve(values, bytes) gives where to encode them, and a take removes them.
-    template <class Reserve, class Refuse>
-    void answer(const K& key, std::uint32_t limit, bool take, std::size_t room, Reserve&& reserve, Refuse&& refuse,
-                std::size_t offset = 0) {
-        const values_view found = m_table.find(key);
-        const std::size_t first = std::min(offset, found.size());  // a find from `offset`; take: 0
-        const std::size_t n = std::min<std::size_t>(limit, found.size() - first);
-        std::size_t bytes = 0;
-        for (std::size_t i = first; i < first + n; ++i)
-            bytes += codec<V>::encoded_size(found[i]);
-        if (bytes > room) {
-            refuse(too_large_message(rank(), bytes, room));
-            return;
-        }
-        detail::byte_writer out(reserve(n, bytes), bytes);
-        if (!take) {
-            for (std::size_t i = first; i < first + n; ++i)
-                out.encode(found[i]);
-        } else {
-            const bool removes_key = n == found.size();
-            std::size_t payload = 0;
-            m_table.take(key, n, [&](V&& value) {
-                payload += codec<V>::payload_bytes(value);
-                out.encode(value);
-            });
-            account_removed(key, payload, removes_key && n > 0);
-        }
-        out.finish();
-    }
-
-    // The answer would not fit in one message: nothing is removed, and the caller's
-    // request fails with this message (raised on the calling rank, not here).
-    static std::string too_large_message(int owner, std::size_t bytes, std::size_t room) {
-        return "mpidict: the answer from rank " + std::to_string(owner) + " needs " + std::to_string(bytes) +
-               " bytes but one message holds " + std::to_string(room) +
-               "; ask for fewer values per find/take (find(key, limit, offset) reads a key in pieces) or raise "
-               "buffer_bytes";
-    }
-
-    static void handle_erase(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                             std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto slot = detail::read_record<wire::keyed_header>(reader).slot;  // erase has no limit
-            const K key = codec<K>::decode(reader);
-            std::size_t payload = 0;
-            const std::size_t removed = self.m_table.take(key, unlimited_take, [&](V&& value) {
-                payload += codec<V>::payload_bytes(value);
-            });
-            self.account_removed(key, payload, removed > 0);
-            if (slot != no_slot)
-                self.m_engine->reserve_reply(source, slot, static_cast<std::uint32_t>(std::min<std::size_t>(removed, no_slot)), 0);
-        }
-    }
-
-    static void handle_insert_if_absent(void* context, int source, const std::byte* records,
-                                        std::uint32_t record_bytes, std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        std::uint32_t rejected = 0;
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto slot = detail::read_record<wire::keyed_value_header>(reader).slot;
-            const K key = codec<K>::decode(reader);
-            const V value = codec<V>::decode(reader);
-            bool inserted = false;
-            if (!self.m_table.contains(key)) {
-                if (self.store_value(key, value))
-                    inserted = true;
-                else if (slot == no_slot)
-                    ++rejected;
-            }
-            if (slot != no_slot)
-                self.m_engine->reserve_reply(source, slot, inserted ? 1 : 0, 0);
-        }
-        self.notify_rejected(source, rejected);
-    }
-
-    static void handle_visit(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                             std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        // Failed async visits of this group: reported to `source` in one notice.
-        std::uint32_t async_failures = 0;
-        std::string first_failure;
-        std::string failure;
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto [slot, which] = detail::read_record<wire::visit_header>(reader);
-            const K key = codec<K>::decode(reader);
-            if (which >= self.m_visitors.size())
-                throw decode_error("mpidict: visit names visitor " + std::to_string(which) + " but this rank has " +
-                                   std::to_string(self.m_visitors.size()));
-            const visitor_entry& entry = self.m_visitors[which];
-            failure.clear();
-            if (entry.invoke(self, source, slot, entry, key, reader, failure))
-                continue;
-            if (slot != no_slot) {
-                self.m_engine->reply_error(source, slot, failure);
-            } else {
-                ++async_failures;
-                if (first_failure.empty())
-                    first_failure = failure;
-            }
-        }
-        self.notify_visit_failed(source, async_failures, first_failure);
-    }
-
-    // What a caller sees when visitor `entry` threw `what` at this rank.
-    std::string visitor_threw_message(const visitor_entry& entry, int source, std::string_view what) const {
-        std::string message = "mpidict: visitor '" + entry.name + "' threw at rank " + std::to_string(rank()) +
-                              " (the key's owner, visited from rank " + std::to_string(source) + "): ";
-        message += what;
-        message += "; the visit was not applied (the key's values are unchanged)";
-        return message;
-    }
-
-    template <class Arg, class Result>
-    static bool invoke_visitor(hash_map& self, int source, std::uint32_t slot, const visitor_entry& entry,
-                               const K& key, byte_reader& reader, std::string& failure) {
-        const Arg arg = codec<Arg>::decode(reader);
-        std::vector<V> values;
-        const values_view current = self.m_table.find(key);
-        values.reserve(current.size());
-        current.copy_to(std::back_inserter(values), current.size());
-        const std::size_t before = values.size();
-        auto function = reinterpret_cast<Result (*)(visit_context&, const K&, std::vector<V>&, const Arg&)>(entry.function);
-        visit_context ctx{self, source, entry.user_context};
-        auto write_back = [&] {
-            // Replace the values, honouring the capacity for what the visitor added.
-            std::size_t payload = 0;
-            self.m_table.take(key, unlimited_take, [&](V&& value) { payload += codec<V>::payload_bytes(value); });
-            self.account_removed(key, payload, before > 0);
-            std::uint32_t rejected = 0;
-            for (const V& value : values)
-                if (!self.store_value(key, value))
-                    ++rejected;
-            if (slot == no_slot)
-                self.notify_rejected(source, rejected);
-        };
-        // The visitor is user code: whatever it throws is this visit's failure,
-        // reported to the caller, never the owner's (the table is untouched so far).
-        using stored_result = std::conditional_t<std::is_void_v<Result>, nothing, Result>;
-        std::optional<stored_result> result;
-        try {
-            if constexpr (std::is_void_v<Result>) {
-                function(ctx, key, values, arg);
-                result.emplace();
-            } else {
-                result.emplace(function(ctx, key, values, arg));
-            }
-        } catch (const std::exception& problem) {
-            failure = self.visitor_threw_message(entry, source, problem.what());
-            return false;
-        } catch (...) {
-            failure = self.visitor_threw_message(entry, source, "an exception not derived from std::exception");
-            return false;
-        }
-        if constexpr (std::is_void_v<Result>) {
-            write_back();
-            if (slot != no_slot)
-                self.m_engine->reserve_reply(source, slot, 1, 0);
-        } else {
-            const std::size_t bytes = codec<Result>::encoded_size(*result);
-            const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
-            if (slot != no_slot && bytes > room) {
-                // Checked before the write-back: a visit whose answer is lost changes nothing.
-                failure = "mpidict: the result of visitor '" + entry.name + "' at rank " +
-                          std::to_string(self.rank()) + " needs " + std::to_string(bytes) +
-                          " bytes but one message holds " + std::to_string(room) +
-                          "; the visit was not applied (return less or raise buffer_bytes)";
-                return false;
-            }
-            write_back();
-            if (slot != no_slot) {
-                std::byte* out = self.m_engine->reserve_reply(source, slot, 1, bytes);
-                codec<Result>::encode(out, *result);
-            }
-        }
-        return true;
-    }
-
-    static void handle_visit_callable(void* context, int source, const std::byte* records,
-                                      std::uint32_t record_bytes, std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        const auto& visitors = callable_visitors::entries();
-        std::uint32_t async_failures = 0;
-        std::string first_failure;
-        std::string failure;
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto header = detail::read_record<wire::callable_visit_header>(reader);
-            if (header.visitor >= visitors.size())
-                throw decode_error("mpidict: visit names callable visitor " + std::to_string(header.visitor) +
-                                   " but this rank has " + std::to_string(visitors.size()));
-            const K key = codec<K>::decode(reader);
-            failure.clear();
-            if (visitors[header.visitor].entry(self, source, header.slot, header.if_contains != 0, key, reader, failure))
-                continue;
-            if (header.slot != no_slot) {
-                self.m_engine->reply_error(source, header.slot, failure);
-            } else {
-                ++async_failures;
-                if (first_failure.empty())
-                    first_failure = failure;
-            }
-        }
-        self.notify_visit_failed(source, async_failures, first_failure);
-    }
-
-    // Payload bytes of a key's values (byte strings: their lengths).
-    std::size_t payload_of(const K& key) const {
-        std::size_t bytes = 0;
-        for (const V& value : m_table.find(key))
-            bytes += codec<V>::payload_bytes(value);
-        return bytes;
-    }
-
-    void remove_key(const K& key) {
-        std::size_t payload = 0;
-        const std::size_t removed = m_table.take(key, unlimited_take, [&](V&& value) {
-            payload += codec<V>::payload_bytes(value);
-        });
-        account_removed(key, payload, removed > 0);
-    }
-
-    template <class F, class... A>
-    static bool invoke_callable(hash_map& self, int source, std::uint32_t slot, bool if_contains, const K& key,
-                                byte_reader& reader, std::string& failure) {
-        const std::tuple<A...> args{codec<A>::decode(reader)...};  // braced: decoded in order
-        const bool present = self.m_table.contains(key);
-        if (if_contains && !present) {
-            if (slot != no_slot)
-                self.m_engine->reply_error(source, slot, "mpidict: visit_if_contains: the key is absent");
-            return true;
-        }
-        // Byte-string values changed in place change the payload: recount this key.
-        const std::size_t stored_before = self.m_stored_bytes;
-        const std::size_t payload_before = codec<V>::fixed_size ? 0 : self.payload_of(key);
-        auto settle = [&] {
-            if constexpr (!codec<V>::fixed_size) {
-                const bool now = self.m_table.contains(key);
-                std::size_t total = stored_before - std::min(stored_before, payload_before) + self.payload_of(key);
-                if (now != present)
-                    total = now ? total + codec<K>::payload_bytes(key)
-                                : total - std::min(total, codec<K>::payload_bytes(key));
-                self.m_stored_bytes = total;
-            }
-        };
-        values_ref values(self, key);
-        visit_context ctx{self, source, nullptr};
-        using R = callable_result<F, A...>;
-        using stored_result = std::conditional_t<std::is_void_v<R>, nothing, R>;
-        std::optional<stored_result> result;
-        auto call = [&]() -> R {
-            return std::apply(
-                [&](const A&... a) -> R {
-                    if constexpr (std::is_invocable_v<const F&, visit_context&, const K&, values_ref&, const A&...>)
-                        return F{}(ctx, key, values, a...);
-                    else
-                        return F{}(key, values, a...);
-                },
-                args);
-        };
-        auto threw = [&](std::string_view what) {
-            settle();
-            failure = "mpidict: " + callable_name<F>() + " threw at rank " + std::to_string(self.rank()) +
-                      " (the key's owner, visited from rank " + std::to_string(source) + "): " + std::string(what) +
-                      "; changes it made before throwing stay";
-            return false;
-        };
-        try {
-            if constexpr (std::is_void_v<R>) {
-                call();
-                result.emplace();
-            } else {
-                result.emplace(call());
-            }
-        } catch (const std::exception& problem) {
-            return threw(problem.what());
-        } catch (...) {
-            return threw("an exception not derived from std::exception");
-        }
-        settle();
-        if (slot == no_slot) {
-            self.notify_rejected(source, values.m_refused);
-            return true;
-        }
-        if constexpr (std::is_void_v<R>) {
-            self.m_engine->reserve_reply(source, slot, 1, 0);
-        } else {
-            const std::size_t bytes = codec<R>::encoded_size(*result);
-            const std::size_t room = self.m_engine->max_record_bytes() - runtime::reply_header_bytes;
-            if (bytes > room) {
-                failure = "mpidict: the result of " + callable_name<F>() + " at rank " + std::to_string(self.rank()) +
-                          " needs " + std::to_string(bytes) + " bytes but one message holds " +
-                          std::to_string(room) + "; the visit's changes stay (return less or raise buffer_bytes)";
-                return false;
-            }
-            codec<R>::encode(self.m_engine->reserve_reply(source, slot, 1, bytes), *result);
-        }
-        return true;
-    }
-
-    // The callable's number with these argument types, the same on every rank.
-    template <class F, class... A>
-    static inline const std::uint32_t callable_visitor_id =
-        callable_visitors::add(detail::type_name<detail::type_list<F, A...>>(), &invoke_callable<F, A...>);
-
-    template <class F>
-    static std::string callable_name() {
-        return "visitor " + detail::demangle(std::string(detail::type_name<F>()));
-    }
-
-    static void handle_find_many(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                                 std::uint32_t count) {
-        static_cast<hash_map*>(context)->answer_many(false, source, records, record_bytes, count);
-    }
-    static void handle_take_many(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                                 std::uint32_t count) {
-        static_cast<hash_map*>(context)->answer_many(true, source, records, record_bytes, count);
-    }
-
-    // find_many and take_many: each answer is a find_many_reply record.
-    void answer_many(bool take, int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
-        constexpr std::size_t header = header_bytes<wire::many_reply_header>;
-        const std::size_t room = m_engine->max_record_bytes() - header;
-        // Prefetch the slots of the next few keys so the table's cache misses overlap.
-        constexpr std::uint32_t lookahead = prefetch_lookahead;
-        constexpr std::size_t key_offset = header_bytes<wire::many_header>;
-        const std::byte* const first = records;
-        auto prefetch_record = [&](std::uint32_t index) {
-            if constexpr (codec<K>::fixed_size) {
-                if (index < count && record_bytes >= key_offset + sizeof(K)) {
-                    K ahead;
-                    std::memcpy(&ahead, first + std::size_t{index} * record_bytes + key_offset, sizeof(K));
-                    m_table.prefetch(ahead);
-                }
-            }
-        };
-        for (std::uint32_t index = 0; index < std::min(count, lookahead); ++index)
-            prefetch_record(index);
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            prefetch_record(index + lookahead);
-            byte_reader reader(records, record_bytes);
-            const auto request = detail::read_record<wire::many_header>(reader);
-            const std::uint32_t batch = request.batch;
-            const std::uint32_t key_index = request.index;
-            const K key = codec<K>::decode(reader);
-            answer(
-                key, request.limit, take, room,
-                [&](std::size_t n, std::size_t bytes) {
-                    std::byte* out = m_engine->reserve(source, m_find_many_reply, header + bytes);
-                    detail::overwrite_record(out, wire::many_reply_header{batch, key_index, static_cast<std::uint32_t>(n)});
-                    return out + header;
-                },
-                [&](std::string message) {
-                    // A failure marker and the reason; find_many throws it at the caller.
-                    message.resize(std::min(message.size(), room));
-                    detail::byte_writer(m_engine->reserve(source, m_find_many_reply, header + message.size()),
-                                        header + message.size())
-                        .record(wire::many_reply_header{batch, key_index, runtime::engine::error_count})
-                        .put_bytes(message)
-                        .finish();
-                });
-        }
-    }
-
-    static void handle_find_many_reply(void* context, int source, const std::byte* records,
-                                       std::uint32_t record_bytes, std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
-        std::vector<V>& scratch = self.m_scratch;
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto [batch, key_index, n] = detail::read_record<wire::many_reply_header>(reader);
-            if (batch != self.m_batch_id || self.m_batch_pending == 0 || !self.m_batch_callback) {
-                // The answer to a batch abandoned by an exception: drop it.
-                (void)source;
-                continue;
-            }
-            if (n == runtime::engine::error_count) {
-                if (self.m_batch_error.empty())
-                    self.m_batch_error.assign(reinterpret_cast<const char*>(reader.position()), reader.remaining());
-                --self.m_batch_pending;
-                continue;
-            }
-            scratch.clear();
-            for (std::uint32_t i = 0; i < n; ++i)
-                scratch.push_back(codec<V>::decode(reader));
-            self.m_batch_callback(key_index, std::span<const V>(scratch));
-            --self.m_batch_pending;
-        }
-    }
+    // ---- caller-side handlers: answers and notices from owners ----
 
     // A notice {u32 failures, first message} from an owner whose visitor threw
     // running async_visits this rank started.
-    static void handle_visit_failed(void* context, int, const std::byte* records, std::uint32_t record_bytes,
-                                    std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
+    void on_visit_failed(int, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
         constexpr std::size_t header = header_bytes<wire::count_record>;
         if (record_bytes < header)
             throw decode_error("mpidict: malformed visitor failure notice");
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            self.m_async_visit_errors += detail::read_record<wire::count_record>(records, record_bytes).count;
-            if (self.m_async_visit_error_message.empty())
-                self.m_async_visit_error_message.assign(reinterpret_cast<const char*>(records + header),
-                                                        record_bytes - header);
+            m_async_visit_errors += detail::read_record<wire::count_record>(records, record_bytes).count;
+            if (m_async_visit_error_message.empty())
+                m_async_visit_error_message.assign(reinterpret_cast<const char*>(records + header),
+                                                   record_bytes - header);
         }
     }
 
-    static void handle_rejected(void* context, int, const std::byte* records, std::uint32_t record_bytes,
-                                std::uint32_t count) {
-        auto& self = *static_cast<hash_map*>(context);
+    // A notice {u32 values} from an owner that refused this rank's async values.
+    void on_rejected(int, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
         if (record_bytes != header_bytes<wire::count_record>)
             throw decode_error("mpidict: malformed rejection notice");
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
-            self.m_async_rejected += detail::read_record<wire::count_record>(records, record_bytes).count;
+            m_async_rejected += detail::read_record<wire::count_record>(records, record_bytes).count;
+    }
+
+    // ---- collectives (detail/collectives.hpp) ----
+
+    friend class detail::with_collectives<hash_map, K, V>;
+    // A walk over every (key, value) pair of the shard, for the collectives.
+    auto each_pair() const {
+        return [this](auto&& emit) {
+            m_shard.table().for_each([&](const K& key, const values_view& values) {
+                for (const V& value : values)
+                    emit(key, value);
+            });
+        };
     }
 
     std::size_t global_sum(std::size_t local, const char* what) {
@@ -1932,33 +949,18 @@ private:
         return static_cast<std::size_t>(m_engine->sum(local, what));
     }
 
-    static constexpr std::size_t unlimited_take = std::numeric_limits<std::size_t>::max();
-    // Records ahead whose slots the bulk insert and find handlers prefetch: 16
-    // gave 14% more inserts and about 5% more lookups per second than 8 (2 ranks,
-    // 2M keys per rank); 32, 3% more lookups, within the noise.
-    static constexpr std::uint32_t prefetch_lookahead = 16;
-
     std::unique_ptr<runtime::engine> m_engine;
     hash_map_config m_config;
-    table_type m_table;
+    detail::hash_map_handlers m_handlers;
+    shard_type m_shard;  // the owner side
+    visitors m_visitors{*this, m_shard, *m_engine};
+    reduce_ops m_reduces{*m_engine};
+    batches m_batches{*m_engine};
     [[no_unique_address]] Hash m_hash;
-    std::vector<visitor_entry> m_visitors;
-    std::size_t m_stored_bytes = 0;
     std::uint64_t m_async_rejected = 0;
-    std::uint64_t m_local_rejected = 0;
     std::uint64_t m_async_visit_errors = 0;    // this rank's async_visits whose visitor threw
     std::string m_async_visit_error_message;  // the first of them
     std::uint32_t m_sample_counter = 0;
-    runtime::handler_id m_insert_one = 0, m_insert = 0, m_find = 0, m_take = 0, m_erase = 0, m_insert_if_absent = 0,
-                        m_visit = 0, m_find_many = 0, m_find_many_reply = 0, m_rejected = 0, m_take_many = 0,
-                        m_visit_failed = 0, m_reduce = 0, m_visit_callable = 0, m_count = 0, m_find_from = 0;
-    std::function<void(std::size_t, std::span<const V>)> m_batch_callback;
-    std::uint32_t m_batch_id = 0;
-    std::size_t m_batch_pending = 0;
-    std::string m_batch_error;  // first failure reported by an owner during a batch
-    std::vector<V> m_scratch;
-    std::vector<pending_reduce> m_pending_reduces;  // empty until the first combinable async_reduce
-    std::uint64_t m_reduces_combined = 0;
 };
 
 }  // namespace mpidict

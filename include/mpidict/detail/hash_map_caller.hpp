@@ -1,0 +1,181 @@
+#pragma once
+// hash_map's caller-side plumbing (hash_map.hpp is the facade, which encodes
+// each operation and decodes its reply): the timing of operation starts, the
+// request slot given back when encoding throws, and the batches of find_many /
+// take_many (their records out, their find_many_reply records back).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mpidict/detail/wire.hpp"
+#include "mpidict/error.hpp"
+#include "mpidict/local/codec.hpp"
+#include "mpidict/runtime/engine.hpp"
+
+namespace mpidict::detail {
+
+// Times request-form starts always.  Fire-and-forget starts are cheaper than
+// a clock read, so one in initiation_sample_period is timed and scaled, minus
+// the time it spent shipping a full buffer; the engine times every such
+// shipment itself and that time is added unscaled, so rare slow calls are
+// neither missed nor multiplied.  Holds the engine lock while it lives.
+class initiation_timer {
+public:
+    initiation_timer(runtime::engine& engine, std::uint32_t& sample_counter, runtime::op_kind kind,
+                     bool always = false)
+        : m_lock(engine), m_engine(engine), m_kind(kind) {
+        engine.check_alive(engine.op_kind_name(kind).data());
+        ++engine.stats()[kind].operations;
+        if (always) {
+            m_weight = 1;
+        } else if (++sample_counter == runtime::initiation_sample_period) {
+            sample_counter = 0;
+            m_weight = runtime::initiation_sample_period;
+        }
+        m_ship_start = engine.ship_seconds();
+        if (m_weight != 0)
+            m_start = runtime::now_seconds();
+    }
+    ~initiation_timer() {
+        const double shipping = m_engine.ship_seconds() - m_ship_start;
+        double seconds = shipping;
+        if (m_weight != 0)
+            seconds += std::max(0.0, runtime::now_seconds() - m_start - shipping) * m_weight;
+        m_engine.stats()[m_kind].initiation_seconds += seconds;
+    }
+    initiation_timer(const initiation_timer&) = delete;
+    initiation_timer& operator=(const initiation_timer&) = delete;
+
+private:
+    runtime::engine_lock m_lock;
+    runtime::engine& m_engine;
+    runtime::op_kind m_kind;
+    std::uint32_t m_weight = 0;
+    double m_start = 0;
+    double m_ship_start = 0;
+};
+
+// Gives a request slot back if encoding its operation throws (nothing was sent).
+class slot_guard {
+public:
+    slot_guard(runtime::engine& owner, std::uint32_t slot) : m_engine(owner), m_slot(slot) {}
+    ~slot_guard() {
+        if (m_armed)
+            m_engine.cancel_request(m_slot);
+    }
+    slot_guard(const slot_guard&) = delete;
+    slot_guard& operator=(const slot_guard&) = delete;
+    std::uint32_t release() {
+        m_armed = false;
+        return m_slot;
+    }
+
+private:
+    runtime::engine& m_engine;
+    std::uint32_t m_slot;
+    bool m_armed = true;
+};
+
+// find_many and take_many at the caller: one {batch, index, limit} key record
+// per key to its owner (hash_map_shard::on_find_many answers), then a wait
+// until every key is answered by a find_many_reply record (on_reply).  One
+// batch at a time per map.
+template <class K, class V>
+class hash_map_batches {
+    using wire = hash_map_wire;
+
+public:
+    static constexpr std::size_t unlimited = std::numeric_limits<std::uint32_t>::max();
+
+    explicit hash_map_batches(runtime::engine& engine) : m_engine(engine) {}
+
+    // Sends every key to destination(key) with `handler` and returns when all
+    // have answered, calling on_result(index, values) for each.  check() runs
+    // after the batch's own checks (hash_map: the target rank); before a key is
+    // encoded, before_key(key) (hash_map: forget a waiting reduce of it).
+    template <class Function, class Check, class Destination, class BeforeKey>
+    void run(runtime::handler_id handler, runtime::op_kind kind_id, std::span<const K> keys, std::size_t limit,
+             Function& on_result, Check&& check, Destination&& destination, BeforeKey&& before_key) {
+        runtime::engine_lock lock(m_engine);
+        m_engine.check_alive(m_engine.op_kind_name(kind_id).data());
+        if (m_engine.in_handler())
+            throw error("mpidict: find_many/take_many cannot be called from inside a visitor");
+        if (m_pending != 0)
+            throw error("mpidict: find_many/take_many called while another one is running");
+        if (keys.size() > std::numeric_limits<std::uint32_t>::max())
+            throw invalid_argument_error("mpidict: find_many/take_many take at most 4294967295 keys per call");
+        check();
+        const double start = runtime::now_seconds();
+        m_callback = [&](std::size_t index, std::span<const V> values) { on_result(index, values); };
+        ++m_id;
+        m_pending = keys.size();
+        m_error.clear();
+        const auto clamped = static_cast<std::uint32_t>(std::min<std::size_t>(limit, unlimited));
+        struct reset {
+            hash_map_batches& self;
+            ~reset() {
+                self.m_callback = nullptr;
+                self.m_pending = 0;
+            }
+        } guard{*this};
+        for (std::size_t index = 0; index < keys.size(); ++index) {
+            const K& key = keys[index];
+            const int to = destination(key);
+            before_key(key);
+            const std::size_t bytes = wire_bytes<wire::many_header> + codec<K>::encoded_size(key);
+            byte_writer(m_engine.reserve(to, handler, bytes), bytes)
+                .record(wire::many_header{m_id, static_cast<std::uint32_t>(index), clamped})
+                .encode(key)
+                .finish();
+        }
+        auto& kind = m_engine.stats()[kind_id];
+        kind.operations += keys.size();
+        kind.initiation_seconds += runtime::now_seconds() - start;
+        const double wait_start = runtime::now_seconds();
+        m_engine.wait_until([this] { return m_pending == 0; });
+        kind.completion_seconds += runtime::now_seconds() - wait_start;
+        if (!m_error.empty()) {
+            std::string message;
+            message.swap(m_error);
+            throw invalid_argument_error(message);
+        }
+    }
+
+    // The find_many_reply handler: {batch, index, count} value × count, or with
+    // count == engine::error_count the owner's reason (thrown by run()).
+    void on_reply(int, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto [batch, key_index, n] = read_record<wire::many_reply_header>(reader);
+            if (batch != m_id || m_pending == 0 || !m_callback)
+                continue;  // the answer to a batch abandoned by an exception: drop it
+            if (n == runtime::engine::error_count) {
+                if (m_error.empty())
+                    m_error.assign(reinterpret_cast<const char*>(reader.position()), reader.remaining());
+                --m_pending;
+                continue;
+            }
+            m_scratch.clear();
+            for (std::uint32_t i = 0; i < n; ++i)
+                m_scratch.push_back(codec<V>::decode(reader));
+            m_callback(key_index, std::span<const V>(m_scratch));
+            --m_pending;
+        }
+    }
+
+private:
+    runtime::engine& m_engine;
+    std::function<void(std::size_t, std::span<const V>)> m_callback;
+    std::uint32_t m_id = 0;
+    std::size_t m_pending = 0;
+    std::string m_error;  // first failure reported by an owner during a batch
+    std::vector<V> m_scratch;
+};
+
+}  // namespace mpidict::detail
