@@ -19,9 +19,16 @@
 //       (a'): what a hand-written Alltoallv code with the best table at hand
 //       does (the field "table" names it).
 //   (b) ours: hash_map::async_insert for every key, then flush() (the map is
-//       built with expected_keys_per_rank = 1.05 x keys per rank).
+//       built with expected_keys_per_rank = --hint-factor x keys per rank,
+//       1.05 unless given; 0: no hint).
 //   (c) ours: hash_map::find_many over every key, values returned through a
 //       callback that checks each one, then flush().
+//   (e) ours: async_visit_if_contains over every key with a lambda that checks
+//       the value in place at its owner (values_ref), then flush(): a one-way
+//       visit, reported as visit_rate and visit_vs_find (issue 50).
+//   (f) ours: async_reduce(key, 1) (std::plus) over every key, then flush(),
+//       reported as reduce_rate and reduce_vs_find; the sum of all values
+//       afterwards is checked.
 //   (d) latency: a 16-byte MPI_Send/MPI_Recv ping-pong between ranks 0 and 1
 //       against map.find(key).get() from rank 0 for keys rank 1 owns (rank 1
 //       sits in flush(), which serves requests while it waits).
@@ -34,7 +41,7 @@
 // Every lookup checks its value and the sums of values found are compared with
 // the expected sums; a mismatch exits 1.
 //
-// Usage: hash_map_throughput [--keys-per-rank N] [--reps R] [--seed S]
+// Usage: hash_map_throughput [--keys-per-rank N] [--reps R] [--seed S] [--hint-factor F]
 //          [--latency-iterations I] [--latency-blocks K] [--warmup-keys W] [--buffer-bytes B]
 //          [--blocking-factor L] [--release-queue Q] [--receive-buffers R]
 //          [--enforce-targets]   (exit 3 if a performance target is missed)
@@ -102,6 +109,7 @@ struct settings {
     std::uint64_t latency_iterations = 5'000;  // round trips per latency block
     std::uint64_t latency_blocks = 9;          // alternating ping-pong / find blocks
     std::uint64_t warmup_keys = 100'000;
+    double hint_factor = capacity_margin;  // expected_keys_per_rank / keys per rank; 0: no hint
     bool enforce_targets = false;
     bool corrupt_expected_checksum = false;  // test of the verification itself
     double self_check_tolerance = 1.25;      // ours / bulk above this: the baseline is broken
@@ -359,7 +367,7 @@ private:
 mpidict::hash_map_config map_settings(const settings& s, std::size_t keys_per_rank) {
     mpidict::hash_map_config config;
     config.runtime = s.runtime;
-    config.expected_keys_per_rank = static_cast<std::size_t>(static_cast<double>(keys_per_rank) * capacity_margin);
+    config.expected_keys_per_rank = static_cast<std::size_t>(static_cast<double>(keys_per_rank) * s.hint_factor);
     return config;
 }
 
@@ -391,6 +399,36 @@ double ours_find(map_type& map, std::span<const key_type> keys, MPI_Comm comm, s
     const double elapsed = MPI_Wtime() - start;
     errors += keys.size() - std::min<std::uint64_t>(answered, keys.size());
     return elapsed;
+}
+
+// What the visit phase's visitor finds at the owners (it runs there, so it
+// counts into this rank's globals: a visitor is stateless and captures nothing).
+std::uint64_t g_visits = 0, g_visit_errors = 0, g_visit_checksum = 0;
+
+// Collective.  async_visit_if_contains over every key, the visitor checking the
+// value in place, then flush(); this rank's elapsed seconds.
+double ours_visit(map_type& map, std::span<const key_type> keys, MPI_Comm comm) {
+    check(MPI_Barrier(comm), "MPI_Barrier");
+    const double start = MPI_Wtime();
+    for (const key_type key : keys)
+        map.async_visit_if_contains(key, [](const key_type& k, map_type::values_ref& values) {
+            ++g_visits;
+            if (values.size() != 1 || values[0] != value_of(k))
+                ++g_visit_errors;
+            g_visit_checksum += values[0];
+        });
+    map.flush();
+    return MPI_Wtime() - start;
+}
+
+// Collective.  async_reduce(key, 1) with std::plus over every key, then flush().
+double ours_reduce(map_type& map, std::span<const key_type> keys, MPI_Comm comm) {
+    check(MPI_Barrier(comm), "MPI_Barrier");
+    const double start = MPI_Wtime();
+    for (const key_type key : keys)
+        map.async_reduce(key, value_type{1});
+    map.flush();
+    return MPI_Wtime() - start;
 }
 
 json_object engine_statistics(const map_type& map) {
@@ -495,6 +533,7 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_count("release-queue", &s.runtime.release_queue, "runtime: sent buffers awaiting release", 0, SIZE_MAX,
                    "Q")
         .add_count("receive-buffers", &s.runtime.receive_buffers, "runtime: pre-posted receives", 0, SIZE_MAX, "R")
+        .add_real("hint-factor", &s.hint_factor, "expected_keys_per_rank = F x keys per rank (0: no hint)", 0, 100, "F")
         .add_flag("enforce-targets", &s.enforce_targets, "exit 3 if a performance target is missed")
         .add_flag("corrupt-expected-checksum", &s.corrupt_expected_checksum,
                   "tests the verification: must exit 1")
@@ -576,8 +615,10 @@ int run(const settings& s, const world& w) {
     std::vector<double> ours_insert_rate, ours_find_rate, bulk_insert_rate, bulk_find_rate;
     std::vector<double> absl_insert_rate, absl_find_rate;
     std::vector<double> insert_ratio, find_ratio;
+    std::vector<double> ours_visit_rate, ours_reduce_rate, visit_vs_find, reduce_vs_find, load_per_rep;
     latency_samples latency;
-    double bytes_per_pair = 0, table_bytes_per_pair = 0;
+    double bytes_per_pair = 0, table_bytes_per_pair = 0, after_bytes_per_pair = 0, mean_bytes_per_pair = 0,
+           mean_after_bytes_per_pair = 0;
     std::uint64_t peak_delta_bytes = 0;
     json_object insert_engine, find_engine;
     std::uint64_t latency_errors = 0;
@@ -586,6 +627,8 @@ int run(const settings& s, const world& w) {
 
     for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
         double ours_insert_seconds = 0, ours_find_seconds = 0, bulk_insert_seconds = 0, bulk_find_seconds = 0;
+        double ours_visit_seconds = 0, ours_reduce_seconds = 0;
+        load_per_rep.push_back(mpidict::support::read_load_average());
         auto run_ours = [&] {
             const mpidict::support::process_memory before = mpidict::support::read_process_memory();
             map_type map(w.comm, map_settings(s, n));
@@ -599,7 +642,12 @@ int run(const settings& s, const world& w) {
                 const std::uint64_t delta = after.peak_rss_bytes > before.rss_bytes
                                                 ? after.peak_rss_bytes - before.rss_bytes
                                                 : 0;
+                const std::uint64_t left = after.rss_bytes > before.rss_bytes ? after.rss_bytes - before.rss_bytes : 0;
                 bytes_per_pair = max_over_ranks(static_cast<double>(delta) / pairs, w.comm);
+                after_bytes_per_pair = max_over_ranks(static_cast<double>(left) / pairs, w.comm);
+                const double all_pairs = static_cast<double>(sum_over_ranks(map.local_value_count(), w.comm));
+                mean_bytes_per_pair = static_cast<double>(sum_over_ranks(delta, w.comm)) / all_pairs;
+                mean_after_bytes_per_pair = static_cast<double>(sum_over_ranks(left, w.comm)) / all_pairs;
                 table_bytes_per_pair =
                     max_over_ranks(static_cast<double>(map.local_memory_bytes()) / pairs, w.comm);
                 peak_delta_bytes = static_cast<std::uint64_t>(max_over_ranks(static_cast<double>(delta), w.comm));
@@ -628,6 +676,28 @@ int run(const settings& s, const world& w) {
                     latency = measure_latency(map, remote, s, w, latency_errors);
                 verify(latency_errors == 0, "hash_map find(key).get() returned wrong values");
             }
+            // (e) the one-way visit, checked at the owners.
+            g_visits = g_visit_errors = g_visit_checksum = 0;
+            ours_visit_seconds = max_over_ranks(ours_visit(map, keys, w.comm), w.comm);
+            const std::uint64_t visits = sum_over_ranks(g_visits, w.comm);
+            const std::uint64_t visit_errors = sum_over_ranks(g_visit_errors, w.comm);
+            const std::uint64_t visit_checksum = sum_over_ranks(g_visit_checksum, w.comm);
+            verify(visits == total_keys && visit_errors == 0 && visit_checksum == expected_global,
+                   "async_visit_if_contains: " + std::to_string(visits) + " visits, " +
+                       std::to_string(visit_errors) + " wrong values or a checksum mismatch");
+            // (f) reduce: every value goes up by one.
+            ours_reduce_seconds = max_over_ranks(ours_reduce(map, keys, w.comm), w.comm);
+            std::uint64_t reduced_sum = 0, reduced_values = 0;
+            map.local_for_each([&](const key_type&, const auto& values) {
+                for (const value_type value : values) {
+                    reduced_sum += value;
+                    ++reduced_values;
+                }
+            });
+            const std::uint64_t global_reduced_sum = sum_over_ranks(reduced_sum, w.comm);
+            const std::uint64_t global_reduced_values = sum_over_ranks(reduced_values, w.comm);
+            verify(global_reduced_values == total_keys && global_reduced_sum == expected_global + total_keys,
+                   "async_reduce: the values do not add up after the reduce phase");
             map.destroy();
         };
         // The bulk exchange into `table` (our multi_table, or the ceiling's), checked.
@@ -676,6 +746,10 @@ int run(const settings& s, const world& w) {
         bulk_find_rate.push_back(keys_total / bulk_find_seconds);
         insert_ratio.push_back(bulk_insert_seconds / ours_insert_seconds);
         find_ratio.push_back(bulk_find_seconds / ours_find_seconds);
+        ours_visit_rate.push_back(keys_total / ours_visit_seconds);
+        ours_reduce_rate.push_back(keys_total / ours_reduce_seconds);
+        visit_vs_find.push_back(ours_find_seconds / ours_visit_seconds);
+        reduce_vs_find.push_back(ours_find_seconds / ours_reduce_seconds);
     }
     bulk.reset();
 
@@ -727,6 +801,23 @@ int run(const settings& s, const world& w) {
         out.figure("absl_bulk_insert_rate", absl_insert_rate, "ops/s", absl_fields);
         out.figure("absl_bulk_find_rate", absl_find_rate, "ops/s", absl_fields);
     }
+    // Issue 50: the one-way visit and the reduce against find_many, same map,
+    // same run (paired per repetition: each rep's find and visit/reduce phases
+    // run back to back on one map).
+    const json_object load_fields = json_object().add("load_average_per_rep", load_per_rep);
+    out.figure("visit_rate", ours_visit_rate, "ops/s",
+               json_object(load_fields)
+                   .add("what", "async_visit_if_contains over every key (a lambda checking the value in place, "
+                                "values_ref), then flush()"));
+    const double visit_ratio = mpidict::bench::summary::of(visit_vs_find).median;
+    out.ratio("visit_vs_find", visit_ratio, ">= 1.0", visit_ratio >= 1.0,
+              json_object(load_fields).add("paired", paired(visit_vs_find)));
+    out.figure("reduce_rate", ours_reduce_rate, "ops/s",
+               json_object(load_fields).add("what", "async_reduce(key, 1) with std::plus over every key, then flush()"));
+    const double reduce_ratio = mpidict::bench::summary::of(reduce_vs_find).median;
+    out.ratio("reduce_vs_find", reduce_ratio, ">= 1.0", reduce_ratio >= 1.0,
+              json_object(load_fields).add("paired", paired(reduce_vs_find)));
+
     const auto report_ceiling = [&](const char* phase, const std::vector<double>& ours_rates,
                                     const std::vector<double>& bulk_rates, const std::vector<double>& absl_rates,
                                     const char* target_text, double target) {
@@ -790,6 +881,15 @@ int run(const settings& s, const world& w) {
                    .add("peak_increase_bytes", peak_delta_bytes)
                    .add("target", "<= 32")
                    .add("meets_target", memory_met));
+    out.figure("bytes_per_pair_mean", mean_bytes_per_pair, "bytes",
+               json_object().add("what", "the same peak increase summed over ranks / values stored on all ranks")
+                   .add("hint_factor", s.hint_factor));
+    out.figure("bytes_per_pair_after_insert", after_bytes_per_pair, "bytes",
+               json_object()
+                   .add("what", "(VmRSS after our first insert phase - VmRSS before the map was built) / values "
+                                "stored on the rank; the largest over ranks")
+                   .add("mean_over_ranks", mean_after_bytes_per_pair)
+                   .add("hint_factor", s.hint_factor));
     out.figure("table_bytes_per_pair", table_bytes_per_pair, "bytes",
                json_object().add("what", "hash_map::local_memory_bytes() / values stored on the rank; the largest "
                                          "over ranks"));

@@ -15,6 +15,7 @@
 // find or a take, single or batched, is answer() below.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -45,18 +46,28 @@ struct hash_map_handlers {
                         reduce = 0, visit_callable = 0, count = 0, find_from = 0;
 };
 
-// Reduce operators of a value type, numbered by the operator's type
+template <class K, class V, class Hash>
+class hash_map_shard;
+
+// A reduce operator: `fold` one value into another (the caller's combining),
+// `run` a run of reduce records naming it at the owner (one dispatch per run,
+// the operator inlined in the loop).  Numbered by the operator's type
 // (callable_registry.hpp; detail/hash_map_visitors.hpp adds them).
-template <class V>
-using reduce_registry = callable_registry<void (*)(V& accumulated, const V& incoming)>;
+template <class K, class V, class Hash>
+struct reduce_entry {
+    void (*fold)(V& accumulated, const V& incoming);
+    void (*run)(hash_map_shard<K, V, Hash>& shard, int source, const std::byte* records, std::uint32_t record_bytes,
+                std::uint32_t count, std::uint32_t& rejected);
+};
+template <class K, class V, class Hash>
+using reduce_registry = callable_registry<reduce_entry<K, V, Hash>>;
 
 template <class K, class V, class Hash>
 class hash_map_shard {
 public:
     using table_type = local::multi_table<K, V, Hash>;
     using values_view = typename table_type::values_view;
-    using reduce_function = void (*)(V& accumulated, const V& incoming);
-    using reducers = reduce_registry<V>;
+    using reducers = reduce_registry<K, V, Hash>;
 
     static constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
     static constexpr std::size_t unlimited_take = std::numeric_limits<std::size_t>::max();
@@ -68,8 +79,7 @@ public:
     static constexpr std::uint32_t prefetch_lookahead = 16;
 
     hash_map_shard(runtime::engine& engine, const hash_map_config& settings, const hash_map_handlers& handlers)
-        : m_engine(engine), m_config(settings), m_handlers(handlers),
-          m_table(checked_expected_keys(settings), settings.max_load) {}
+        : m_engine(engine), m_config(settings), m_handlers(handlers), m_table(table_keys(settings), settings.max_load) {}
 
     hash_map_shard(const hash_map_shard&) = delete;
     hash_map_shard& operator=(const hash_map_shard&) = delete;
@@ -81,7 +91,7 @@ public:
 
     // Empties the shard (clear(), a failed load, destroy()).
     void reset() {
-        m_table = table_type(checked_expected_keys(m_config), m_config.max_load);
+        m_table = table_type(table_keys(m_config), m_config.max_load);
         m_stored_bytes = 0;
     }
     void release() { m_table.clear(); }
@@ -99,6 +109,20 @@ public:
                                          std::to_string(most) + " at max_load " +
                                          std::to_string(settings.max_load) + ")");
         return settings.expected_keys_per_rank;
+    }
+
+    // The keys the table is sized for: the hint plus four standard deviations
+    // of how many keys hash placement deals one rank (binomial: at most
+    // sqrt(hint)).  Sized to the hint alone, the table grew (doubled, holding
+    // both arrays at the peak) on about half the ranks, whichever got a few
+    // keys more than the average, so a hint cost more memory than no hint
+    // (docs/benchmarks-hash_map.md, "The capacity hint").
+    static std::size_t table_keys(const hash_map_config& settings) {
+        const std::size_t hint = checked_expected_keys(settings);
+        if (hint == 0)
+            return 0;
+        const auto spread = static_cast<std::size_t>(4.0 * std::sqrt(static_cast<double>(hint))) + 16;
+        return std::min(hint + spread, table_type::max_keys(settings.max_load));
     }
 
     // ---- checkpoints (hash_map::save and load) --------------------------------
@@ -184,7 +208,8 @@ public:
 
     // The owner's half of a reduce: how many values the key had before (0: it
     // was new), or `refused` (capacity; the key is unchanged, counted in local_rejected()).
-    std::size_t reduce_value(const K& key, const V& value, reduce_function fold) {
+    template <class Fold>
+    std::size_t reduce_value(const K& key, const V& value, Fold&& fold) {
         if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
             if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0) [[likely]] {
                 const std::size_t before = m_table.reduce_hashed(key, m_table.hash_of(key), value, fold);
@@ -321,18 +346,63 @@ public:
         }
     }
 
+    // reduce: {slot, op} key value.  Each run of records naming one operator
+    // goes to that operator's reduce_run (one dispatch per run).
     void on_reduce(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
         const auto& operators = reducers::entries();
         std::uint32_t rejected = 0;
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto [slot, op] = read_record<wire::reduce_header>(reader);
+        const auto op_of = [&](std::uint32_t index) {
+            return read_record<wire::reduce_header>(records + std::size_t{index} * record_bytes, record_bytes).op;
+        };
+        for (std::uint32_t index = 0; index < count;) {
+            const std::uint32_t op = op_of(index);
             if (op >= operators.size())
                 throw decode_error("mpidict: reduce names operator " + std::to_string(op) + " but this rank has " +
                                    std::to_string(operators.size()));
+            std::uint32_t end = index + 1;
+            while (end < count && op_of(end) == op)
+                ++end;
+            operators[op].entry.run(*this, source, records + std::size_t{index} * record_bytes, record_bytes,
+                                    end - index, rejected);
+            index = end;
+        }
+        notify_rejected(source, rejected);
+    }
+
+    // A run of reduce records of one operator, `fold(accumulated&, incoming)`:
+    // with fixed-size keys and values and no capacity limit, decoded in bulk,
+    // each key hashed once and its slot prefetched a few records ahead (as the
+    // insert path does); otherwise record by record through reduce_value.
+    template <class Fold>
+    void reduce_run(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count, Fold&& fold,
+                    std::uint32_t& rejected) {
+        constexpr std::size_t header = wire_bytes<wire::reduce_header>;
+        if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
+            if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0 &&
+                record_bytes == header + sizeof(K) + sizeof(V)) [[likely]] {
+                prefetched_run(records, record_bytes, count, header, [&](const std::byte* record, const K& key,
+                                                                          std::uint64_t hash) {
+                    std::uint32_t slot;
+                    V value;
+                    std::memcpy(&slot, record, sizeof slot);
+                    std::memcpy(&value, record + header + sizeof(K), sizeof(V));
+                    const std::size_t before = m_table.reduce_hashed(key, hash, value, fold);
+                    if (before == 0)
+                        m_stored_bytes += sizeof(K) + sizeof(V);
+                    else
+                        m_stored_bytes -= (before - 1) * sizeof(V);
+                    if (slot != no_slot)
+                        m_engine.reserve_reply(source, slot, before == 0 ? 1 : 0, 0);
+                });
+                return;
+            }
+        }
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto slot = read_record<wire::reduce_header>(reader).slot;
             const K key = codec<K>::decode(reader);
             const V value = codec<V>::decode(reader);
-            const std::size_t before = reduce_value(key, value, operators[op].entry);
+            const std::size_t before = reduce_value(key, value, fold);
             if (slot == no_slot) {
                 rejected += before == refused ? 1 : 0;
             } else if (before == refused) {
@@ -341,7 +411,34 @@ public:
                 m_engine.reserve_reply(source, slot, before == 0 ? 1 : 0, 0);
             }
         }
-        notify_rejected(source, rejected);
+    }
+
+    // Calls each(record, key, hash) for `count` records of `record_bytes` whose
+    // fixed-size key sits at `key_offset`, hashing each key once and
+    // prefetching its slot prefetch_lookahead records ahead.  `each` may change
+    // the table (a rehash only makes the prefetches useless).
+    template <class Each>
+    void prefetched_run(const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
+                        std::size_t key_offset, Each&& each) {
+        constexpr std::uint32_t lookahead = prefetch_lookahead;
+        std::uint64_t hashes[lookahead];
+        const auto key_at = [&](std::uint32_t index) {
+            K key;
+            std::memcpy(&key, records + std::size_t{index} * record_bytes + key_offset, sizeof(K));
+            return key;
+        };
+        for (std::uint32_t index = 0; index < std::min(count, lookahead); ++index) {
+            hashes[index] = m_table.hash_of(key_at(index));
+            m_table.prefetch_hashed(hashes[index]);
+        }
+        for (std::uint32_t index = 0; index < count; ++index) {
+            const std::uint64_t hash = hashes[index % lookahead];
+            if (index + lookahead < count) {
+                hashes[index % lookahead] = m_table.hash_of(key_at(index + lookahead));
+                m_table.prefetch_hashed(hashes[index % lookahead]);
+            }
+            each(records + std::size_t{index} * record_bytes, key_at(index), hash);
+        }
     }
 
     // find and take: {slot, limit} key; the answer is the engine's reply to the

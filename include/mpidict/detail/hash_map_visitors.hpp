@@ -103,8 +103,8 @@ public:
 private:
     template <class, class, class, class>
     friend class hash_map_visitors;
-    hash_map_values_ref(shard_type& shard, const K& key)
-        : m_shard(shard), m_key(key), m_values(shard.table().find_mutable(key)) {}
+    hash_map_values_ref(shard_type& shard, const K& key, typename table_type::mutable_values found)
+        : m_shard(shard), m_key(key), m_values(found) {}
     shard_type& m_shard;
     const K& m_key;
     typename table_type::mutable_values m_values;
@@ -157,8 +157,16 @@ public:
 
     // ---- callable visitors --------------------------------------------------
 
-    using callable_function = bool (*)(hash_map_visitors& self, int source, std::uint32_t slot, bool if_contains,
-                                       const K& key, byte_reader& reader, std::string& failure);
+    // What one group of visit records reports back to its origin: failed
+    // async visits (the first reason kept) and values a capacity limit refused.
+    struct visit_failures {
+        std::uint32_t async = 0;
+        std::string first;
+        std::uint32_t rejected = 0;
+    };
+    // Runs `count` visit_callable records that all name this callable.
+    using callable_function = void (*)(hash_map_visitors& self, int source, const std::byte* records,
+                                       std::uint32_t record_bytes, std::uint32_t count, visit_failures& failures);
     using callables = callable_registry<callable_function>;
 
     // How an argument travels: a C string as std::string, anything else as is.
@@ -228,32 +236,30 @@ public:
         m_shard.notify_visit_failed(source, async_failures, first_failure);
     }
 
-    // visit_callable: {slot, visitor, if_contains} key arguments...
+    // visit_callable: {slot, visitor, if_contains} key arguments...  Each run
+    // of records naming one callable goes to its invoke_callable_run (one
+    // dispatch per run); refusals and failures go back in one notice each.
     void on_visit_callable(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
         const auto& visitors = callables::entries();
-        std::uint32_t async_failures = 0;
-        std::string first_failure;
-        std::string failure;
-        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-            byte_reader reader(records, record_bytes);
-            const auto header = read_record<wire::callable_visit_header>(reader);
-            if (header.visitor >= visitors.size())
-                throw decode_error("mpidict: visit names callable visitor " + std::to_string(header.visitor) +
+        const auto visitor_of = [&](std::uint32_t index) {
+            return read_record<wire::callable_visit_header>(records + std::size_t{index} * record_bytes, record_bytes)
+                .visitor;
+        };
+        visit_failures failures;
+        for (std::uint32_t index = 0; index < count;) {
+            const std::uint32_t id = visitor_of(index);
+            if (id >= visitors.size())
+                throw decode_error("mpidict: visit names callable visitor " + std::to_string(id) +
                                    " but this rank has " + std::to_string(visitors.size()));
-            const K key = codec<K>::decode(reader);
-            failure.clear();
-            if (visitors[header.visitor].entry(*this, source, header.slot, header.if_contains != 0, key, reader,
-                                               failure))
-                continue;
-            if (header.slot != no_slot) {
-                m_engine.reply_error(source, header.slot, failure);
-            } else {
-                ++async_failures;
-                if (first_failure.empty())
-                    first_failure = failure;
-            }
+            std::uint32_t end = index + 1;
+            while (end < count && visitor_of(end) == id)
+                ++end;
+            visitors[id].entry(*this, source, records + std::size_t{index} * record_bytes, record_bytes, end - index,
+                               failures);
+            index = end;
         }
-        m_shard.notify_visit_failed(source, async_failures, first_failure);
+        m_shard.notify_rejected(source, failures.rejected);
+        m_shard.notify_visit_failed(source, failures.async, failures.first);
     }
 
 private:
@@ -352,18 +358,62 @@ private:
         return "visitor " + demangle(std::string(type_name<F>()));
     }
 
+    // A run of visit_callable records of callable F with arguments A...: with
+    // a fixed-size key and arguments, decoded in bulk, each key hashed once and
+    // its slot prefetched a few records ahead (hash_map_shard::prefetched_run);
+    // otherwise record by record.
     template <class F, class... A>
-    static bool invoke_callable(hash_map_visitors& self, int source, std::uint32_t slot, bool if_contains,
-                                const K& key, byte_reader& reader, std::string& failure) {
+    static void invoke_callable_run(hash_map_visitors& self, int source, const std::byte* records,
+                                    std::uint32_t record_bytes, std::uint32_t count, visit_failures& failures) {
+        constexpr std::size_t header = wire_bytes<wire::callable_visit_header>;
+        auto& table = self.m_shard.table();
+        if constexpr (codec<K>::fixed_size && (codec<A>::fixed_size && ...)) {
+            if (record_bytes == header + sizeof(K) + (std::size_t{0} + ... + sizeof(A))) [[likely]] {
+                self.m_shard.prefetched_run(records, record_bytes, count, header,
+                                            [&](const std::byte* record, const K& key, std::uint64_t hash) {
+                                                byte_reader reader(record, record_bytes);
+                                                const auto h = read_record<wire::callable_visit_header>(reader);
+                                                reader.take(sizeof(K));  // the key, already read
+                                                const std::tuple<A...> args{codec<A>::decode(reader)...};
+                                                visit_one<F, A...>(self, source, h.slot, h.if_contains != 0, key,
+                                                                   hash, args, failures);
+                                            });
+                return;
+            }
+        }
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const auto h = read_record<wire::callable_visit_header>(reader);
+            const K key = codec<K>::decode(reader);
+            const std::tuple<A...> args{codec<A>::decode(reader)...};  // braced: decoded in order
+            visit_one<F, A...>(self, source, h.slot, h.if_contains != 0, key, table.hash_of(key), args, failures);
+        }
+    }
+
+    // One callable visit: f(key, values, args...) on the key's values in place.
+    // A failure (f threw, or its result cannot be replied) fails the request or
+    // is counted in `failures` for the origin.
+    template <class F, class... A>
+    static void visit_one(hash_map_visitors& self, int source, std::uint32_t slot, bool if_contains, const K& key,
+                          std::uint64_t hash, const std::tuple<A...>& args, visit_failures& failures) {
         using context = typename Map::visit_context;
         shard_type& shard = self.m_shard;
-        const std::tuple<A...> args{codec<A>::decode(reader)...};  // braced: decoded in order
-        const bool present = shard.table().contains(key);
+        const auto found = shard.table().find_mutable_hashed(key, hash);
+        const bool present = found.size() != 0;
         if (if_contains && !present) {
             if (slot != no_slot)
                 self.m_engine.reply_error(source, slot, "mpidict: visit_if_contains: the key is absent");
-            return true;
+            return;
         }
+        auto fail = [&](std::string failure) {
+            if (slot != no_slot) {
+                self.m_engine.reply_error(source, slot, failure);
+            } else {
+                ++failures.async;
+                if (failures.first.empty())
+                    failures.first = std::move(failure);
+            }
+        };
         // Byte-string values changed in place change the payload: recount this key.
         const std::size_t stored_before = shard.stored_bytes();
         const std::size_t payload_before = codec<V>::fixed_size ? 0 : shard.payload_of(key);
@@ -377,7 +427,7 @@ private:
                 shard.set_stored_bytes(total);
             }
         };
-        values_ref values(shard, key);
+        values_ref values(shard, key, found);
         context ctx{self.m_map, source, nullptr};
         using R = callable_result<F, A...>;
         using stored_result = std::conditional_t<std::is_void_v<R>, nothing, R>;
@@ -394,10 +444,9 @@ private:
         };
         auto threw = [&](std::string_view what) {
             settle();
-            failure = "mpidict: " + callable_name<F>() + " threw at rank " + std::to_string(self.m_engine.rank()) +
-                      " (the key's owner, visited from rank " + std::to_string(source) + "): " + std::string(what) +
-                      "; changes it made before throwing stay";
-            return false;
+            fail("mpidict: " + callable_name<F>() + " threw at rank " + std::to_string(self.m_engine.rank()) +
+                 " (the key's owner, visited from rank " + std::to_string(source) + "): " + std::string(what) +
+                 "; changes it made before throwing stay");
         };
         try {
             if constexpr (std::is_void_v<R>) {
@@ -413,24 +462,21 @@ private:
         }
         settle();
         if (slot == no_slot) {
-            shard.notify_rejected(source, values.m_refused);
-            return true;
+            failures.rejected += values.m_refused;
+            return;
         }
         if constexpr (std::is_void_v<R>) {
             self.m_engine.reserve_reply(source, slot, 1, 0);
         } else {
             const std::size_t bytes = codec<R>::encoded_size(*result);
             const std::size_t room = self.m_engine.max_record_bytes() - runtime::reply_header_bytes;
-            if (bytes > room) {
-                failure = "mpidict: the result of " + callable_name<F>() + " at rank " +
-                          std::to_string(self.m_engine.rank()) + " needs " + std::to_string(bytes) +
-                          " bytes but one message holds " + std::to_string(room) +
-                          "; the visit's changes stay (return less or raise buffer_bytes)";
-                return false;
-            }
+            if (bytes > room)
+                return fail("mpidict: the result of " + callable_name<F>() + " at rank " +
+                            std::to_string(self.m_engine.rank()) + " needs " + std::to_string(bytes) +
+                            " bytes but one message holds " + std::to_string(room) +
+                            "; the visit's changes stay (return less or raise buffer_bytes)");
             codec<R>::encode(self.m_engine.reserve_reply(source, slot, 1, bytes), *result);
         }
-        return true;
     }
 
     Map& m_map;
@@ -440,10 +486,10 @@ private:
 
 public:
     // The callable's number with these argument types, the same on every rank
-    // (declared after invoke_callable, which its initialiser names).
+    // (declared after invoke_callable_run, which its initialiser names).
     template <class F, class... A>
     static inline const std::uint32_t callable_id =
-        callables::add(type_name<type_list<F, A...>>(), &invoke_callable<F, A...>);
+        callables::add(type_name<type_list<F, A...>>(), &invoke_callable_run<F, A...>);
 };
 
 // Reduce operators (async_reduce, insert_or_assign) and the caller-side
@@ -454,7 +500,7 @@ public:
 template <class K, class V, class Hash>
 class reduce_combiner {
 public:
-    using reducers = reduce_registry<V>;
+    using reducers = reduce_registry<K, V, Hash>;
     static constexpr bool combinable = codec<K>::fixed_size && codec<V>::fixed_size;
 
     explicit reduce_combiner(runtime::engine& engine) : m_engine(engine) {}
@@ -463,9 +509,19 @@ public:
     static void apply(V& accumulated, const V& incoming) {
         accumulated = Op{}(static_cast<const V&>(accumulated), incoming);
     }
+    // A run of reduce records of operator Op at the owner, Op inlined.
+    template <class Op>
+    static void run(hash_map_shard<K, V, Hash>& shard, int source, const std::byte* records,
+                    std::uint32_t record_bytes, std::uint32_t count, std::uint32_t& rejected) {
+        shard.reduce_run(
+            source, records, record_bytes, count,
+            [](V& accumulated, const V& incoming) { accumulated = Op{}(static_cast<const V&>(accumulated), incoming); },
+            rejected);
+    }
     // The operator's number, the same on every rank (see callable_registry.hpp).
     template <class Op>
-    static inline const std::uint32_t id = reducers::add(type_name<Op>(), &apply<Op>);
+    static inline const std::uint32_t id =
+        reducers::add(type_name<Op>(), reduce_entry<K, V, Hash>{&apply<Op>, &run<Op>});
 
     template <class Op>
     static constexpr void check() {
@@ -486,7 +542,7 @@ public:
             waiting.generation == m_engine.outbox_generation(destination) && waiting.key == key) {
             V combined;
             std::memcpy(&combined, waiting.value, sizeof(V));
-            reducers::entries()[op].entry(combined, value);
+            reducers::entries()[op].entry.fold(combined, value);
             std::memcpy(waiting.value, &combined, sizeof(V));
             ++m_combined;
             return true;

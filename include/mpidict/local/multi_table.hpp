@@ -199,6 +199,25 @@ public:
         return mutable_values(&m_slots[index].first, rest_at(index));
     }
 
+    // find and find_mutable with the key's hash_of(key) already computed (a
+    // bulk handler hashes once, to prefetch and then to look up).
+    values_view find_hashed(const K& key, std::uint64_t hash) const {
+        if (m_size == 0)
+            return {};
+        const std::size_t index = locate(key, hash);
+        if (index == npos)
+            return {};
+        return values_view(&m_slots[index].first, rest_at(index));
+    }
+    mutable_values find_mutable_hashed(const K& key, std::uint64_t hash) {
+        if (m_size == 0)
+            return {};
+        const std::size_t index = locate(key, hash);
+        if (index == npos)
+            return {};
+        return mutable_values(&m_slots[index].first, rest_at(index));
+    }
+
     bool contains(const K& key) const { return m_size != 0 && locate(key, m_hash(key)) != npos; }
 
     // Hints the cache that `key` will be looked up soon (bulk inserts and
