@@ -811,12 +811,20 @@ int run(const settings& s, const world& w) {
                                 "values_ref), then flush()"));
     const double visit_ratio = mpidict::bench::summary::of(visit_vs_find).median;
     out.ratio("visit_vs_find", visit_ratio, ">= 1.0", visit_ratio >= 1.0,
-              json_object(load_fields).add("paired", paired(visit_vs_find)));
+              json_object(load_fields)
+                  .add("paired", paired(visit_vs_find))
+                  .add("ours_rate", mpidict::bench::summary::of(ours_visit_rate).median)
+                  .add("baseline_rate", mpidict::bench::summary::of(ours_find_rate).median)
+                  .add("baseline", "find_rate: find_many over every key on the same map, the phase before"));
     out.figure("reduce_rate", ours_reduce_rate, "ops/s",
                json_object(load_fields).add("what", "async_reduce(key, 1) with std::plus over every key, then flush()"));
     const double reduce_ratio = mpidict::bench::summary::of(reduce_vs_find).median;
     out.ratio("reduce_vs_find", reduce_ratio, ">= 1.0", reduce_ratio >= 1.0,
-              json_object(load_fields).add("paired", paired(reduce_vs_find)));
+              json_object(load_fields)
+                  .add("paired", paired(reduce_vs_find))
+                  .add("ours_rate", mpidict::bench::summary::of(ours_reduce_rate).median)
+                  .add("baseline_rate", mpidict::bench::summary::of(ours_find_rate).median)
+                  .add("baseline", "find_rate: find_many over every key on the same map, two phases before"));
 
     const auto report_ceiling = [&](const char* phase, const std::vector<double>& ours_rates,
                                     const std::vector<double>& bulk_rates, const std::vector<double>& absl_rates,
