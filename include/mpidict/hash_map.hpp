@@ -80,6 +80,7 @@
 #include "mpidict/local/multi_table.hpp"
 #include "mpidict/results.hpp"
 #include "mpidict/runtime/engine.hpp"
+#include "mpidict/runtime/member_handler.hpp"
 #include "mpidict/runtime/request.hpp"
 
 namespace mpidict {
@@ -696,31 +697,25 @@ private:
         auto& h = m_handlers;
         shard_type* shard = &m_shard;
         visitors* visit = &m_visitors;
-        h.insert_one = add_handler<&shard_type::on_insert_one>("hash_map.insert_one", shard);
-        h.insert = add_handler<&shard_type::on_insert>("hash_map.insert", shard);
-        h.find = add_handler<&shard_type::on_find>("hash_map.find", shard);
-        h.take = add_handler<&shard_type::on_take>("hash_map.take", shard);
-        h.erase = add_handler<&shard_type::on_erase>("hash_map.erase", shard);
-        h.insert_if_absent = add_handler<&shard_type::on_insert_if_absent>("hash_map.insert_if_absent", shard);
-        h.visit = add_handler<&visitors::on_visit>("hash_map.visit", visit);
-        h.find_many = add_handler<&shard_type::on_find_many>("hash_map.find_many", shard);
-        h.find_many_reply = add_handler<&batches::on_reply>("hash_map.find_many_reply", &m_batches);
-        h.take_many = add_handler<&shard_type::on_take_many>("hash_map.take_many", shard);
-        h.rejected = add_handler<&hash_map::on_rejected>("hash_map.rejected", this);
-        h.visit_failed = add_handler<&hash_map::on_visit_failed>("hash_map.visit_failed", this);
-        h.reduce = add_handler<&shard_type::on_reduce>("hash_map.reduce", shard);
-        h.visit_callable = add_handler<&visitors::on_visit_callable>("hash_map.visit_callable", visit);
-        h.count = add_handler<&shard_type::on_count>("hash_map.count", shard);
-        h.find_from = add_handler<&shard_type::on_find_from>("hash_map.find_from", shard);
-    }
-    template <auto Member, class C>
-    runtime::handler_id add_handler(std::string_view name, C* object) {
-        return m_engine->register_handler(name, &member_handler<Member, C>, object);
-    }
-    template <auto Member, class C>
-    static void member_handler(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                               std::uint32_t count) {
-        (static_cast<C*>(context)->*Member)(source, records, record_bytes, count);
+        runtime::engine& e = *m_engine;
+        h.insert_one = runtime::register_handler<&shard_type::on_insert_one>(e, "hash_map.insert_one", shard);
+        h.insert = runtime::register_handler<&shard_type::on_insert>(e, "hash_map.insert", shard);
+        h.find = runtime::register_handler<&shard_type::on_find>(e, "hash_map.find", shard);
+        h.take = runtime::register_handler<&shard_type::on_take>(e, "hash_map.take", shard);
+        h.erase = runtime::register_handler<&shard_type::on_erase>(e, "hash_map.erase", shard);
+        h.insert_if_absent =
+            runtime::register_handler<&shard_type::on_insert_if_absent>(e, "hash_map.insert_if_absent", shard);
+        h.visit = runtime::register_handler<&visitors::on_visit>(e, "hash_map.visit", visit);
+        h.find_many = runtime::register_handler<&shard_type::on_find_many>(e, "hash_map.find_many", shard);
+        h.find_many_reply = runtime::register_handler<&batches::on_reply>(e, "hash_map.find_many_reply", &m_batches);
+        h.take_many = runtime::register_handler<&shard_type::on_take_many>(e, "hash_map.take_many", shard);
+        h.rejected = runtime::register_handler<&hash_map::on_rejected>(e, "hash_map.rejected", this);
+        h.visit_failed = runtime::register_handler<&hash_map::on_visit_failed>(e, "hash_map.visit_failed", this);
+        h.reduce = runtime::register_handler<&shard_type::on_reduce>(e, "hash_map.reduce", shard);
+        h.visit_callable =
+            runtime::register_handler<&visitors::on_visit_callable>(e, "hash_map.visit_callable", visit);
+        h.count = runtime::register_handler<&shard_type::on_count>(e, "hash_map.count", shard);
+        h.find_from = runtime::register_handler<&shard_type::on_find_from>(e, "hash_map.find_from", shard);
     }
 
     static constexpr detail::checkpoint::layout_flags checkpoint_flags = shard_type::checkpoint_flags;
