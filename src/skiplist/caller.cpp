@@ -13,8 +13,9 @@ namespace {
 
 // Mode sequential orders ranges against this caller's point operations (issue
 // 42): a range waits until no earlier point operation of this caller on a key
-// in its interval is in flight, and a point operation waits while a range in
-// flight covers its key; the issue queue keeps whatever waits in issue order.
+// in its interval is in flight (nor an earlier range overlapping it), and a
+// point operation waits while a range in flight covers its key; the issue
+// queue keeps whatever waits in issue order.
 // Without this a range overtook an insert waiting behind another on its key,
 // and the hold-back queue delivered its stale reply after the insert's.
 bool orders_ranges(skiplist_consistency mode, const skiplist_map_config& config) {
@@ -40,6 +41,19 @@ template <class Ranges>
 bool covered_by_range(const Ranges& ranges, std::string_view key) {
     for (const auto& [slot, state] : ranges)
         if (!state.split && state.remaining != 0 && in_interval(key, state.cursor, state.hi, state.bounded))
+            return true;
+    return false;
+}
+
+// A range that has left overlaps [lo, hi) (m_ranges): two ranges of one caller
+// on a common key must read it in issue order too (monotonic reads; the
+// simulation's history check caught an earlier range seeing a newer value than
+// a later one that was in flight with it).
+template <class Ranges>
+bool range_in_flight(const Ranges& ranges, std::string_view lo, std::string_view hi, bool bounded) {
+    for (const auto& [slot, state] : ranges)
+        if ((state.split || state.remaining != 0) && (!bounded || std::string_view(state.cursor) < hi) &&
+            (!state.bounded || lo < std::string_view(state.hi)))
             return true;
     return false;
 }
@@ -268,8 +282,8 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
     state.bounded = bounded;
     m_range_sequence[slot] = next_issue();
     if ((in_issue_order() && !m_issue_queue.empty()) ||
-        (orders_ranges(m_mode, m_shared.config) &&
-         (!m_issue_queue.empty() || point_in_flight(m_keys, lo, hi, bounded)))) {
+        (orders_ranges(m_mode, m_shared.config) && (!m_issue_queue.empty() || point_in_flight(m_keys, lo, hi, bounded) ||
+                                                    range_in_flight(m_ranges, lo, hi, bounded)))) {
         queued_operation later;
         later.range = true;
         later.slot = slot;
@@ -289,7 +303,8 @@ void skiplist_caller::drain_issue_queue() {
         queued_operation& next = m_issue_queue.front();
         const bool sequential = orders_ranges(m_mode, m_shared.config);
         if (next.range) {
-            if (sequential && point_in_flight(m_keys, next.key, next.hi, next.bounded))
+            if (sequential && (point_in_flight(m_keys, next.key, next.hi, next.bounded) ||
+                               range_in_flight(m_ranges, next.key, next.hi, next.bounded)))
                 return;
             dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern);
         } else {

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
         shape.operations = cli.ops > 0 ? cli.ops : 16;
         shape.keys = 6 + static_cast<int>(draw(6));
         shape.window = 1 + static_cast<int>(draw(4));
-        shape.ranges = mode == skiplist_consistency::total_order && draw(2) == 0;
+        shape.ranges = draw(2) == 0;  // ranges and matches in every mode (issue 42)
         skiplist_map_config config;
         config.granularity = 1 + draw(4);
         config.max_height = 1 + static_cast<unsigned>(draw(5));

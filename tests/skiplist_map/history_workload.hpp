@@ -11,7 +11,9 @@
 // One JSON object per line:
 //   {"client":C,"seq":S,"call":T0,"return":T1,"round":R,"op":"insert","key":K,"value":V,"out":O}
 // out: insert 0 stored / 1 replaced; insert_if_absent 1 inserted / 0 present;
-// find the value or -1; erase 1 hit / 0 miss; range: "hi":H and "out":[[k,v],...].
+// find the value or -1; erase 1 hit / 0 miss; range and match: "hi":H,
+// "limit":L (0: all), "desc":true|false and "out":[[k,v],...] in the order
+// returned (match is the pattern "[K,H]", the same interval by the pattern path).
 // Completion is polled newest first, so an operation is never given an earlier
 // round than one issued before it that completed first (see histcheck's
 // reply-order check).
@@ -35,15 +37,17 @@ struct workload_shape {
     int operations = 40;      // per caller, before the final reads
     int keys = 12;            // shared key space [0, keys)
     int window = 4;           // request-form operations in flight per caller
-    bool ranges = false;      // include range queries (whole-map histories)
+    bool ranges = false;      // include range and match queries (some with a limit, some descending)
 };
 
 struct pending {
-    enum class kind { insert, insert_if_absent, find, erase, range } what;
+    enum class kind { insert, insert_if_absent, find, erase, range, match } what;
     std::uint64_t seq = 0;
     std::int64_t call = 0;
     key_type key = 0, hi = 0;
     value_type value = 0;
+    std::uint64_t limit = 0;
+    bool descending = false;
     std::variant<request<replace_result>, request<bool>, request<std::optional<value_type>>,
                  request<map_type::entry_list>>
         handle;
@@ -56,6 +60,7 @@ inline const char* name_of(pending::kind what) {
     case pending::kind::find: return "find";
     case pending::kind::erase: return "erase";
     case pending::kind::range: return "range";
+    case pending::kind::match: return "match";
     }
     return "?";
 }
@@ -77,8 +82,9 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
                ",\"call\":" + std::to_string(done.call) + ",\"return\":" + std::to_string(returned) +
                ",\"round\":" + std::to_string(round) + ",\"op\":\"" + name_of(done.what) +
                "\",\"key\":" + std::to_string(done.key) + ",\"value\":" + std::to_string(done.value);
-        if (done.what == pending::kind::range)
-            out += ",\"hi\":" + std::to_string(done.hi);
+        if (done.what == pending::kind::range || done.what == pending::kind::match)
+            out += ",\"hi\":" + std::to_string(done.hi) + ",\"limit\":" + std::to_string(done.limit) +
+                   ",\"desc\":" + (done.descending ? "true" : "false");
         out += ",\"out\":" + result + "}\n";
     };
     // One poll round: newest first (see the header comment).
@@ -105,7 +111,8 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
                 result = found ? std::to_string(*found) : "-1";
                 break;
             }
-            case pending::kind::range: {
+            case pending::kind::range:
+            case pending::kind::match: {
                 const auto entries = std::get<request<map_type::entry_list>>(p.handle).get();
                 result = "[";
                 for (std::size_t e = 0; e < entries.size(); ++e)
@@ -122,12 +129,14 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
         if (!any)
             idle();
     };
-    auto issue = [&](pending::kind what, key_type key, key_type hi) {
+    auto issue = [&](pending::kind what, key_type key, key_type hi, std::uint64_t limit = 0, bool descending = false) {
         pending p;
         p.what = what;
         p.seq = seq++;
         p.key = key;
         p.hi = hi;
+        p.limit = limit;
+        p.descending = descending;
         p.call = now();
         switch (what) {
         case pending::kind::insert:
@@ -145,7 +154,11 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             p.handle = map.erase(key);
             break;
         case pending::kind::range:
-            p.handle = map.range(key, hi);
+            p.handle = map.range(key, hi, {.limit = limit, .descending = descending});
+            break;
+        case pending::kind::match:
+            p.handle = map.match("[" + std::to_string(key) + "," + std::to_string(hi) + "]",
+                                 {.limit = limit, .descending = descending});
             break;
         }
         open.push_back(std::move(p));
@@ -157,7 +170,10 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
         const std::uint64_t pick = random_below(100);
         if (shape.ranges && pick < 12) {
             const key_type hi = key + static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
-            issue(pending::kind::range, key, hi);
+            // A third by the pattern path; a third with a limit (1-3); a quarter descending.
+            const std::uint64_t form = random_below(12);
+            const std::uint64_t limit = form % 3 == 0 ? 1 + random_below(3) : 0;
+            issue(form < 4 ? pending::kind::match : pending::kind::range, key, hi, limit, form % 4 == 1);
         } else if (pick < 45) {
             issue(pending::kind::insert, key, 0);
         } else if (pick < 55) {

@@ -11,21 +11,28 @@
 //
 //   - total_order: linearizable, checked with Porcupine: per key when the
 //     history has only point operations (linearizability is local), else as one
-//     whole-map history; and the per-key program-order check below.
+//     whole-map history (a range is one snapshot); an exact search for one
+//     linearization that keeps every client's issue order; and the per-key
+//     program-order check below.
 //   - sequential: (1) replies complete in issue order: for each client, an
 //     operation issued later is never seen complete in an earlier poll round;
 //     (2) per key, a legal order exists that keeps every client's issue order
 //     (sequential consistency per key) with the final reads last.  Exact search
-//     over (position in each client's sequence, value of the key).
+//     over (position in each client's sequence, value of the key).  A range or
+//     match counts as one read of every key it covers (pointReads).
 //   - none: every operation atomic: per key linearizable (Porcupine), which with
 //     the final reads after the flush also says the final state is one the
-//     operations could have produced.
+//     operations could have produced; a range or match reads each key it covers
+//     at one moment between its call and return (pointReads).
 //   - linearizable: per key linearizable (Porcupine), for histories of clients
 //     with one command in flight each (apps/serve: docs/serve.md promises that
 //     single-key commands are linearizable).  The Redis operations: get (out =
 //     the value, -1 for nil), set (value; out 0 = OK), incr (value = the
 //     increment; out = the new value, an absent key counting as 0), del (out =
 //     keys removed, 0 or 1).
+//
+// Ranges carry "hi", "limit" (0: all) and "desc"; op "match" is the pattern
+// [key,hi] on a one-dimensional key, checked as the same range.
 //
 // Exit status: 0 if every history passes (with --expect-reject: if at least
 // one is rejected), 1 otherwise, 2 on bad input.
@@ -55,6 +62,8 @@ type event struct {
 	Op     string          `json:"op"`
 	Key    int64           `json:"key"`
 	Hi     int64           `json:"hi"`
+	Limit  int64           `json:"limit"`
+	Desc   bool            `json:"desc"`
 	Value  uint64          `json:"value"`
 	Final  bool            `json:"final"`
 	Out    json.RawMessage `json:"out"`
@@ -66,7 +75,13 @@ type input struct {
 	key   int64
 	hi    int64
 	value uint64
+	limit int64 // ranges: at most this many entries (0: all)
+	desc  bool  // ranges: largest key first (with limit: the last ones)
 }
+
+// isRange: a range or a match (a one-dimensional pattern [lo,hi] is the
+// same query by another path).
+func isRange(op string) bool { return op == "range" || op == "match" }
 
 // Point results are numbers (see history_workload.hpp); a range's is its
 // entries in canonical text.
@@ -80,7 +95,7 @@ type state map[int64]uint64
 func step(s state, in input, out output) (bool, state) {
 	present := false
 	var current uint64
-	if in.op != "range" {
+	if !isRange(in.op) {
 		current, present = s[in.key]
 	}
 	switch in.op {
@@ -114,8 +129,8 @@ func step(s state, in input, out output) (bool, state) {
 			return true, without(s, in.key)
 		}
 		return out.number == 0, s
-	case "range":
-		return out.text == rangeText(s, in.key, in.hi), s
+	case "range", "match":
+		return out.text == rangeText(s, in), s
 	// The Redis register (apps/serve/tests/history.py).
 	case "get":
 		if present {
@@ -170,12 +185,26 @@ func sortedKeys(s state) []int64 {
 	return keys
 }
 
-func rangeText(s state, lo, hi int64) string {
-	var b strings.Builder
+// rangeText: what range(lo, hi, {limit, descending}) returns from s, in the
+// order returned.
+func rangeText(s state, in input) string {
+	var keys []int64
 	for _, k := range sortedKeys(s) {
-		if k >= lo && k <= hi {
-			fmt.Fprintf(&b, "%d:%d;", k, s[k])
+		if k >= in.key && k <= in.hi {
+			keys = append(keys, k)
 		}
+	}
+	if in.desc {
+		for i, j := 0, len(keys)-1; i < j; i, j = i+1, j-1 {
+			keys[i], keys[j] = keys[j], keys[i]
+		}
+	}
+	if in.limit > 0 && int64(len(keys)) > in.limit {
+		keys = keys[:in.limit]
+	}
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%d:%d;", k, s[k])
 	}
 	return b.String()
 }
@@ -204,8 +233,8 @@ var mapModel = porcupine.Model{
 	},
 	DescribeOperation: func(in, out interface{}) string {
 		i, o := in.(input), out.(output)
-		if i.op == "range" {
-			return fmt.Sprintf("range(%d, %d) -> %s", i.key, i.hi, o.text)
+		if isRange(i.op) {
+			return fmt.Sprintf("%s(%d, %d, limit %d, desc %v) -> %s", i.op, i.key, i.hi, i.limit, i.desc, o.text)
 		}
 		return fmt.Sprintf("%s(%d, %d) -> %d", i.op, i.key, i.value, o.number)
 	},
@@ -230,7 +259,7 @@ func perKey(history []porcupine.Operation) [][]porcupine.Operation {
 }
 
 func parseOutput(e event) (output, error) {
-	if e.Op == "range" {
+	if isRange(e.Op) {
 		var pairs [][2]json.Number
 		if err := json.Unmarshal(e.Out, &pairs); err != nil {
 			return output{}, err
@@ -276,7 +305,7 @@ func load(path string) ([]event, error) {
 			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
 		}
 		switch e.Op {
-		case "insert", "insert_if_absent", "find", "erase", "range", "get", "set", "incr", "del":
+		case "insert", "insert_if_absent", "find", "erase", "range", "match", "get", "set", "incr", "del":
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown operation %q", path, line, e.Op)
 		}
@@ -288,6 +317,8 @@ func load(path string) ([]event, error) {
 	return events, scanner.Err()
 }
 
+func inputOf(e event) input { return input{e.Op, e.Key, e.Hi, e.Value, e.Limit, e.Desc} }
+
 func operations(events []event) ([]porcupine.Operation, bool, error) {
 	ops := make([]porcupine.Operation, 0, len(events))
 	ranges := false
@@ -296,8 +327,8 @@ func operations(events []event) ([]porcupine.Operation, bool, error) {
 		if err != nil {
 			return nil, false, fmt.Errorf("client %d seq %d: bad result %s: %v", e.Client, e.Seq, string(e.Out), err)
 		}
-		ranges = ranges || e.Op == "range"
-		ops = append(ops, porcupine.Operation{ClientId: e.Client, Input: input{e.Op, e.Key, e.Hi, e.Value},
+		ranges = ranges || isRange(e.Op)
+		ops = append(ops, porcupine.Operation{ClientId: e.Client, Input: inputOf(e),
 			Call: e.Call, Output: out, Return: e.Return})
 	}
 	return ops, ranges, nil
@@ -326,6 +357,101 @@ func linearizable(events []event, timeout time.Duration) (string, bool) {
 }
 
 var unknown int
+
+// pointReads: the history with every range (and match) replaced by one find
+// per key it read, at the range's place in its caller's issue order and with
+// its call and return times.  What sequential and none promise a range is
+// exactly that: each key it covers is read at its node at one moment between
+// the call and the return, after this caller's earlier operations on that key
+// and before its later ones (sequential), not one snapshot of the whole
+// interval (only total_order gives that).  The keys read: every key of the
+// interval that any operation names or any range returned; with a limit that
+// cut the result, only up to the last key returned (from it, descending).  A
+// result outside its interval, out of order or longer than its limit is
+// rejected here.
+func pointReads(events []event) ([]event, string, bool) {
+	known := map[int64]bool{}
+	results := make([][][2]json.Number, len(events))
+	for i, e := range events {
+		if !isRange(e.Op) {
+			known[e.Key] = true
+			continue
+		}
+		if err := json.Unmarshal(e.Out, &results[i]); err != nil {
+			return nil, fmt.Sprintf("client %d seq %d: bad range result %s", e.Client, e.Seq, string(e.Out)), false
+		}
+		for _, pair := range results[i] {
+			if k, err := pair[0].Int64(); err == nil {
+				known[k] = true
+			}
+		}
+	}
+	out := make([]event, 0, len(events))
+	for i, e := range events {
+		if !isRange(e.Op) {
+			out = append(out, e)
+			continue
+		}
+		describe := fmt.Sprintf("client %d seq %d: %s(%d, %d, limit %d, desc %v) -> %s", e.Client, e.Seq, e.Op, e.Key,
+			e.Hi, e.Limit, e.Desc, string(e.Out))
+		got := map[int64]string{}
+		var order []int64
+		for _, pair := range results[i] {
+			k, err := pair[0].Int64()
+			if err != nil {
+				return nil, describe + ": bad key", false
+			}
+			if k < e.Key || k > e.Hi {
+				return nil, describe + ": a key outside the interval", false
+			}
+			if len(order) > 0 && ((!e.Desc && k <= order[len(order)-1]) || (e.Desc && k >= order[len(order)-1])) {
+				return nil, describe + ": keys out of order", false
+			}
+			order = append(order, k)
+			got[k] = pair[1].String()
+		}
+		lo, hi := e.Key, e.Hi
+		if e.Limit > 0 && int64(len(order)) > e.Limit {
+			return nil, describe + ": more entries than the limit", false
+		}
+		if e.Limit > 0 && int64(len(order)) == e.Limit {
+			if e.Desc {
+				lo = order[len(order)-1]
+			} else {
+				hi = order[len(order)-1]
+			}
+		}
+		var keys []int64
+		for k := range known {
+			if k >= lo && k <= hi {
+				keys = append(keys, k)
+			}
+		}
+		sort.Slice(keys, func(a, b int) bool { return keys[a] < keys[b] })
+		for _, k := range keys {
+			read := e
+			read.Op, read.Key, read.Hi, read.Limit, read.Desc, read.Value, read.Final = "find", k, 0, 0, false, 0, false
+			if v, ok := got[k]; ok {
+				read.Out = json.RawMessage(v)
+			} else {
+				read.Out = json.RawMessage("-1")
+			}
+			out = append(out, read)
+		}
+	}
+	return out, "", true
+}
+
+// perKeyReads: check applied to pointReads(events).
+func perKeyReads(check func([]event) (string, bool)) func([]event) (string, bool) {
+	return func(events []event) (string, bool) {
+		reads, why, ok := pointReads(events)
+		if !ok {
+			return why, false
+		}
+		return check(reads)
+	}
+}
 
 // replyOrder: per client, issue order never completes in a later round than a
 // later-issued operation (the hold-back queue).
@@ -396,7 +522,7 @@ func exhausted(position []int, lists [][]recorded) bool {
 func programOrderPerKey(events []event) (string, bool) {
 	byKey := map[int64][]event{}
 	for _, e := range events {
-		if e.Op != "range" {
+		if !isRange(e.Op) {
 			byKey[e.Key] = append(byKey[e.Key], e)
 		}
 	}
@@ -438,7 +564,7 @@ func programOrderPerKey(events []event) (string, bool) {
 				if next.e.Final && placed < nonFinal {
 					continue // the final reads follow the flush, after everything
 				}
-				ok, after := step(s, input{next.e.Op, next.e.Key, 0, next.e.Value}, next.out)
+				ok, after := step(s, inputOf(next.e), next.out)
 				if !ok {
 					continue
 				}
@@ -532,7 +658,7 @@ func orderedLinearizable(events []event, budget int) (string, bool) {
 				continue
 			}
 			x := lists[i][k]
-			ok, after := step(s, input{x.e.Op, x.e.Key, x.e.Hi, x.e.Value}, x.out)
+			ok, after := step(s, inputOf(x.e), x.out)
 			if !ok {
 				continue
 			}
@@ -583,10 +709,12 @@ func main() {
 			ordered := func(e []event) (string, bool) { return orderedLinearizable(e, *budget) }
 			// The ordered search first: it rejects quickly, and an order it
 			// finds is also a linearization, so Porcupine then confirms fast.
-			checks = append(checks, ordered, programOrderPerKey, lin)
+			checks = append(checks, ordered, perKeyReads(programOrderPerKey), lin)
 		case "sequential":
-			checks = append(checks, replyOrder, programOrderPerKey)
-		case "none", "linearizable":
+			checks = append(checks, replyOrder, perKeyReads(programOrderPerKey))
+		case "none":
+			checks = append(checks, perKeyReads(lin))
+		case "linearizable":
 			checks = append(checks, lin)
 		}
 		reason := ""

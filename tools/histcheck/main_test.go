@@ -126,3 +126,99 @@ func TestRedisRegister(t *testing.T) {
 		t.Fatal("a GET overlapping an INCR that misses it was rejected")
 	}
 }
+
+// The stale range of issue 42: one client inserts 1, then 2, then ranges over
+// the key; a range that returns 1 breaks the client's issue order on that key
+// (sequential), and is no snapshot either (total_order's whole-map check).
+func TestStaleRangeAfterOwnWrite(t *testing.T) {
+	history := func(seen string) []event {
+		h := []event{
+			ev(0, 0, 0, 40, 1, "insert", 5, 1, "0"),
+			ev(0, 1, 1, 40, 1, "insert", 5, 2, "1"),
+			ev(0, 2, 2, 40, 1, "range", 5, 0, seen),
+			ev(0, 3, 3, 40, 1, "find", 5, 0, "2"),
+		}
+		h[2].Hi = 5
+		return h
+	}
+	if _, ok := perKeyReads(programOrderPerKey)(history("[[5,2]]")); !ok {
+		t.Fatal("a range that sees the client's own last write was rejected")
+	}
+	if _, ok := perKeyReads(programOrderPerKey)(history("[[5,1]]")); ok {
+		t.Fatal("a range that returns the client's overwritten value was accepted (sequential)")
+	}
+	if _, ok := orderedLinearizable(history("[[5,1]]"), 100000); ok {
+		t.Fatal("a range that returns the client's overwritten value was accepted (total_order)")
+	}
+	// The same range by the match path.
+	m := history("[[5,1]]")
+	m[2].Op = "match"
+	if _, ok := perKeyReads(programOrderPerKey)(m); ok {
+		t.Fatal("a stale match was accepted")
+	}
+	// A range that misses the client's own earlier write.
+	if _, ok := perKeyReads(programOrderPerKey)(history("[]")); ok {
+		t.Fatal("a range that misses the client's own write was accepted")
+	}
+}
+
+// none: a range reads each key at one moment inside its interval; missing a
+// write that completed before the range was called is not allowed.
+func TestNoneRangeReadsEachKeyInTime(t *testing.T) {
+	h := []event{
+		ev(0, 0, 0, 10, 1, "insert", 3, 7, "0"),
+		ev(1, 0, 20, 30, 1, "range", 0, 0, "[]"),
+	}
+	h[1].Hi = 9
+	if _, ok := perKeyReads(func(e []event) (string, bool) { return linearizable(e, time.Second) })(h); ok {
+		t.Fatal("a range that misses a completed write was accepted")
+	}
+	h[1].Out = json.RawMessage("[[3,7]]")
+	if _, ok := perKeyReads(func(e []event) (string, bool) { return linearizable(e, time.Second) })(h); !ok {
+		t.Fatal("a range that sees a completed write was rejected")
+	}
+	// Not a snapshot: two keys read at different moments, each legal alone.
+	h = []event{
+		ev(0, 0, 0, 100, 1, "range", 0, 0, "[[9,2]]"),
+		ev(1, 0, 10, 20, 1, "insert", 1, 1, "0"),
+		ev(1, 1, 30, 40, 2, "insert", 9, 2, "0"),
+	}
+	h[0].Hi = 10
+	if _, ok := perKeyReads(func(e []event) (string, bool) { return linearizable(e, time.Second) })(h); !ok {
+		t.Fatal("none promises no snapshot, but the per-key reads were rejected")
+	}
+}
+
+// limit and descending: the result is the first (last) entries, and only the
+// keys up to (from) the last one returned were read.
+func TestRangeLimitAndDescending(t *testing.T) {
+	s := state{1: 10, 2: 20, 3: 30}
+	if got := rangeText(s, input{op: "range", key: 0, hi: 9, limit: 2}); got != "1:10;2:20;" {
+		t.Fatalf("ascending limit 2: %s", got)
+	}
+	if got := rangeText(s, input{op: "range", key: 0, hi: 9, limit: 2, desc: true}); got != "3:30;2:20;" {
+		t.Fatalf("descending limit 2: %s", got)
+	}
+	// Client 0 wrote 3 before; a range cut at key 1 by its limit did not read 3.
+	h := []event{
+		ev(0, 0, 0, 10, 1, "insert", 1, 4, "0"),
+		ev(0, 1, 11, 20, 2, "insert", 3, 5, "0"),
+		ev(0, 2, 21, 30, 3, "range", 0, 0, "[[1,4]]"),
+	}
+	h[2].Hi, h[2].Limit = 9, 1
+	if _, ok := perKeyReads(programOrderPerKey)(h); !ok {
+		t.Fatal("a range cut by its limit was taken to have read beyond its last key")
+	}
+	h[2].Limit = 2 // not cut: it read key 3 as absent
+	if _, ok := perKeyReads(programOrderPerKey)(h); ok {
+		t.Fatal("a range that missed the client's write below its limit was accepted")
+	}
+	h[2].Limit, h[2].Desc, h[2].Out = 1, true, json.RawMessage("[[3,5]]")
+	if _, ok := perKeyReads(programOrderPerKey)(h); !ok {
+		t.Fatal("a descending range cut by its limit was rejected")
+	}
+	h[2].Out = json.RawMessage("[[1,4],[3,5]]")
+	if _, ok := perKeyReads(programOrderPerKey)(h); ok {
+		t.Fatal("a result longer than its limit and out of order was accepted")
+	}
+}
