@@ -7,7 +7,7 @@ owns (answered at once), then stays away from the library for 4x the
 detector's threshold (in place of the allreduce it would otherwise never
 leave) and flushes; every other rank looks up keys rank 0 owns, so its
 find_many waits for rank 0. Run under mpiexec with MPIDICT_STUCK_WAIT_SECONDS
-set low (tests/python/CMakeLists.txt: 1 s). Each waiting rank must print the
+set low (tests/python/CMakeLists.txt: 2 s). Each waiting rank must print the
 message once, on its own stderr (captured here at the file-descriptor level,
 where the engine writes), within 15 s, naming rank 0 and the likely cause;
 the answers must still be right and the job must end. A second phase does the
