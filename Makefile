@@ -97,7 +97,7 @@ ycsb-report: build
 	@scripts/install_deps.sh --ycsb-reference
 	/usr/bin/python3 scripts/ycsb_report.py --build-dir $(BUILD_DIR)
 
-# YCSB A-F through YCSB's own Redis binding (bench/ycsb_redis) against redis-server
+# YCSB A-F through YCSB's client and the project's Redis binding (bench/ycsb_redis) against redis-server
 # and mpidict serve at 2 and 4 ranks, interleaved, medians of 3: the tables of
 # docs/serve.md and docs/ycsb.md, docs/figures/ycsb_serve.png (about 15 minutes).
 ycsb-serve-report: build

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""YCSB A-F through YCSB's own Redis binding (site.ycsb.db.RedisClient of YCSB
-0.17.0, Jedis 2.9.0; bench/ycsb_redis) against redis-server and against
+"""YCSB A-F through YCSB 0.17.0's client and the project's Redis binding
+(org.mpidict.ycsb.RedisClient, Jedis 2.9.0; bench/ycsb_redis) against redis-server and against
 `mpidict serve` at 2 and 4 ranks, on this machine's loopback, interleaved;
 writes the tables of docs/serve.md and docs/ycsb.md (between their
 ycsb-serve markers), a plot docs/figures/ycsb_serve.png and the raw runs
@@ -124,7 +124,7 @@ class Server:
 
 
 def ycsb(classpath, phase, workload, port, records, operations, threads):
-    command = ["java", "-cp", classpath, "site.ycsb.Client", phase, "-db", "site.ycsb.db.RedisClient",
+    command = ["java", "-cp", classpath, "site.ycsb.Client", phase, "-db", "org.mpidict.ycsb.RedisClient",
                "-P", os.path.join(WORKLOADS_DIR, "workload" + workload), "-p", f"recordcount={records}",
                "-p", f"operationcount={operations}", "-p", "redis.host=127.0.0.1", "-p", f"redis.port={port}",
                "-p", f"redis.password={PASSWORD}", "-p", "hdrhistogram.percentiles=50,99,99.9",
@@ -173,7 +173,7 @@ def build_tables(data):
         f"{data['records']} --operations {data['operations']} --threads {data['threads']}{extra}` on {data['date']} "
         f"({data['cores']} cores, shared with other jobs; 1-minute load average {data['load_min']:.1f}-"
         f"{data['load_max']:.1f} during the runs, so every number is noisy). {data['server']}; YCSB 0.17.0's "
-        f"Client and Redis binding (site.ycsb.db.RedisClient, Jedis 2.9.0), `-threads {data['threads']}` (one "
+        f"Client with the project's Redis binding (org.mpidict.ycsb.RedisClient on Jedis), `-threads {data['threads']}` (one "
         f"connection and one command in flight per thread), the same against every server, each with a "
         f"password, on 127.0.0.1; mpidict serve's client on rank 0's port. {data['records']:,} records of 10 "
         f"fields x 100 bytes, {data['operations']:,} operations (E: {data['operations'] // 10:,}). Medians of "
