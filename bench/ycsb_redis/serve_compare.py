@@ -50,26 +50,9 @@ def label(kind, ranks):
     return "redis-server" if kind == "redis-server" else f"mpidict serve, {ranks} ranks"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def load_average():
-    with open("/proc/loadavg") as f:
-        return float(f.read().split()[0])
-
-
-def wait_port(port, seconds=60):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
+# The loopback helpers of bench/serve/serve_report.py (free port, load average, wait for a listener).
+sys.path.insert(0, os.path.join(ROOT, "bench", "serve"))
+from serve_report import free_port, load_average, wait_port  # noqa: E402
 
 
 class Server:
@@ -86,7 +69,7 @@ class Server:
                 ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                  "--requirepass", PASSWORD, "--dir", self.dir],
                 stdout=self.output, stderr=subprocess.STDOUT, start_new_session=True)
-            wait_port(self.port)
+            wait_port(self.port, seconds=60)
         else:
             # --duration: the job ends by itself should this script be killed.
             command = [os.path.join(ROOT, "scripts", "mpirun.sh"), "-n", str(self.ranks),
