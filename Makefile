@@ -71,13 +71,13 @@ test: build
 
 sanitize: deps
 	@$(call cmake_configure,$(ASAN_DIR),-DCMAKE_BUILD_TYPE=Debug -DMPIDICT_SANITIZE=address$(,)undefined -DMPIDICT_BUILD_BENCH=OFF)
-	@targets=$$(scripts/test_targets.py $(ASAN_DIR) $(SANITIZE_SELECT)) || targets=all; \
+	@targets=$$(scripts/test_targets.py --tests-file $(ASAN_DIR)/sanitize_tests.txt $(ASAN_DIR) $(SANITIZE_SELECT)) || targets=all; \
 	  echo "make sanitize: building $$(echo $$targets | wc -w) outputs the chosen tests run"; \
 	  cmake --build $(ASAN_DIR) -j$(JOBS) --target $$targets
 	cd $(ASAN_DIR) && \
 	  ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  $(CTEST) $(SANITIZE_SELECT) $(CTEST_ARGS)
+	  $(CTEST) -I sanitize_tests.txt $(CTEST_ARGS)
 
 # Regenerates docs/benchmarks.md and docs/figures/ from fresh runs (about 5 minutes;
 # scripts/report.sh --full for the paper-size runs).
