@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -275,11 +276,63 @@ std::string origin_of(const properties& source, const std::string& key) {
     return entry == nullptr ? "default" : entry->origin;
 }
 
+// Every property YCSB's Client and CoreWorkload read, whether this program
+// uses it or accepts it without effect (threadcount, measurementtype...).
+// Namespaced properties ("redis.host", "measurement.interval") belong to
+// bindings and exporters and are not checked.
+constexpr std::string_view known_properties[] = {
+    "core_workload_insertion_retry_interval", "core_workload_insertion_retry_limit", "dataintegrity", "db",
+    "debug", "dotransactions", "exportfile", "exporter", "fieldcount", "fieldlength", "fieldlengthdistribution",
+    "fieldlengthhistogram", "fieldnameprefix", "hotspotdatafraction", "hotspotopnfraction", "insertcount",
+    "insertorder", "insertproportion", "insertstart", "maxexecutiontime", "maxscanlength", "measurementtype",
+    "minfieldlength", "minscanlength", "operationcount", "readallfields", "readallfieldsbynames",
+    "readmodifywriteproportion", "readproportion", "recordcount", "requestdistribution", "scanlengthdistribution",
+    "scanproportion", "table", "target", "threadcount", "updateproportion", "workload", "writeallfields",
+    "zeropadding"};
+
+// Levenshtein distance, capped: enough to suggest the property a typo meant.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+std::vector<std::string> unknown_property_warnings(const properties& source) {
+    std::vector<std::string> warnings;
+    for (const auto& [key, entry] : source.all()) {
+        if (key.find('.') != std::string::npos ||
+            std::find(std::begin(known_properties), std::end(known_properties), key) != std::end(known_properties))
+            continue;
+        std::string_view closest;
+        std::size_t best = 3;  // suggest only within two edits
+        for (const std::string_view known : known_properties)
+            if (const std::size_t distance = edit_distance(key, known); distance < best) {
+                best = distance;
+                closest = known;
+            }
+        warnings.push_back(entry.origin + ": unknown property \"" + key + "\" is ignored" +
+                           (closest.empty() ? std::string(" (not a YCSB core workload or client property)")
+                                            : " (did you mean \"" + std::string(closest) + "\"?)"));
+    }
+    return warnings;
+}
+
 }  // namespace
 
 workload workload::from(const properties& source, const std::string& name) {
     workload spec;
     spec.name = name;
+    spec.warnings = unknown_property_warnings(source);
     // Client.java: recordcount 0 means Integer.MAX_VALUE there; here it is an error.
     spec.recordcount = checked_count(source, "recordcount", 0, 1, max_count);
     spec.operationcount = checked_count(source, "operationcount", 0, 0, std::numeric_limits<std::int32_t>::max());

@@ -109,6 +109,10 @@ struct workload {
     double hotspotopnfraction = 0.8;
     double exponential_percentile = 95;
     double exponential_frac = 0.8571428571;
+    // One line per property neither YCSB nor this program knows ("file:3:
+    // unknown property ... (did you mean ...?)"): a typo is likelier than an
+    // extension, and an ignored property silently changes the workload.
+    std::vector<std::string> warnings;
 
     // Reads and checks every property CoreWorkload reads; throws workload_error.
     static workload from(const properties& source, const std::string& name);

@@ -1097,6 +1097,9 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
         return finish(*stop);
 
     const ycsb_result result = run_ycsb(comm, options);
+    if (rank == 0)
+        for (const std::string& warning : result.spec.warnings)
+            std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), warning.c_str());
     if (!result.failure.empty()) {
         if (rank == 0)
             std::fprintf(stderr, "%s: error: %s\n", program.c_str(), result.failure.c_str());

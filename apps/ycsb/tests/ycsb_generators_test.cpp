@@ -356,7 +356,25 @@ TEST(Properties, TheRepositorysWorkloadFiles) {
         EXPECT_EQ(spec.fieldcount, 10);
         EXPECT_EQ(spec.fieldlength, 100);
         EXPECT_EQ(spec.recordcount, 1000);
+        EXPECT_TRUE(spec.warnings.empty()) << each.file << ": " << (spec.warnings.empty() ? "" : spec.warnings[0]);
     }
+}
+
+TEST(Properties, UnknownPropertiesAreNamedWithTheLikelyIntent) {
+    const workload spec = parse_workload(
+        "recordcount=10\noperationcount=10\nscanlenghtdistribution=zipfian\nthreadcount=4\n"
+        "redis.host=127.0.0.1\nmeasurement.interval=op\nflavour=vanilla\n",
+        {"readproportionn=0.5"});
+    ASSERT_EQ(spec.warnings.size(), 3u);
+    // std::map order: flavour, readproportionn, scanlenghtdistribution.
+    EXPECT_EQ(spec.warnings[0], "test.properties:7: unknown property \"flavour\" is ignored "
+                                "(not a YCSB core workload or client property)");
+    EXPECT_EQ(spec.warnings[1], "-p readproportionn=0.5: unknown property \"readproportionn\" is ignored "
+                                "(did you mean \"readproportion\"?)");
+    EXPECT_EQ(spec.warnings[2], "test.properties:3: unknown property \"scanlenghtdistribution\" is ignored "
+                                "(did you mean \"scanlengthdistribution\"?)");
+    // The typo changed nothing: the default scan length distribution stands.
+    EXPECT_EQ(spec.scanlengthdistribution, "uniform");
 }
 
 TEST(KeyChooser, InsertsAreDisjointAndAcknowledgedInOrder) {

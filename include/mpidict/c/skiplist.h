@@ -6,7 +6,7 @@
  * Model.  A skip list is created collectively over an MPI communicator with one
  * key kind for its whole life:
  *   MPIDICT_SKIPLIST_INT64  keys are int64_t, ordered numerically;
- *   MPIDICT_SKIPLIST_BYTES  keys are byte strings (1 to max_key_bytes bytes,
+ *   MPIDICT_SKIPLIST_BYTES  keys are byte strings (0 to max_key_bytes bytes,
  *                           zeros allowed), ordered lexicographically by
  *                           unsigned byte, a prefix before its extensions.
  * A value is a byte string of 0 to max_value_bytes bytes; with value_size > 0
