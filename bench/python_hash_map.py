@@ -85,7 +85,7 @@ def bench_hash_map(comm, args, keys, ref_keys, results):
     for rep in range(args.reps):
         with mpidict.hash_map("int64", "int64", expected_keys_per_rank=n + n // 4) as py, \
                 mpidict.hash_map("uint64", "uint64", expected_keys_per_rank=n + n // 4) as cpp:
-            t_py, t_cpp = run_pair(rep, lambda: timed(comm, lambda: (py.insert_many(keys, keys), py.flush())),
+            t_py, t_cpp = run_pair(rep, lambda: timed(comm, lambda: (py.async_insert_many(keys, keys), py.flush())),
                                    lambda: cpp._impl.cpp_reference_insert(ref_keys))
             results["hash_map insert_many"].append((total / t_py, total / t_cpp))
             if rep == 0:
@@ -127,7 +127,7 @@ def bench_linear(comm, args, keys, ref_keys, results):
     u64 = keys.view(np.uint64)
     for rep in range(args.reps):
         with mpidict.linear_hash_map("int64", "int64") as py, mpidict.linear_hash_map("uint64", "uint64") as cpp:
-            t_py, t_cpp = run_pair(rep, lambda: timed(comm, lambda: (py.insert_many(keys, keys), py.flush())),
+            t_py, t_cpp = run_pair(rep, lambda: timed(comm, lambda: (py.async_insert_many(keys, keys), py.flush())),
                                    lambda: cpp._impl.cpp_reference_insert(ref_keys))
             results["linear_hash_map insert_many"].append((total / t_py, total / t_cpp))
             if rep == 0:

@@ -149,7 +149,7 @@ outcome run_rma(MPI_Comm comm, const std::vector<T>& objects, mpidict::rma_sync 
         result.inserted += set.insert_if_absent(each).get() ? 1 : 0;
     for (int pass = 0; pass < 3; ++pass)
         for (const T& each : objects)
-            result.found += set.contains(each) ? 1 : 0;
+            result.found += set.contains(each).get() ? 1 : 0;
     barrier_yielding(comm);
     result.seconds = MPI_Wtime() - start;
     set.destroy();

@@ -47,10 +47,10 @@ int main(int argc, char** argv) {
                     row[j].column = (int32_t)(i * 10 + j);
                     row[j].value = (float)i + (float)j / 10.0f;
                 }
-                mpidict_insert(a, 0, i, row, m, NULL);
+                mpidict_map_insert(a, 0, i, row, m, NULL);
             }
         }
-        mpidict_flush(a);
+        mpidict_map_flush(a);
         // doc-begin scatter
         /* Rank 0 already holds every row of A in its own shard (target 0).
          * Deal the rows out cyclically, L inserts in flight at a time. */
@@ -61,24 +61,24 @@ int main(int argc, char** argv) {
                 if (target != 0) {
                     mpidict_request* take;
                     entry* row = &batch[nsent * m];          /* room for m items per row */
-                    mpidict_delete(a, 0, i, row, m, &take);  /* hash_delete_x */
-                    mpidict_wait(&take, 1, &n);              /* n = items of row i */
-                    mpidict_insert(a, target, i, row, n, &reqs[nsent]);   /* HASH_Insert */
+                    mpidict_map_take(a, 0, i, row, m, &take);  /* hash_delete_x */
+                    mpidict_request_wait(&take, 1, &n);              /* n = items of row i */
+                    mpidict_map_insert(a, target, i, row, n, &reqs[nsent]);   /* HASH_Insert */
                     nsent++;
                 }
                 if (nsent == L || (i == nrows && nsent > 0)) {
-                    mpidict_wait(reqs, nsent, counts);       /* HASH_Wait: counts[k] = items stored */
+                    mpidict_request_wait(reqs, nsent, counts);       /* HASH_Wait: counts[k] = items stored */
                     nsent = 0;
                 }
             }
         }
-        mpidict_flush(a);                                    /* HASH_Flush: collective */
+        mpidict_map_flush(a);                                    /* HASH_Flush: collective */
 
         /* Every rank now finds its rows locally or through the map. */
         mpidict_request* req;
         size_t n;
-        mpidict_find(a, MPIDICT_TARGET_AUTO, my_row, out, m, &req);
-        mpidict_wait(&req, 1, &n);
+        mpidict_map_find(a, MPIDICT_TARGET_AUTO, my_row, out, m, &req);
+        mpidict_request_wait(&req, 1, &n);
 
         mpidict_map_free(&a);                                /* collective: destroys, then frees */
         // doc-end scatter

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
                 words.async_insert("word" + std::to_string(i), std::string(500, 'y'));  // done by the next flush()
         }
         words.flush();                               // collective: everything answered, no split in progress
-        mpidict::lh_statistics s = words.gather_statistics();  // collective: splits, servers, forwards, IAMs
+        mpidict::linear_hash_map_statistics s = words.gather_statistics();  // collective: splits, servers, forwards, IAMs
         // doc-end
         // 101 KB of payload against 64 KiB per server: the file must have split
         // onto a second server when there is one (split_load 0.8).

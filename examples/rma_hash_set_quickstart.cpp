@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
 
     std::array<std::uint32_t, 2> point{3, 4};
     bool fresh = set.insert_if_absent(point).get();  // true: it was new (the request is complete on return)
-    bool seen  = set.contains(point);
+    bool seen  = set.contains(point).get();       // a request, as everywhere (complete on return)
     std::vector<std::array<std::uint32_t, 2>> points{{1, 2}, {3, 4}, {5, 6}};
     auto batch = set.insert_if_absent_many(std::span<const std::array<std::uint32_t, 2>>(points));
     for (std::size_t i : batch.not_inserted_indices) { (void)points[i]; /* not stored: its owner is full */ }

@@ -373,7 +373,7 @@ if (words.is_client()) {
     words.async_insert("boot", "...");       // fire and forget: done by the next flush()
 }
 words.flush();                               // collective: everything answered, no split in progress
-mpidict::lh_statistics s = words.gather_statistics();  // collective: splits, servers, forwards, IAMs
+mpidict::linear_hash_map_statistics s = words.gather_statistics();  // collective: splits, servers, forwards, IAMs
 ```
 
 | `linear_hash_map_config` | default | meaning |

@@ -371,10 +371,10 @@ node_info inspect_nodes(MPI_Comm comm) {
     return info;
 }
 
-double mean_forwards(const lh_statistics& stats, std::initializer_list<lh_op> ops, std::uint64_t* operations) {
+double mean_forwards(const linear_hash_map_statistics& stats, std::initializer_list<linear_hash_map_op::kind> ops, std::uint64_t* operations) {
     std::uint64_t count = 0;
     std::uint64_t hops = 0;
-    for (const lh_op op : ops) {
+    for (const linear_hash_map_op::kind op : ops) {
         for (std::size_t bin = 0; bin < lh_hop_bins; ++bin) {
             const std::uint64_t n = stats.forwards[static_cast<std::size_t>(op)][bin];
             count += n;
@@ -636,9 +636,9 @@ word_build_result run_word_build(MPI_Comm comm, const word_build_options& option
     const std::vector<double> starts = gather_vectors(comm, std::vector<double>{t0});
 
     result.max_forwards = result.stats.max_forwards();
-    result.forwards_per_op = mean_forwards(result.stats, {lh_op::insert, lh_op::find}, nullptr);
-    result.forwards_per_insert = mean_forwards(result.stats, {lh_op::insert}, nullptr);
-    result.forwards_per_find = mean_forwards(result.stats, {lh_op::find}, nullptr);
+    result.forwards_per_op = mean_forwards(result.stats, {linear_hash_map_op::insert, linear_hash_map_op::find}, nullptr);
+    result.forwards_per_insert = mean_forwards(result.stats, {linear_hash_map_op::insert}, nullptr);
+    result.forwards_per_find = mean_forwards(result.stats, {linear_hash_map_op::find}, nullptr);
 
     if (rank == 0) {
         if (!latency_counts.empty())

@@ -171,7 +171,7 @@ struct word_build_result {
     latency_summary find_latency;
     std::vector<double> client_build_seconds;  // by client
 
-    lh_statistics stats;             // after the lookups
+    linear_hash_map_statistics stats;             // after the lookups
     std::vector<split_point> splits;
     int max_forwards = 0;
     double forwards_per_op = 0;      // inserts and finds

@@ -66,6 +66,7 @@
 #include <mpi.h>
 
 #include "mpidict/checkpoint.hpp"
+#include "mpidict/detail/batches.hpp"
 #include "mpidict/detail/callable_registry.hpp"
 #include "mpidict/detail/collectives.hpp"
 #include "mpidict/detail/hash_map_caller.hpp"
@@ -228,6 +229,22 @@ public:
         slot_guard guard(*m_engine, slot);
         encode_insert(target, slot, key, values);
         return request<insert_result>(*m_engine, guard.release(), &decode_insert);
+    }
+    // Appends values[i] to keys[i]'s values for every i and returns once every
+    // pair has been answered (docs/architecture.md, "Contracts"): how many were
+    // stored and how many the owners refused for capacity (replaced is 0: values
+    // are appended).  A key's pairs are applied in index order.  The streaming
+    // form is async_insert in a loop, then flush().
+    insert_many_result insert_many(std::span<const K> keys, std::span<const V> values) {
+        if (keys.size() != values.size())
+            throw invalid_argument_error("mpidict: hash_map insert_many got " + std::to_string(keys.size()) +
+                                         " keys and " + std::to_string(values.size()) + " values");
+        insert_many_result totals;
+        detail::windowed_batch(
+            keys.size(), m_engine->settings().blocking_factor,
+            [&](std::size_t index) { return insert(keys[index], std::span<const V>(&values[index], 1)); },
+            [&](std::size_t, const insert_result& one) { detail::count_insert(totals, one); });
+        return totals;
     }
 
     // ---- find / take / erase -------------------------------------------------

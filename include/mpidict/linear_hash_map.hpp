@@ -47,6 +47,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -56,6 +57,7 @@
 #include <mpi.h>
 
 #include "mpidict/checkpoint.hpp"
+#include "mpidict/detail/batches.hpp"
 #include "mpidict/detail/collectives.hpp"
 #include "mpidict/detail/lh_core.hpp"
 #include "mpidict/error.hpp"
@@ -70,13 +72,6 @@ namespace detail {
 template <class T>
 inline constexpr bool lh_storable = payload_storable<T>;
 }  // namespace detail
-
-// linear_hash_map's operation kinds, registered with its engine in this order;
-// index `stats()` with them.
-struct linear_hash_map_op {
-    enum kind : runtime::op_kind { insert, find, erase };
-    static constexpr std::string_view names[] = {"insert", "find", "erase"};
-};
 
 template <class K, class V>
 class linear_hash_map : public detail::with_collectives<linear_hash_map<K, V>, K, V> {
@@ -144,20 +139,50 @@ public:
 
     // Inserts or replaces.  stored = false: the answering server was full.
     request<replace_result> insert(const K& key, const V& value) {
-        return start<replace_result>(lh_op::insert, linear_hash_map_op::insert, key, detail::payload_of(value),
+        return start<replace_result>(linear_hash_map_op::insert, linear_hash_map_op::insert, key, detail::payload_of(value),
                                        &decode_insert);
     }
     void async_insert(const K& key, const V& value) {
-        start_async(lh_op::insert, linear_hash_map_op::insert, key, detail::payload_of(value));
+        start_async(linear_hash_map_op::insert, linear_hash_map_op::insert, key, detail::payload_of(value));
     }
     request<std::optional<V>> find(const K& key) {
-        return start<std::optional<V>>(lh_op::find, linear_hash_map_op::find, key, {}, &decode_find);
+        return start<std::optional<V>>(linear_hash_map_op::find, linear_hash_map_op::find, key, {}, &decode_find);
     }
     // True if the key was there.
     request<bool> erase(const K& key) {
-        return start<bool>(lh_op::erase, linear_hash_map_op::erase, key, {}, &decode_erase);
+        return start<bool>(linear_hash_map_op::erase, linear_hash_map_op::erase, key, {}, &decode_erase);
     }
-    void async_erase(const K& key) { start_async(lh_op::erase, linear_hash_map_op::erase, key, {}); }
+    void async_erase(const K& key) { start_async(linear_hash_map_op::erase, linear_hash_map_op::erase, key, {}); }
+    // True if the key is there (a find that brings no value back to the caller's
+    // type; counted as a find in stats()).
+    request<bool> contains(const K& key) {
+        return start<bool>(linear_hash_map_op::find, linear_hash_map_op::find, key, {}, &decode_contains);
+    }
+
+    // ---- batches (docs/architecture.md, "Contracts") ------------------------
+
+    // Looks every key up and calls on_result(index, std::optional<V>) once per
+    // key, on this rank, in index order; returns when every key has been
+    // answered.  Local: other ranks answer while inside any library call.
+    template <class Function>
+    void find_many(std::span<const K> keys, Function&& on_result) {
+        detail::windowed_batch(
+            keys.size(), batch_window(), [&](std::size_t index) { return find(keys[index]); },
+            [&](std::size_t index, std::optional<V> value) { on_result(index, std::as_const(value)); });
+    }
+    // Inserts (or replaces) keys[i] -> values[i] for every i, in index order
+    // where a key repeats; returns once every pair has been answered, with how
+    // many were stored, replaced and refused for capacity (never thrown).
+    insert_many_result insert_many(std::span<const K> keys, std::span<const V> values) {
+        if (keys.size() != values.size())
+            throw invalid_argument_error("mpidict: linear_hash_map insert_many got " + std::to_string(keys.size()) +
+                                         " keys and " + std::to_string(values.size()) + " values");
+        insert_many_result totals;
+        detail::windowed_batch(
+            keys.size(), batch_window(), [&](std::size_t index) { return insert(keys[index], values[index]); },
+            [&](std::size_t, const replace_result& one) { detail::count_insert(totals, one); });
+        return totals;
+    }
 
     // Inserts refused for capacity among this rank's async_insert calls (known
     // once their acknowledgements arrived, e.g. after flush()).
@@ -218,7 +243,7 @@ public:
     }
 
     // A copy: with a progress thread the counters move while you read them.
-    lh_local_statistics local_statistics() const {
+    linear_hash_map_local_statistics local_statistics() const {
         runtime::engine_lock lock(m_core->engine());
         return m_core->local_statistics();
     }
@@ -228,7 +253,7 @@ public:
         m_core->reset_local_statistics();
     }
     // Collective.  Flushes, then gathers every rank's counters, splits and servers.
-    lh_statistics gather_statistics() { return m_core->gather_statistics(); }
+    linear_hash_map_statistics gather_statistics() { return m_core->gather_statistics(); }
 
     // ---- checkpoints (include/mpidict/checkpoint.hpp, docs/checkpoint.md) --
 
@@ -304,17 +329,20 @@ private:
     }
     static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, false, false};
 
-    void prepare(lh_op op, runtime::op_kind kind, const K& key, std::string_view value) {
+    // Requests a batch keeps in flight: the engine's window (L).
+    std::size_t batch_window() const { return m_core->engine().settings().blocking_factor; }
+
+    void prepare(linear_hash_map_op::kind op, runtime::op_kind kind, const K& key, std::string_view value) {
         m_core->engine().check_alive(m_core->engine().op_kind_name(kind).data());
         m_core->check_client(m_core->engine().op_kind_name(kind).data());
         m_core->check_key(detail::payload_of(key));
-        if (op == lh_op::insert)
+        if (op == linear_hash_map_op::insert)
             m_core->check_value(value.size());
         ++m_core->engine().stats()[kind].operations;
     }
 
     template <class T>
-    request<T> start(lh_op op, runtime::op_kind kind, const K& key, std::string_view value,
+    request<T> start(linear_hash_map_op::kind op, runtime::op_kind kind, const K& key, std::string_view value,
                      typename request<T>::decoder decode) {
         runtime::engine_lock lock(m_core->engine());
         prepare(op, kind, key, value);
@@ -329,7 +357,7 @@ private:
         return request<T>(engine, slot, decode);
     }
 
-    void start_async(lh_op op, runtime::op_kind kind, const K& key, std::string_view value) {
+    void start_async(linear_hash_map_op::kind op, runtime::op_kind kind, const K& key, std::string_view value) {
         runtime::engine_lock lock(m_core->engine());
         prepare(op, kind, key, value);
         m_core->send(op, detail::lh_core::no_slot, detail::payload_of(key), value);
@@ -352,6 +380,11 @@ private:
     }
     static bool decode_erase(std::uint32_t, byte_reader& reader, const void*) {
         return reader.read<std::uint8_t>() == detail::lh_core::status_hit;
+    }
+    static bool decode_contains(std::uint32_t, byte_reader& reader, const void*) {
+        const bool hit = reader.read<std::uint8_t>() == detail::lh_core::status_hit;
+        reader.take(reader.remaining());  // the value, not needed
+        return hit;
     }
 
     std::unique_ptr<detail::lh_core> m_core;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mpidict/results.hpp"
@@ -38,7 +39,14 @@ struct linear_hash_map_config {
     std::size_t required_buffer_bytes() const;
 };
 
-enum class lh_op : std::uint8_t { insert = 0, find = 1, erase = 2 };
+// linear_hash_map's operation kinds, registered with its engine in this order;
+// index `stats()` with them (and linear_hash_map_statistics::operations).
+struct linear_hash_map_op {
+    enum kind : runtime::op_kind { insert, find, erase };
+    static constexpr std::string_view names[] = {"insert", "find", "erase"};
+};
+using lh_op [[deprecated("mpidict: lh_op is linear_hash_map_op::kind (the name every container's kinds follow)")]] =
+    linear_hash_map_op::kind;
 inline constexpr std::size_t lh_op_count = 3;
 // Forward counts recorded: 0, 1, 2, and "more than 2" (never expected).
 inline constexpr std::size_t lh_hop_bins = 4;
@@ -69,7 +77,7 @@ struct lh_server_info {
 
 // What one rank saw.  forwards[op][h]: operations answered after h forwards
 // (counted where they were answered; h = 3 means more than 2).
-struct lh_local_statistics {
+struct linear_hash_map_local_statistics {
     std::array<std::array<std::uint64_t, lh_hop_bins>, lh_op_count> forwards{};
     std::uint64_t iams_sent = 0;       // image adjustments carried back to clients
     std::uint64_t iams_applied = 0;    // adjustments that moved this client's image
@@ -79,7 +87,7 @@ struct lh_local_statistics {
 };
 
 // The whole file, gathered collectively.
-struct lh_statistics {
+struct linear_hash_map_statistics {
     std::array<std::array<std::uint64_t, lh_hop_bins>, lh_op_count> forwards{};
     std::uint64_t iams_sent = 0;
     std::uint64_t iams_applied = 0;
@@ -91,7 +99,13 @@ struct lh_statistics {
     int level = 0;       // i of the file
     int split_next = 0;  // n of the file
     int max_forwards() const;
-    std::uint64_t operations(lh_op op) const;
+    std::uint64_t operations(linear_hash_map_op::kind op) const;
 };
+
+// The names before issue 40 (statistics are <container>_local_statistics and
+// <container>_statistics in every container).
+using lh_local_statistics [[deprecated("mpidict: renamed linear_hash_map_local_statistics")]] =
+    linear_hash_map_local_statistics;
+using lh_statistics [[deprecated("mpidict: renamed linear_hash_map_statistics")]] = linear_hash_map_statistics;
 
 }  // namespace mpidict

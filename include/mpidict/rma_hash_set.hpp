@@ -52,9 +52,12 @@
 //     round trips + unlock per object.
 //
 // Full tables.  A probe visits each slot of the owner at most once.  If none is
-// free, insert_if_absent throws table_full_error naming the rank, the capacity
-// and the load; insert_if_absent_many instead reports, per object, that it was not
-// inserted.  contains() on a full table answers false after one full pass.
+// free, the object is refused and the result says so, as in every container
+// (docs/architecture.md, "Contracts"): insert's replace_result has stored =
+// false, insert_if_absent's bool is false (use insert, or the batch, to tell a
+// refusal from an object already present), insert_if_absent_many reports, per
+// object, that it was not inserted; local_statistics().rejected counts them.
+// Nothing is thrown.  contains() on a full table answers false after one full pass.
 //
 // Threads.  One thread per rank calls the set at a time.
 //
@@ -76,6 +79,7 @@
 
 #include <mpi.h>
 
+#include "mpidict/batch_results.hpp"
 #include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/rma_set_core.hpp"
 #include "mpidict/detail/rma_window.hpp"
@@ -138,36 +142,68 @@ public:
     // Whether this set uses a shared-memory window with direct atomics.
     bool shared_memory() const { return m_core.window().shared(); }
     const rma_hash_set_config& settings() const { return m_core.config(); }
-    const rma_statistics& stats() const { return m_core.stats(); }
+    // This rank's counters (the name every container uses).
+    const rma_hash_set_local_statistics& local_statistics() const { return m_core.stats(); }
+    [[deprecated("mpidict: rma_hash_set::stats() is local_statistics() (stats() is the engine's counters elsewhere)")]]
+    const rma_hash_set_local_statistics& stats() const { return m_core.stats(); }
     void reset_statistics() { m_core.stats() = {}; }
     // Bytes of window memory on each rank.
     std::size_t local_memory_bytes() const { return 8 * (header_words + m_core.slots() * slot_words); }
 
     int owner(const T& object) const { return m_core.describe(object).owner; }
 
-    // Stores `object` unless present; the request's get() is true if it was
-    // new.  One-sided: the operation is complete when this returns, so the
-    // request is already complete (the same shape as hash_map's and
-    // skiplist_map's insert_if_absent).  Throws table_full_error if the owner
-    // has no free slot.
+    // Stores `object` unless present.  stored: the object is in the set now
+    // (false: the owner's table is full and nothing changed); replaced: it
+    // was there already (a set has nothing to replace: it stays as it was).
+    // One-sided: complete when this returns, so the request is already
+    // complete (the same shape as the other containers' insert).
+    request<replace_result> insert(const T& object) {
+        check_alive("insert");
+        const probe_result result = m_core.insert_one(object);
+        return request<replace_result>::completed(
+            replace_result{result != probe_result::full, result == probe_result::present});
+    }
+    // Stores `object` unless present; the request's get() is true if this call
+    // stored it, false if it was there or the owner's table is full (insert or
+    // insert_if_absent_many tell the two apart).  Complete when it returns.
     request<bool> insert_if_absent(const T& object) {
         check_alive("insert_if_absent");
-        const auto k = m_core.describe(object);
-        ++m_core.stats().inserts;
-        const probe_result result = m_core.probe(k, true);
-        if (result == probe_result::full)
-            throw table_full_error(m_core.full_message(k.owner));
-        if (result == probe_result::inserted)
-            ++m_core.stats().inserted;
-        return request<bool>::completed(result == probe_result::inserted);
+        return request<bool>::completed(m_core.insert_one(object) == probe_result::inserted);
     }
 
-    bool contains(const T& object) {
+    // Whether `object` is in the set: a request<bool>, as in every container
+    // (complete when it returns: one-sided).  contains() used to return a bool;
+    // the conversion is kept, deprecated (call get()).
+    class contains_request : public request<bool> {
+    public:
+        explicit contains_request(bool present) : request<bool>(request<bool>::completed(present)), m_present(present) {}
+        [[deprecated("mpidict: rma_hash_set::contains returns a request<bool> like every container's; call get()")]]
+        operator bool() const { return m_present; }
+
+    private:
+        bool m_present;
+    };
+    contains_request contains(const T& object) {
         check_alive("contains");
-        const auto k = m_core.describe(object);
-        ++m_core.stats().lookups;
-        const probe_result result = m_core.probe(k, false);
-        return result == probe_result::present;
+        return contains_request(m_core.contains_now(object));
+    }
+
+    // The batch contract (docs/architecture.md, "Contracts"): stores every
+    // object unless present and returns once all are done: stored (in the set
+    // now), of them replaced (there already: a set has nothing to replace),
+    // refused (the owner's table is full; never thrown).  insert_if_absent_many
+    // says the same per object.
+    insert_many_result insert_many(std::span<const T> objects) {
+        const insert_if_absent_many_result each = insert_if_absent_many(objects);
+        return insert_many_result{each.inserted + each.present, each.present, each.not_inserted};
+    }
+    // Calls on_result(index, bool present) once per object, in index order, on
+    // this rank; returns when all are answered (one-sided: as they are probed).
+    template <class Function>
+    void find_many(std::span<const T> objects, Function&& on_result) {
+        check_alive("find_many");
+        for (std::size_t index = 0; index < objects.size(); ++index)
+            on_result(index, m_core.contains_now(objects[index]));
     }
 
     // Inserts every object; an object whose owner is full is reported, not thrown.
@@ -179,6 +215,7 @@ public:
         result.status.resize(objects.size(), insert_status::not_inserted);
         if (!m_core.window().shared() && m_core.config().sync == rma_sync::lock_free) {
             m_core.pipelined_insert(objects, result);
+            m_core.stats().rejected += result.not_inserted;
             return result;
         }
         for (std::size_t index = 0; index < objects.size(); ++index) {
@@ -197,6 +234,7 @@ public:
             default:
                 ++result.not_inserted;
                 result.not_inserted_indices.push_back(index);
+                ++m_core.stats().rejected;
                 break;
             }
         }

@@ -26,8 +26,12 @@ inline const char* to_string(rma_access access) {
     }
 }
 
-// A probe found no free slot on the object's owner.
-class table_full_error : public error {
+// No longer thrown: a full owner's refusal is a result (rma_hash_set.hpp,
+// "Full tables"; docs/architecture.md, "Contracts").  Kept so that code
+// catching it still compiles.
+class [[deprecated("mpidict: rma_hash_set reports a full table in the result (insert: stored = false; "
+                   "insert_if_absent_many: insert_status::not_inserted), never by throwing")]] table_full_error
+    : public error {
 public:
     using error::error;
 };
@@ -51,9 +55,10 @@ struct insert_if_absent_many_result {
 };
 
 // Counters of this rank's calls (not collective).
-struct rma_statistics {
+struct rma_hash_set_local_statistics {
     std::uint64_t inserts = 0;           // insert attempts (batch elements included)
     std::uint64_t inserted = 0;          // of which stored a new object
+    std::uint64_t rejected = 0;          // of which the owner refused: its table was full
     std::uint64_t lookups = 0;           // contains() calls
     std::uint64_t remote_operations = 0; // operations whose owner is another rank
     std::uint64_t slots_probed = 0;      // control words examined
@@ -63,5 +68,8 @@ struct rma_statistics {
     std::uint64_t lock_waits = 0;        // failed attempts at an owner lock (shared memory)
     std::uint64_t yields = 0;            // times this rank gave its core away while waiting
 };
+
+using rma_statistics [[deprecated("mpidict: renamed rma_hash_set_local_statistics")]] =
+    rma_hash_set_local_statistics;
 
 }  // namespace mpidict

@@ -58,7 +58,7 @@ def main():
     with mpidict.hash_map("uint64", "uint8", expected_keys_per_rank=args.reads * args.length // size) as counts:
         for read in mine:
             codes = kmers_of(read, args.k)
-            counts.insert_many(codes, np.ones(len(codes), dtype=np.uint8))  # one value per sighting
+            counts.async_insert_many(codes, np.ones(len(codes), dtype=np.uint8))  # one value per sighting
         counts.flush()
         keys, how_many, _ = counts.local_items()
         order = np.lexsort((keys, -how_many.astype(np.int64)))[:args.top]  # count down, then code up

@@ -6,7 +6,7 @@ driven by numpy batches (docs/python.md).
     import mpidict
 
     with mpidict.hash_map("int64", "float64", comm=MPI.COMM_WORLD) as m:
-        m.insert_many(keys, values)          # numpy arrays; fire-and-forget
+        m.async_insert_many(keys, values)    # numpy arrays; fire-and-forget
         m.flush()                            # collective
         counts, found = m.find_many(keys)    # counts[i] values of keys[i]
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 # The containers load mpi4py and the compiled module on first use, so that
 # mpidict.checkpoint (numpy only) works where neither is installed.
 _CONTAINERS = (
-    "hash_map", "linear_hash_map", "skiplist_map", "rma_hash_set", "Request",
+    "hash_map", "linear_hash_map", "skiplist_map", "rma_hash_set", "Request", "InsertManyResult",
     "Error", "InvalidArgumentError", "UseAfterDestroyError", "CollectiveMismatchError", "MPIError",
     "DecodeError", "CheckpointError", "TableFullError", "MPIMismatchError",
 )

@@ -41,7 +41,7 @@ def _check_same_mpi() -> None:
 _check_same_mpi()
 
 __all__ = [
-    "hash_map", "linear_hash_map", "skiplist_map", "rma_hash_set", "Request",
+    "hash_map", "linear_hash_map", "skiplist_map", "rma_hash_set", "Request", "InsertManyResult",
     "Error", "InvalidArgumentError", "UseAfterDestroyError", "CollectiveMismatchError", "MPIError",
     "DecodeError", "CheckpointError", "TableFullError", "MPIMismatchError",
 ]
@@ -319,6 +319,49 @@ class _Container:
         self._live().load(str(directory), *self._type_names())
 
 
+class InsertManyResult:
+    """What insert_many returns in every container (docs/architecture.md, "Contracts"):
+    stored pairs (new keys, replaced values, or hash_map's appended values), of them
+    the ones that replaced a value (single-valued maps), and the pairs the owners
+    refused for capacity (nothing of them stored; never raised)."""
+
+    __slots__ = ("stored", "replaced", "refused")
+
+    def __init__(self, stored: int, replaced: int, refused: int):
+        self.stored, self.replaced, self.refused = int(stored), int(replaced), int(refused)
+
+    @property
+    def complete(self) -> bool:
+        return self.refused == 0
+
+    @property
+    def added(self) -> int:
+        """Keys that were not there before (single-valued maps)."""
+        return self.stored - self.replaced
+
+    def __int__(self) -> int:
+        import warnings
+        warnings.warn("mpidict: insert_many returns an InsertManyResult; use .added (new keys) or .stored",
+                      DeprecationWarning, stacklevel=2)
+        return self.added
+
+    def __eq__(self, other):
+        if isinstance(other, InsertManyResult):
+            return (self.stored, self.replaced, self.refused) == (other.stored, other.replaced, other.refused)
+        if isinstance(other, int) and not isinstance(other, bool):
+            # skiplist_map.insert_many returned the count of new keys; `m.insert_many(...) == n` still works.
+            import warnings
+            warnings.warn("mpidict: insert_many returns an InsertManyResult; compare .added (new keys) or .stored",
+                          DeprecationWarning, stacklevel=2)
+            return self.added == other
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"InsertManyResult(stored={self.stored}, replaced={self.replaced}, refused={self.refused})"
+
+
 def _pick(prefix: str, key: _Codec, value: _Codec | None):
     names = {"u64": "u64", "i64": "i64", "f64": "f64", "bytes": "bytes"}
     name = prefix + "_" + names[key.storage] + ("" if value is None else "_" + names[value.storage])
@@ -341,9 +384,15 @@ class hash_map(_Container):
         config = _config(_core.HashMapConfig(), options, "hash_map")
         self._impl = _pick("hash_map", self._key, self._value)(_communicator(comm), config)
 
-    def insert_many(self, keys, values) -> None:
-        """Appends values[i] to keys[i]'s values, for every i (async: applied by flush())."""
-        self._live().insert_many(self._key.batch(keys, "keys"), self._value.batch(values, "values"))
+    def insert_many(self, keys, values) -> InsertManyResult:
+        """Appends values[i] to keys[i]'s values, for every i; returns once every pair
+        has been answered, with how many were stored and refused for capacity."""
+        return InsertManyResult(*self._live().insert_many(self._key.batch(keys, "keys"),
+                                                          self._value.batch(values, "values")))
+
+    def async_insert_many(self, keys, values) -> None:
+        """As insert_many, fire and forget: applied by flush(), refusals in async_rejected()."""
+        self._live().async_insert_many(self._key.batch(keys, "keys"), self._value.batch(values, "values"))
 
     def reduce_many(self, keys, values, op: str = "sum") -> None:
         """Combines values[i] into keys[i]'s one value with `op` ('sum', 'min', 'max' or
@@ -432,6 +481,27 @@ class _SingleValued(_Container):
     def async_erase(self, key) -> None:
         self._live().async_erase(self._key.one(key, "key"))
 
+    def insert_many(self, keys, values) -> InsertManyResult:
+        """Inserts (or replaces) every pair, in order where a key repeats; returns once
+        every pair has been answered, with how many were stored, replaced and refused
+        for capacity."""
+        result = self._live().insert_many(self._key.batch(keys, "keys"), self._value.batch(values, "values"))
+        return InsertManyResult(*result)
+
+    def async_insert_many(self, keys, values) -> None:
+        """As insert_many, fire and forget: applied by flush(), refusals in async_rejected()."""
+        self._live().async_insert_many(self._key.batch(keys, "keys"), self._value.batch(values, "values"))
+
+    def find_many(self, keys):
+        """(found, values): found[i] says whether keys[i] is present; values holds the
+        found keys' values in key order."""
+        found, values = self._live().find_many(self._key.batch(keys, "keys"))
+        return found.astype(bool), self._value.from_batch(values)
+
+    def async_rejected(self) -> int:
+        """Inserts of this rank's async calls refused for capacity (complete after flush())."""
+        return self._live().async_rejected()
+
 
 class linear_hash_map(_SingleValued):
     """LH*LH map (C++ mpidict::linear_hash_map): one value per key, grows onto dormant
@@ -443,19 +513,6 @@ class linear_hash_map(_SingleValued):
         self._value = _Codec(value_dtype)
         config = _config(_core.LinearHashMapConfig(), options, "linear_hash_map")
         self._impl = _pick("linear_hash_map", self._key, self._value)(_communicator(comm), config)
-
-    def insert_many(self, keys, values) -> None:
-        self._live().insert_many(self._key.batch(keys, "keys"), self._value.batch(values, "values"))
-
-    def find_many(self, keys):
-        """(found, values): found[i] says whether keys[i] is present; values holds the
-        found keys' values in key order."""
-        found, values = self._live().find_many(self._key.batch(keys, "keys"))
-        return found.astype(bool), self._value.from_batch(values)
-
-
-    def async_rejected(self) -> int:
-        return self._live().async_rejected()
 
     def local_items(self):
         keys, values = self._live().local_items()
@@ -473,15 +530,6 @@ class skiplist_map(_SingleValued):
         self._value = _Codec(value_dtype)
         config = _config(_core.SkiplistMapConfig(), options, "skiplist_map")
         self._impl = _pick("skiplist_map", self._key, self._value)(_communicator(comm), config)
-
-    def insert_many(self, keys, values) -> int:
-        """Inserts (or replaces) every pair; returns how many were stored."""
-        return self._live().insert_many(self._key.batch(keys, "keys"), self._value.batch(values, "values"))
-
-    def find_many(self, keys):
-        """(found, values): as linear_hash_map.find_many."""
-        found, values = self._live().find_many(self._key.batch(keys, "keys"))
-        return found.astype(bool), self._value.from_batch(values)
 
     def range(self, lo, hi, limit: int = 0, descending: bool = False):
         """(keys, values) with lo <= key <= hi, in key order (at most `limit`; 0: all)."""
@@ -530,6 +578,16 @@ class rma_hash_set(_Container):
 
     def contains_many(self, objects):
         return self._live().contains_many(self._words_of(objects)).astype(bool)
+
+    def insert_many(self, objects) -> InsertManyResult:
+        """The batch contract of every container (docs/architecture.md, "Contracts"):
+        stored (in the set now), of them replaced (already there), refused (owner full)."""
+        status = self.insert_if_absent_many(objects)
+        return InsertManyResult(int((status >= 0).sum()), int((status == 0).sum()), int((status < 0).sum()))
+
+    def find_many(self, objects):
+        """found[i]: objects[i] is in the set (contains_many, under the contract's name)."""
+        return self.contains_many(objects)
 
     def local_items(self):
         words = self._live().local_items()

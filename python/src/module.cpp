@@ -316,6 +316,51 @@ public:
         this->m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in));
     }
     void async_erase(const typename kind<K>::arg& key_in) { this->m->async_erase(kind<K>::value(key_in)); }
+    // Batches (docs/architecture.md, "Contracts"): blocking, answered once every
+    // key has been, results in key order.  insert_many: (stored, replaced, refused).
+    nb::tuple insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+        auto k = kind<K>::open(keys);
+        auto v = kind<V>::open(values);
+        same_length(k, v);
+        std::vector<K> ks;
+        std::vector<V> vs;
+        ks.reserve(k.size());
+        vs.reserve(k.size());
+        for (std::size_t i = 0; i < k.size(); ++i) {
+            ks.push_back(k.at(i));
+            vs.push_back(v.at(i));
+        }
+        mpidict::insert_many_result result;
+        {
+            nb::gil_scoped_release released;
+            result = this->m->insert_many(std::span<const K>(ks), std::span<const V>(vs));
+        }
+        return nb::make_tuple(result.stored, result.replaced, result.refused);
+    }
+    // Fire and forget: complete at the next flush(), refusals in async_rejected().
+    void async_insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+        auto k = kind<K>::open(keys);
+        auto v = kind<V>::open(values);
+        same_length(k, v);
+        nb::gil_scoped_release released;
+        for (std::size_t i = 0; i < k.size(); ++i)
+            this->m->async_insert(k.at(i), v.at(i));
+    }
+    // (found: bool[n], values of the found keys in key order)
+    nb::tuple find_many(const typename kind<K>::batch& keys) {
+        auto k = kind<K>::open(keys);
+        std::vector<K> ks;
+        ks.reserve(k.size());
+        for (std::size_t i = 0; i < k.size(); ++i)
+            ks.push_back(k.at(i));
+        std::vector<std::optional<V>> results(ks.size());
+        {
+            nb::gil_scoped_release released;
+            this->m->find_many(std::span<const K>(ks), [&](std::size_t i, const std::optional<V>& v) { results[i] = v; });
+        }
+        return found_out(results);
+    }
+    std::uint64_t async_rejected() const { return this->m->async_rejected(); }
     // (found: bool[n], values of the found keys in key order) from per-key results.
     static nb::tuple found_out(const std::vector<std::optional<V>>& results) {
         std::vector<std::uint8_t> found(results.size(), 0);
@@ -333,7 +378,9 @@ template <class C>
 void bind_single_valued(nb::class_<C>& c) {
     bind_common(c);
     c.def("insert", &C::insert).def("find", &C::find).def("erase", &C::erase)
-        .def("async_insert", &C::async_insert).def("async_erase", &C::async_erase);
+        .def("async_insert", &C::async_insert).def("async_erase", &C::async_erase)
+        .def("insert_many", &C::insert_many).def("async_insert_many", &C::async_insert_many)
+        .def("find_many", &C::find_many).def("async_rejected", &C::async_rejected);
 }
 
 // ---- hash_map ----------------------------------------------------------------------
@@ -353,7 +400,30 @@ public:
     py_hash_map& operator=(const py_hash_map&) = delete;
     py_hash_map(communicator c, mpidict::hash_map_config config) { m = std::make_unique<map_type>(c.comm, config); }
 
-    void insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+    // The batch contract (docs/architecture.md, "Contracts"): blocking;
+    // (stored, replaced (always 0: values are appended), refused).
+    nb::tuple insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+        auto k = kind<K>::open(keys);
+        auto v = kind<V>::open(values);
+        same_length(k, v);
+        mpidict::insert_many_result result;
+        {
+            nb::gil_scoped_release released;
+            mpidict::detail::windowed_batch(
+                k.size(), m->engine().settings().blocking_factor,
+                [&](std::size_t i) {
+                    const V value = v.at(i);
+                    return m->insert(k.at(i), std::span<const V>(&value, 1));
+                },
+                [&](std::size_t, const mpidict::insert_result& r) {
+                    result.stored += r.stored;
+                    result.refused += r.not_stored();
+                });
+        }
+        return nb::make_tuple(result.stored, result.replaced, result.refused);
+    }
+    // Fire and forget: applied by the next flush(), refusals in async_rejected().
+    void async_insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
         auto k = kind<K>::open(keys);
         auto v = kind<V>::open(values);
         same_length(k, v);
@@ -603,6 +673,7 @@ void bind_hash_map(nb::module_& mod, const char* name) {
     auto c = nb::class_<M>(mod, name)
                  .def(nb::init<communicator, mpidict::hash_map_config>())
                  .def("insert_many", &M::insert_many)
+                 .def("async_insert_many", &M::async_insert_many)
                  .def("reduce_many", &M::reduce_many)
                  .def("find_many", &M::find_many, "keys"_a, "limit"_a, "take"_a)
                  .def("insert_if_absent_many", &M::insert_if_absent_many)
@@ -640,34 +711,6 @@ public:
         m = std::make_unique<map_type>(c.comm, config);
     }
 
-    void insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
-        auto k = kind<K>::open(keys);
-        auto v = kind<V>::open(values);
-        same_length(k, v);
-        nb::gil_scoped_release released;
-        for (std::size_t i = 0; i < k.size(); ++i)
-            m->async_insert(k.at(i), v.at(i));
-    }
-    // (found: bool[n], values of the found keys in key order)
-    nb::tuple find_many(const typename kind<K>::batch& keys) {
-        auto k = kind<K>::open(keys);
-        std::vector<std::optional<V>> results(k.size());
-        {
-            nb::gil_scoped_release released;
-            constexpr std::size_t window = 4096;
-            std::vector<mpidict::request<std::optional<V>>> pending;
-            for (std::size_t begin = 0; begin < k.size(); begin += window) {
-                const std::size_t end = std::min(k.size(), begin + window);
-                pending.clear();
-                for (std::size_t i = begin; i < end; ++i)
-                    pending.push_back(m->find(k.at(i)));
-                for (std::size_t i = begin; i < end; ++i)
-                    results[i] = pending[i - begin].get();
-            }
-        }
-        return this->found_out(results);
-    }
-    std::uint64_t async_rejected() const { return m->async_rejected(); }
     nb::tuple local_items() {
         typename kind<K>::out keys;
         typename kind<V>::out values;
@@ -684,9 +727,6 @@ void bind_linear_hash_map(nb::module_& mod, const char* name) {
     using M = py_linear_hash_map<K, V>;
     auto c = nb::class_<M>(mod, name)
                  .def(nb::init<communicator, mpidict::linear_hash_map_config>())
-                 .def("insert_many", &M::insert_many)
-                 .def("find_many", &M::find_many)
-                 .def("async_rejected", &M::async_rejected)
                  .def("local_items", &M::local_items);
     bind_single_valued(c);
     if constexpr (std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint64_t>) {
@@ -721,7 +761,9 @@ public:
         m = std::make_unique<map_type>(c.comm, config);
     }
 
-    std::size_t insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+    // (stored, replaced, refused) as py_single_valued::insert_many; skiplist_map's
+    // insert_many returns the count of new keys and throws list_full.
+    nb::tuple insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
         auto k = kind<K>::open(keys);
         auto v = kind<V>::open(values);
         same_length(k, v);
@@ -733,22 +775,12 @@ public:
             ks.push_back(k.at(i));
             vs.push_back(v.at(i));
         }
-        nb::gil_scoped_release released;
-        return m->insert_many(std::span<const K>(ks), std::span<const V>(vs));
-    }
-    nb::tuple find_many(const typename kind<K>::batch& keys) {
-        auto k = kind<K>::open(keys);
-        std::vector<K> ks;
-        ks.reserve(k.size());
-        for (std::size_t i = 0; i < k.size(); ++i)
-            ks.push_back(k.at(i));
-        std::vector<std::optional<V>> results(ks.size());
+        std::size_t added = 0;
         {
             nb::gil_scoped_release released;
-            m->find_many(std::span<const K>(ks), [&](std::size_t i, const std::optional<V>& v) { results[i] = v; });
+            added = m->insert_many(std::span<const K>(ks), std::span<const V>(vs));
         }
-        std::vector<std::uint8_t> found(ks.size(), 0);
-        return this->found_out(results);
+        return nb::make_tuple(ks.size(), ks.size() - added, std::size_t{0});
     }
     // (keys, values) of [lo, hi] (limit 0: all), ascending or descending.
     nb::tuple range(const typename kind<K>::arg& lo_in, const typename kind<K>::arg& hi_in, std::uint64_t limit, bool descending) {
@@ -794,8 +826,6 @@ void bind_skiplist_map(nb::module_& mod, const char* name) {
     using M = py_skiplist_map<K, V>;
     auto c = nb::class_<M>(mod, name)
                  .def(nb::init<communicator, mpidict::skiplist_map_config>())
-                 .def("insert_many", &M::insert_many)
-                 .def("find_many", &M::find_many)
                  .def("range", &M::range)
                  .def("match", &M::match);
     bind_single_valued(c);
@@ -873,7 +903,7 @@ public:
         {
             nb::gil_scoped_release released;
             for (std::size_t i = 0; i < batch.size(); ++i)
-                found[i] = m->contains(batch[i]) ? 1 : 0;
+                found[i] = m->contains(batch[i]).get() ? 1 : 0;
         }
         return nb::cast(to_numpy(std::move(found)));
     }
@@ -914,7 +944,9 @@ NB_MODULE(_core, mod) {
     static nb::exception<mpidict::mpi_error> mpi(mod, "MPIError", error);
     static nb::exception<mpidict::decode_error> decode(mod, "DecodeError", error);
     static nb::exception<mpidict::checkpoint_error> checkpoint(mod, "CheckpointError", error);
-    static nb::exception<mpidict::table_full_error> full(mod, "TableFullError", error);
+    // No longer raised: capacity refusals are results (docs/architecture.md,
+    // "Contracts").  Kept so that code catching it still runs.
+    mod.attr("TableFullError") = nb::steal(PyErr_NewException("mpidict._core.TableFullError", error.ptr(), nullptr));
     nb::register_exception_translator([](const std::exception_ptr& p, void*) {
         try {
             std::rethrow_exception(p);
@@ -930,8 +962,6 @@ NB_MODULE(_core, mod) {
             PyErr_SetString(decode.ptr(), e.what());
         } catch (const mpidict::checkpoint_error& e) {
             PyErr_SetString(checkpoint.ptr(), e.what());
-        } catch (const mpidict::table_full_error& e) {
-            PyErr_SetString(full.ptr(), e.what());
         } catch (const mpidict::error& e) {
             PyErr_SetString(error.ptr(), e.what());
         }

@@ -13,7 +13,7 @@
 // Requests.  A C request owns an `operation` (the hash_map request plus where
 // its items go) and a shared_ptr to the backend, so a request stays valid after
 // mpidict_map_free until it is waited on or freed.  Fire-and-forget finds and
-// deletes (req == NULL) are kept on the map and completed by mpidict_flush.
+// deletes (req == NULL) are kept on the map and completed by mpidict_map_flush.
 //
 // Safety.  Every entry point validates its arguments before it touches the
 // hash_map, so a bad argument is reported without side effects, and converts
@@ -142,7 +142,7 @@ int check_requests(mpidict_request** reqs, std::size_t n, const char* function) 
     return MPIDICT_OK;
 }
 
-// Waits for reqs[0..n) in order; see mpidict_wait.
+// Waits for reqs[0..n) in order; see mpidict_request_wait.
 int complete_requests(mpidict_request** reqs, std::size_t n, std::size_t* counts, const char* function) {
     for (std::size_t index = 0; index < n; ++index) {
         mpidict_request*& request = reqs[index];
@@ -467,19 +467,19 @@ int local_find(const mpidict_map* map, const c_key& key, bool byte_key, void* ou
 
 }  // namespace
 
-extern "C" int mpidict_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items,
+extern "C" int mpidict_map_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items,
                                   size_t* count) {
-    return local_find(map, c_key{key}, false, out_items, max_items, count, "mpidict_local_find");
+    return local_find(map, c_key{key}, false, out_items, max_items, count, "mpidict_map_local_find");
 }
 
-extern "C" int mpidict_local_find_bytes(const mpidict_map* map, const void* key, size_t key_length, void* out_items,
+extern "C" int mpidict_map_local_find_bytes(const mpidict_map* map, const void* key, size_t key_length, void* out_items,
                                         size_t max_items, size_t* count) {
     return local_find(map, c_key{0, static_cast<const std::byte*>(key), key_length}, true, out_items, max_items,
-                      count, "mpidict_local_find_bytes");
+                      count, "mpidict_map_local_find_bytes");
 }
 
-extern "C" int mpidict_local_foreach(const mpidict_map* map, mpidict_foreach_fn fn, void* user_data) {
-    static constexpr const char* function = "mpidict_local_foreach";
+extern "C" int mpidict_map_local_for_each(const mpidict_map* map, mpidict_foreach_fn fn, void* user_data) {
+    static constexpr const char* function = "mpidict_map_local_for_each";
     if (const int code = check_map(map, function, true); code != MPIDICT_OK)
         return code;
     if (fn == nullptr)
@@ -623,61 +623,61 @@ c_key bytes_key(const void* key, size_t key_length) {
 
 }  // namespace
 
-extern "C" int mpidict_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items,
+extern "C" int mpidict_map_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items,
                               mpidict_request** req) {
-    return insert_items(map, target, c_key{key}, false, items, n_items, req, "mpidict_insert");
+    return insert_items(map, target, c_key{key}, false, items, n_items, req, "mpidict_map_insert");
 }
-extern "C" int mpidict_insert_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+extern "C" int mpidict_map_insert_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
                                     const void* items, size_t n_items, mpidict_request** req) {
-    return insert_items(map, target, bytes_key(key, key_length), true, items, n_items, req, "mpidict_insert_bytes");
+    return insert_items(map, target, bytes_key(key, key_length), true, items, n_items, req, "mpidict_map_insert_bytes");
 }
 
-extern "C" int mpidict_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
+extern "C" int mpidict_map_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
                             mpidict_request** req) {
-    return find_items(map, target, c_key{key}, false, out_items, max_items, req, "mpidict_find");
+    return find_items(map, target, c_key{key}, false, out_items, max_items, req, "mpidict_map_find");
 }
-extern "C" int mpidict_find_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items,
+extern "C" int mpidict_map_find_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items,
                                   size_t max_items, mpidict_request** req) {
-    return find_items(map, target, bytes_key(key, key_length), true, out_items, max_items, req, "mpidict_find_bytes");
+    return find_items(map, target, bytes_key(key, key_length), true, out_items, max_items, req, "mpidict_map_find_bytes");
 }
 
-extern "C" int mpidict_delete(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
+extern "C" int mpidict_map_take(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
                               mpidict_request** req) {
-    return delete_items(map, target, c_key{key}, false, out_items, max_items, req, "mpidict_delete");
+    return delete_items(map, target, c_key{key}, false, out_items, max_items, req, "mpidict_map_take");
 }
-extern "C" int mpidict_delete_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+extern "C" int mpidict_map_take_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
                                     void* out_items, size_t max_items, mpidict_request** req) {
     return delete_items(map, target, bytes_key(key, key_length), true, out_items, max_items, req,
-                        "mpidict_delete_bytes");
+                        "mpidict_map_take_bytes");
 }
 
-extern "C" int mpidict_insert_if_absent(mpidict_map* map, int target, int64_t key, const void* item,
+extern "C" int mpidict_map_insert_if_absent(mpidict_map* map, int target, int64_t key, const void* item,
                                         mpidict_request** req) {
-    return insert_item_if_absent(map, target, c_key{key}, false, item, req, "mpidict_insert_if_absent");
+    return insert_item_if_absent(map, target, c_key{key}, false, item, req, "mpidict_map_insert_if_absent");
 }
-extern "C" int mpidict_insert_if_absent_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+extern "C" int mpidict_map_insert_if_absent_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
                                               const void* item, mpidict_request** req) {
     return insert_item_if_absent(map, target, bytes_key(key, key_length), true, item, req,
-                                 "mpidict_insert_if_absent_bytes");
+                                 "mpidict_map_insert_if_absent_bytes");
 }
 
-extern "C" int mpidict_count(mpidict_map* map, int target, int64_t key, mpidict_request** req) {
-    return count_items(map, target, c_key{key}, false, req, "mpidict_count");
+extern "C" int mpidict_map_count(mpidict_map* map, int target, int64_t key, mpidict_request** req) {
+    return count_items(map, target, c_key{key}, false, req, "mpidict_map_count");
 }
-extern "C" int mpidict_count_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+extern "C" int mpidict_map_count_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
                                    mpidict_request** req) {
-    return count_items(map, target, bytes_key(key, key_length), true, req, "mpidict_count_bytes");
+    return count_items(map, target, bytes_key(key, key_length), true, req, "mpidict_map_count_bytes");
 }
 
-extern "C" int mpidict_wait(mpidict_request** reqs, size_t n, size_t* counts) {
-    static constexpr const char* function = "mpidict_wait";
+extern "C" int mpidict_request_wait(mpidict_request** reqs, size_t n, size_t* counts) {
+    static constexpr const char* function = "mpidict_request_wait";
     if (const int code = check_requests(reqs, n, function); code != MPIDICT_OK)
         return code;
     return complete_requests(reqs, n, counts, function);
 }
 
-extern "C" int mpidict_test(mpidict_request** reqs, size_t n, int* flag, size_t* counts) {
-    static constexpr const char* function = "mpidict_test";
+extern "C" int mpidict_request_test(mpidict_request** reqs, size_t n, int* flag, size_t* counts) {
+    static constexpr const char* function = "mpidict_request_test";
     if (flag == nullptr)
         return fail(MPIDICT_ERR_ARGUMENT, function, "flag is NULL");
     *flag = 0;
@@ -710,8 +710,8 @@ extern "C" int mpidict_request_free(mpidict_request** req) {
     });
 }
 
-extern "C" int mpidict_flush(mpidict_map* map) {
-    static constexpr const char* function = "mpidict_flush";
+extern "C" int mpidict_map_flush(mpidict_map* map) {
+    static constexpr const char* function = "mpidict_map_flush";
     if (const int code = check_map(map, function, true); code != MPIDICT_OK)
         return code;
     return guarded(function, [&] {
@@ -720,3 +720,22 @@ extern "C" int mpidict_flush(mpidict_map* map) {
         return MPIDICT_OK;
     });
 }
+
+// ---- names before issue 40 (deprecated in mpidict.h) ------------------------------
+
+extern "C" int mpidict_insert_if_absent_bytes(mpidict_map* map, int target, const void* key, size_t key_length, const void* item, mpidict_request** req) { return mpidict_map_insert_if_absent_bytes(map, target, key, key_length, item, req); }
+extern "C" int mpidict_insert_if_absent(mpidict_map* map, int target, int64_t key, const void* item, mpidict_request** req) { return mpidict_map_insert_if_absent(map, target, key, item, req); }
+extern "C" int mpidict_insert_bytes(mpidict_map* map, int target, const void* key, size_t key_length, const void* items, size_t n_items, mpidict_request** req) { return mpidict_map_insert_bytes(map, target, key, key_length, items, n_items, req); }
+extern "C" int mpidict_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items, mpidict_request** req) { return mpidict_map_insert(map, target, key, items, n_items, req); }
+extern "C" int mpidict_find_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items, size_t max_items, mpidict_request** req) { return mpidict_map_find_bytes(map, target, key, key_length, out_items, max_items, req); }
+extern "C" int mpidict_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items, mpidict_request** req) { return mpidict_map_find(map, target, key, out_items, max_items, req); }
+extern "C" int mpidict_delete_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items, size_t max_items, mpidict_request** req) { return mpidict_map_take_bytes(map, target, key, key_length, out_items, max_items, req); }
+extern "C" int mpidict_delete(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items, mpidict_request** req) { return mpidict_map_take(map, target, key, out_items, max_items, req); }
+extern "C" int mpidict_count_bytes(mpidict_map* map, int target, const void* key, size_t key_length, mpidict_request** req) { return mpidict_map_count_bytes(map, target, key, key_length, req); }
+extern "C" int mpidict_count(mpidict_map* map, int target, int64_t key, mpidict_request** req) { return mpidict_map_count(map, target, key, req); }
+extern "C" int mpidict_flush(mpidict_map* map) { return mpidict_map_flush(map); }
+extern "C" int mpidict_local_find_bytes(const mpidict_map* map, const void* key, size_t key_length, void* out_items, size_t max_items, size_t* count) { return mpidict_map_local_find_bytes(map, key, key_length, out_items, max_items, count); }
+extern "C" int mpidict_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items, size_t* count) { return mpidict_map_local_find(map, key, out_items, max_items, count); }
+extern "C" int mpidict_local_foreach(const mpidict_map* map, mpidict_foreach_fn fn, void* user_data) { return mpidict_map_local_for_each(map, fn, user_data); }
+extern "C" int mpidict_wait(mpidict_request** reqs, size_t n, size_t* counts) { return mpidict_request_wait(reqs, n, counts); }
+extern "C" int mpidict_test(mpidict_request** reqs, size_t n, int* flag, size_t* counts) { return mpidict_request_test(reqs, n, flag, counts); }

@@ -17,7 +17,7 @@
 
 namespace mpidict {
 
-int lh_statistics::max_forwards() const {
+int linear_hash_map_statistics::max_forwards() const {
     int most = 0;
     for (const auto& bins : forwards)
         for (std::size_t hops = 0; hops < lh_hop_bins; ++hops)
@@ -26,7 +26,7 @@ int lh_statistics::max_forwards() const {
     return most;
 }
 
-std::uint64_t lh_statistics::operations(lh_op op) const {
+std::uint64_t linear_hash_map_statistics::operations(linear_hash_map_op::kind op) const {
     std::uint64_t total = 0;
     for (auto count : forwards[static_cast<std::size_t>(op)])
         total += count;
@@ -53,7 +53,7 @@ std::uint64_t key_hash(std::string_view key) { return hash_bytes(key.data(), key
 }  // namespace
 
 struct lh_core::request_header {
-    lh_op op;
+    linear_hash_map_op::kind op;
     std::uint8_t hops;
     std::uint32_t slot;
     int client;
@@ -71,7 +71,7 @@ struct lh_core::request_header {
             throw decode_error("mpidict: linear_hash_map request from rank " + std::to_string(source) +
                                " has unknown operation " + std::to_string(wire.op));
         request_header header;
-        header.op = static_cast<lh_op>(wire.op);
+        header.op = static_cast<linear_hash_map_op::kind>(wire.op);
         header.hops = wire.hops;
         header.slot = wire.slot;
         header.client = static_cast<int>(wire.client);
@@ -267,7 +267,7 @@ void lh_core::apply_adjustment(std::uint64_t buckets) {
         ++m_stats.iams_applied;
 }
 
-void lh_core::send(lh_op op, std::uint32_t slot, std::string_view key, std::string_view value) {
+void lh_core::send(linear_hash_map_op::kind op, std::uint32_t slot, std::string_view key, std::string_view value) {
     const std::uint64_t hash = key_hash(key);
     const int address = client_address(hash);
     const std::size_t bytes = request_header_bytes + key.size() + value.size();
@@ -433,7 +433,7 @@ void lh_core::answer(const request_header& header, std::string_view key, std::st
     std::uint8_t status = status_miss;
     std::string_view found;
     switch (header.op) {
-    case lh_op::insert: {
+    case linear_hash_map_op::insert: {
         const auto* existing = m_table.find(hash, key);
         const std::size_t after = existing ? m_table.payload_bytes() - existing->value().size() + value.size()
                                            : m_table.payload_bytes() + key.size() + value.size();
@@ -448,13 +448,13 @@ void lh_core::answer(const request_header& header, std::string_view key, std::st
         }
         break;
     }
-    case lh_op::find:
+    case linear_hash_map_op::find:
         if (const auto* existing = m_table.find(hash, key)) {
             status = status_hit;
             found = existing->value();
         }
         break;
-    case lh_op::erase:
+    case linear_hash_map_op::erase:
         status = m_table.erase(hash, key) >= 0 ? status_hit : status_miss;
         break;
     }
@@ -473,7 +473,7 @@ void lh_core::answer(const request_header& header, std::string_view key, std::st
         .put_bytes(found)
         .finish();
 
-    if (header.op == lh_op::insert)
+    if (header.op == linear_hash_map_op::insert)
         maybe_split();
 }
 
@@ -724,12 +724,12 @@ void lh_core::destroy() {
 }
 
 void lh_core::reset_local_statistics() {
-    m_stats = lh_local_statistics{};
+    m_stats = linear_hash_map_local_statistics{};
     m_served = 0;
     m_forwarded = 0;
 }
 
-lh_statistics lh_core::gather_statistics() {
+linear_hash_map_statistics lh_core::gather_statistics() {
     runtime::engine_lock lock(*m_engine);
     m_engine->check_alive("gather_statistics");
     m_engine->flush();
@@ -777,7 +777,7 @@ lh_statistics lh_core::gather_statistics() {
     std::vector<std::int64_t> total(input.size(), 0);
     m_engine->sum(input, total, "global_statistics");
 
-    lh_statistics result;
+    linear_hash_map_statistics result;
     at = 0;
     for (auto& bins : result.forwards)
         for (auto& count : bins)

@@ -7,7 +7,7 @@
  *              has p items, found from every rank; count agrees; delete works.
  *   visited    insert_if_absent from every rank on the same keys: exactly one
  *              winner per key over all ranks, for int64 and byte-string maps.
- *   foreach    mpidict_local_foreach after a flush sees every key once over all
+ *   foreach    mpidict_map_local_for_each after a flush sees every key once over all
  *              ranks, with its items, and stops when the callback says so.
  *   errors     the int64 form on a byte map and the reverse, a NULL key with a
  *              length, a key too long for a message, cyclic placement with
@@ -48,9 +48,9 @@ static void words(void) {
     const int64_t mine = g_rank;
     for (int i = 0; i < WORDS; ++i) {
         size_t length = make_word(i, word);
-        CHECK_OK(mpidict_insert_bytes(map, MPIDICT_TARGET_AUTO, word, length, &mine, 1, NULL));
+        CHECK_OK(mpidict_map_insert_bytes(map, MPIDICT_TARGET_AUTO, word, length, &mine, 1, NULL));
     }
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_flush(map));
     size_t keys = 0;
     size_t items = 0;
     CHECK_OK(mpidict_map_global_size(map, &keys, &items));
@@ -60,9 +60,9 @@ static void words(void) {
         int64_t found[8];
         mpidict_request* requests[2] = {NULL, NULL};
         size_t counts[2] = {0, 0};
-        CHECK_OK(mpidict_find_bytes(map, MPIDICT_TARGET_AUTO, word, length, found, 8, &requests[0]));
-        CHECK_OK(mpidict_count_bytes(map, MPIDICT_TARGET_AUTO, word, length, &requests[1]));
-        CHECK_OK(mpidict_wait(requests, 2, counts));
+        CHECK_OK(mpidict_map_find_bytes(map, MPIDICT_TARGET_AUTO, word, length, found, 8, &requests[0]));
+        CHECK_OK(mpidict_map_count_bytes(map, MPIDICT_TARGET_AUTO, word, length, &requests[1]));
+        CHECK_OK(mpidict_request_wait(requests, 2, counts));
         CHECK(counts[0] == (size_t)g_size && counts[1] == (size_t)g_size);
         long seen = 0;
         for (size_t k = 0; k < counts[0]; ++k)
@@ -72,39 +72,39 @@ static void words(void) {
         CHECK_OK(mpidict_map_owner_bytes(map, word, length, &owner));
         if (owner == g_rank) {
             size_t local = 0;
-            CHECK_OK(mpidict_local_find_bytes(map, word, length, found, 8, &local));
+            CHECK_OK(mpidict_map_local_find_bytes(map, word, length, found, 8, &local));
             CHECK(local == (size_t)g_size);
         }
     }
     /* A prefix of a key is another key: absent. */
     mpidict_request* request = NULL;
     size_t count = 99;
-    CHECK_OK(mpidict_count_bytes(map, MPIDICT_TARGET_AUTO, "w1", 2, &request));
-    CHECK_OK(mpidict_wait(&request, 1, &count));
+    CHECK_OK(mpidict_map_count_bytes(map, MPIDICT_TARGET_AUTO, "w1", 2, &request));
+    CHECK_OK(mpidict_request_wait(&request, 1, &count));
     CHECK(count == 0);
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_flush(map));
     if (g_rank == 0)
         for (int i = 0; i < WORDS; i += 2) {
             size_t length = make_word(i, word);
-            CHECK_OK(mpidict_delete_bytes(map, MPIDICT_TARGET_AUTO, word, length, NULL, MPIDICT_ALL_ITEMS, NULL));
+            CHECK_OK(mpidict_map_take_bytes(map, MPIDICT_TARGET_AUTO, word, length, NULL, MPIDICT_ALL_ITEMS, NULL));
         }
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_flush(map));
     CHECK_OK(mpidict_map_global_size(map, &keys, NULL));
     CHECK(keys == WORDS / 2);
 
     /* Errors name the problem and change nothing. */
-    CHECK_ERROR(mpidict_insert(map, MPIDICT_TARGET_AUTO, 5, &mine, 1, NULL), MPIDICT_ERR_ARGUMENT, "byte-string keys");
-    CHECK_ERROR(mpidict_insert_bytes(map, MPIDICT_TARGET_AUTO, NULL, 3, &mine, 1, NULL), MPIDICT_ERR_ARGUMENT, "key is NULL");
+    CHECK_ERROR(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, 5, &mine, 1, NULL), MPIDICT_ERR_ARGUMENT, "byte-string keys");
+    CHECK_ERROR(mpidict_map_insert_bytes(map, MPIDICT_TARGET_AUTO, NULL, 3, &mine, 1, NULL), MPIDICT_ERR_ARGUMENT, "key is NULL");
     {
         size_t most = 0;
         CHECK_OK(mpidict_map_max_items(map, &most));
         char* huge = (char*)calloc(1u << 17, 1);
         CHECK(huge != NULL);
-        CHECK_ERROR(mpidict_find_bytes(map, MPIDICT_TARGET_AUTO, huge, 1u << 17, NULL, 0, NULL), MPIDICT_ERR_ARGUMENT, "key_length");
+        CHECK_ERROR(mpidict_map_find_bytes(map, MPIDICT_TARGET_AUTO, huge, 1u << 17, NULL, 0, NULL), MPIDICT_ERR_ARGUMENT, "key_length");
         free(huge);
     }
-    CHECK_ERROR(mpidict_count_bytes(map, MPIDICT_TARGET_AUTO, "x", 1, NULL), MPIDICT_ERR_ARGUMENT, "req is NULL");
-    CHECK_OK(mpidict_flush(map));
+    CHECK_ERROR(mpidict_map_count_bytes(map, MPIDICT_TARGET_AUTO, "x", 1, NULL), MPIDICT_ERR_ARGUMENT, "req is NULL");
+    CHECK_OK(mpidict_map_flush(map));
     CHECK_OK(mpidict_map_global_size(map, &keys, NULL));
     CHECK(keys == WORDS / 2);
     CHECK_OK(mpidict_map_free(&map));
@@ -132,14 +132,14 @@ static void visited(int byte_keys) {
         char word[16];
         if (byte_keys) {
             size_t length = (size_t)sprintf(word, "k%d", key);
-            CHECK_OK(mpidict_insert_if_absent_bytes(map, MPIDICT_TARGET_AUTO, word, length, &item, &requests[i]));
+            CHECK_OK(mpidict_map_insert_if_absent_bytes(map, MPIDICT_TARGET_AUTO, word, length, &item, &requests[i]));
         } else {
-            CHECK_OK(mpidict_insert_if_absent(map, MPIDICT_TARGET_AUTO, key, &item, &requests[i]));
+            CHECK_OK(mpidict_map_insert_if_absent(map, MPIDICT_TARGET_AUTO, key, &item, &requests[i]));
         }
     }
-    CHECK_OK(mpidict_wait(requests, keys, won));
+    CHECK_OK(mpidict_request_wait(requests, keys, won));
     /* Flush before an MPI collective: a rank answers others only inside the library. */
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_flush(map));
     long wins = 0;
     for (int i = 0; i < keys; ++i)
         wins += (long)won[i];
@@ -148,8 +148,8 @@ static void visited(int byte_keys) {
     CHECK_OK(mpidict_map_global_size(map, NULL, &items));
     CHECK(items == keys);
     if (!byte_keys) {
-        CHECK_ERROR(mpidict_insert_if_absent_bytes(map, MPIDICT_TARGET_AUTO, "k", 1, &item, NULL), MPIDICT_ERR_ARGUMENT, "int64_t keys");
-        CHECK_ERROR(mpidict_insert_if_absent(map, MPIDICT_TARGET_AUTO, 1, NULL, NULL), MPIDICT_ERR_ARGUMENT, "item is NULL");
+        CHECK_ERROR(mpidict_map_insert_if_absent_bytes(map, MPIDICT_TARGET_AUTO, "k", 1, &item, NULL), MPIDICT_ERR_ARGUMENT, "int64_t keys");
+        CHECK_ERROR(mpidict_map_insert_if_absent(map, MPIDICT_TARGET_AUTO, 1, NULL, NULL), MPIDICT_ERR_ARGUMENT, "item is NULL");
     }
     CHECK_OK(mpidict_map_free(&map));
 }
@@ -180,18 +180,18 @@ static void foreach(void) {
     for (int key = g_rank; key < keys; key += g_size)
         for (int i = 0; i <= key % 3; ++i) {
             int64_t value = key * 10 + i;
-            CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, key, &value, 1, NULL));
+            CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, key, &value, 1, NULL));
         }
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_flush(map));
     struct tally all = {0, 0, 0, 0};
-    CHECK_OK(mpidict_local_foreach(map, count_entry, &all));
+    CHECK_OK(mpidict_map_local_for_each(map, count_entry, &all));
     CHECK(sum_over_ranks(all.keys) == keys);
     CHECK(sum_over_ranks(all.items) == keys * 2); /* 1 + 2 + 3 items per 3 keys */
     CHECK(sum_over_ranks(all.key_sum) == keys * (keys - 1) / 2);
     struct tally first = {0, 0, 0, 1};
-    CHECK_OK(mpidict_local_foreach(map, count_entry, &first));
+    CHECK_OK(mpidict_map_local_for_each(map, count_entry, &first));
     CHECK(first.keys == (all.keys > 0 ? 1 : 0));
-    CHECK_ERROR(mpidict_local_foreach(map, NULL, NULL), MPIDICT_ERR_ARGUMENT, "fn is NULL");
+    CHECK_ERROR(mpidict_map_local_for_each(map, NULL, NULL), MPIDICT_ERR_ARGUMENT, "fn is NULL");
     CHECK_OK(mpidict_map_free(&map));
 }
 

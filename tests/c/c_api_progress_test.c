@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
     const int64_t key = 7;
     const int64_t value = 4242;
     if (g_rank == quiet)
-        CHECK(mpidict_insert(map, quiet, key, &value, 1, NULL) == MPIDICT_OK);
-    CHECK(mpidict_flush(map) == MPIDICT_OK);
+        CHECK(mpidict_map_insert(map, quiet, key, &value, 1, NULL) == MPIDICT_OK);
+    CHECK(mpidict_map_flush(map) == MPIDICT_OK);
     MPI_Barrier(MPI_COMM_WORLD);  /* legal: MPI_THREAD_MULTIPLE */
     const double sleep_seconds = 0.3;
     double woke = 0;
@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
         size_t count = 0;
         mpidict_request* request = NULL;
         const double start = now();
-        CHECK(mpidict_find(map, quiet, key, &found, 1, &request) == MPIDICT_OK);
-        CHECK(mpidict_wait(&request, 1, &count) == MPIDICT_OK);
+        CHECK(mpidict_map_find(map, quiet, key, &found, 1, &request) == MPIDICT_OK);
+        CHECK(mpidict_request_wait(&request, 1, &count) == MPIDICT_OK);
         const double answered = now() - start;
         CHECK(count == 1 && found == value);
         CHECK(answered < sleep_seconds * 0.8);  /* the quiet rank's thread answered */
@@ -77,9 +77,9 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 20; ++round) {
         CHECK(mpidict_map_create(MPI_COMM_WORLD, 4, 2, &options, &map) == MPIDICT_OK);
         const int32_t items[2] = {round, g_rank};
-        CHECK(mpidict_insert(map, MPIDICT_TARGET_AUTO, round * 100 + g_rank, items, 1, NULL) == MPIDICT_OK);
+        CHECK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, round * 100 + g_rank, items, 1, NULL) == MPIDICT_OK);
         if (round % 2 == 0)
-            CHECK(mpidict_flush(map) == MPIDICT_OK);
+            CHECK(mpidict_map_flush(map) == MPIDICT_OK);
         CHECK(mpidict_map_free(&map) == MPIDICT_OK);
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -16,6 +16,9 @@
  *   limits          the largest insert/find one message carries, and one more.
  *   errors          bad arguments, NULL handles, disagreeing ranks at create,
  *                   use after destroy, and the map still working afterwards.
+ *   old names       the names before issue 40 (mpidict_insert, mpidict_wait,
+ *                   ...; deprecated) still do what the mpidict_map_* and
+ *                   mpidict_request_* ones do.
  */
 #include <mpidict/c/mpidict.h>
 
@@ -101,12 +104,12 @@ static void test_matrix_scatter(void) {
             size_t index;
             for (index = 0; index < row_nonzeros(row); ++index) {
                 entry one = row_entry(row, index);
-                CHECK_OK(mpidict_insert(map, 0, row, &one, 1, NULL));
+                CHECK_OK(mpidict_map_insert(map, 0, row, &one, 1, NULL));
                 ++nnz;
             }
         }
     }
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_flush(map));
     if (g_rank == 0) {
         CHECK_OK(mpidict_map_local_size(map, &keys, &items));
         CHECK_EQ_SIZE(keys, matrix_rows);
@@ -122,16 +125,16 @@ static void test_matrix_scatter(void) {
                 entry* slot = &batch[nsent * max_row_nonzeros];
                 mpidict_request* take = NULL;
                 size_t n = 0;
-                CHECK_OK(mpidict_delete(map, 0, row, slot, max_row_nonzeros, &take));
-                CHECK_OK(mpidict_wait(&take, 1, &n));
+                CHECK_OK(mpidict_map_take(map, 0, row, slot, max_row_nonzeros, &take));
+                CHECK_OK(mpidict_request_wait(&take, 1, &n));
                 CHECK(take == NULL);
                 check_row(slot, n, row);
-                CHECK_OK(mpidict_insert(map, target, row, slot, n, &reqs[nsent]));
+                CHECK_OK(mpidict_map_insert(map, target, row, slot, n, &reqs[nsent]));
                 ++nsent;
             }
             if (nsent == blocking_factor_l || (row == matrix_rows && nsent > 0)) {
                 size_t index;
-                CHECK_OK(mpidict_wait(reqs, nsent, counts));
+                CHECK_OK(mpidict_request_wait(reqs, nsent, counts));
                 for (index = 0; index < nsent; ++index) {
                     CHECK(reqs[index] == NULL);
                     CHECK(counts[index] >= 1 && counts[index] <= max_row_nonzeros);
@@ -140,7 +143,7 @@ static void test_matrix_scatter(void) {
             }
         }
     }
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_flush(map));
 
     /* Every rank checks the rows it owns, locally and through a find at itself,
      * and that the cyclic placement agrees with the explicit targets. */
@@ -149,13 +152,13 @@ static void test_matrix_scatter(void) {
         size_t count = 0;
         CHECK_OK(mpidict_map_owner(map, row, &owner));
         CHECK(owner == (int)(row % g_size));
-        CHECK_OK(mpidict_local_find(map, row, found, max_row_nonzeros, &count));
+        CHECK_OK(mpidict_map_local_find(map, row, found, max_row_nonzeros, &count));
         if (owner == g_rank) {
             mpidict_request* req = NULL;
             check_row(found, count, row);
             memset(found, 0, sizeof found);
-            CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, row, found, max_row_nonzeros, &req));
-            CHECK_OK(mpidict_wait(&req, 1, &count));
+            CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, row, found, max_row_nonzeros, &req));
+            CHECK_OK(mpidict_request_wait(&req, 1, &count));
             check_row(found, count, row);
         } else {
             CHECK_EQ_SIZE(count, 0); /* P0 no longer holds rows it dealt out */
@@ -235,30 +238,30 @@ static void test_find_delete(size_t value_size, size_t values_per_key) {
     /* Each rank inserts its key in two calls (appending), and another key
      * fire-and-forget. */
     make_items(items, item_bytes, mine, 0, n_mine);
-    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, mine, items, 4, &reqs[0]));
-    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, mine, items + 4 * item_bytes, n_mine - 4, &reqs[1]));
-    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, mine, items, 0, &reqs[2])); /* empty insert */
+    CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, mine, items, 4, &reqs[0]));
+    CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, mine, items + 4 * item_bytes, n_mine - 4, &reqs[1]));
+    CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, mine, items, 0, &reqs[2])); /* empty insert */
     reqs[3] = NULL;                                                                   /* NULL entries are fine */
-    CHECK_OK(mpidict_wait(reqs, 4, counts));
+    CHECK_OK(mpidict_request_wait(reqs, 4, counts));
     CHECK_EQ_SIZE(counts[0], 4);
     CHECK_EQ_SIZE(counts[1], n_mine - 4);
     CHECK_EQ_SIZE(counts[2], 0);
     CHECK_EQ_SIZE(counts[3], 0);
     CHECK(reqs[0] == NULL && reqs[1] == NULL && reqs[2] == NULL);
     make_items(items, item_bytes, async_mine, 0, n_async);
-    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, async_mine, items, n_async, NULL));
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, async_mine, items, n_async, NULL));
+    CHECK_OK(mpidict_map_flush(map));
 
     /* find with counts and limits, on the next rank's keys. */
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, next, out, 4, &reqs[0]));
-    CHECK_OK(mpidict_wait(reqs, 1, &count));
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, next, out, 4, &reqs[0]));
+    CHECK_OK(mpidict_request_wait(reqs, 1, &count));
     CHECK_EQ_SIZE(count, 4);
     check_items(out, item_bytes, next, 0, 4);
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, next, out, 32, &reqs[0]));
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, -77, out + 16 * item_bytes, 8, &reqs[1])); /* absent */
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, async_next, out + 24 * item_bytes, 8, &reqs[2]));
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, next, NULL, 0, &reqs[3])); /* nothing asked */
-    CHECK_OK(mpidict_wait(reqs, 4, counts));
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, next, out, 32, &reqs[0]));
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, -77, out + 16 * item_bytes, 8, &reqs[1])); /* absent */
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, async_next, out + 24 * item_bytes, 8, &reqs[2]));
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, next, NULL, 0, &reqs[3])); /* nothing asked */
+    CHECK_OK(mpidict_request_wait(reqs, 4, counts));
     CHECK_EQ_SIZE(counts[0], n_mine);
     check_items(out, item_bytes, next, 0, n_mine);
     CHECK_EQ_SIZE(counts[1], 0);
@@ -266,10 +269,10 @@ static void test_find_delete(size_t value_size, size_t values_per_key) {
     check_items(out + 24 * item_bytes, item_bytes, async_next, 0, n_async);
     CHECK_EQ_SIZE(counts[3], 0);
 
-    /* mpidict_test until complete. */
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, next, out, 2, &reqs[0]));
+    /* mpidict_request_test until complete. */
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, next, out, 2, &reqs[0]));
     for (;;) {
-        CHECK_OK(mpidict_test(reqs, 1, &flag, &count));
+        CHECK_OK(mpidict_request_test(reqs, 1, &flag, &count));
         if (flag)
             break;
         CHECK(reqs[0] != NULL);
@@ -282,50 +285,50 @@ static void test_find_delete(size_t value_size, size_t values_per_key) {
 
     /* A fire-and-forget find writes its items by the next flush. */
     memset(detached, 0xAB, item_bytes * 32);
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, next, detached, 32, NULL));
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, next, detached, 32, NULL));
+    CHECK_OK(mpidict_map_flush(map));
     check_items(detached, item_bytes, next, 0, n_mine);
     CHECK(detached[n_mine * item_bytes] == 0xAB); /* nothing written past the items */
 
     /* delete returns the items, oldest first; afterwards find returns 0.  Each
      * rank deletes only its own keys, so nothing races with the finds above
      * (they completed before the flush). */
-    CHECK_OK(mpidict_delete(map, MPIDICT_TARGET_AUTO, mine, out, 3, &reqs[0]));
-    CHECK_OK(mpidict_wait(reqs, 1, &count));
+    CHECK_OK(mpidict_map_take(map, MPIDICT_TARGET_AUTO, mine, out, 3, &reqs[0]));
+    CHECK_OK(mpidict_request_wait(reqs, 1, &count));
     CHECK_EQ_SIZE(count, 3);
     check_items(out, item_bytes, mine, 0, 3);
-    CHECK_OK(mpidict_delete(map, MPIDICT_TARGET_AUTO, mine, out, 32, &reqs[0]));
-    CHECK_OK(mpidict_wait(reqs, 1, &count));
+    CHECK_OK(mpidict_map_take(map, MPIDICT_TARGET_AUTO, mine, out, 32, &reqs[0]));
+    CHECK_OK(mpidict_request_wait(reqs, 1, &count));
     CHECK_EQ_SIZE(count, n_mine - 3);
     check_items(out, item_bytes, mine, 3, n_mine - 3);
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, mine, out, 32, &reqs[0]));
-    CHECK_OK(mpidict_wait(reqs, 1, &count));
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, mine, out, 32, &reqs[0]));
+    CHECK_OK(mpidict_request_wait(reqs, 1, &count));
     CHECK_EQ_SIZE(count, 0);
-    CHECK_OK(mpidict_delete(map, MPIDICT_TARGET_AUTO, mine, out, 32, &reqs[0])); /* already gone */
-    CHECK_OK(mpidict_wait(reqs, 1, &count));
+    CHECK_OK(mpidict_map_take(map, MPIDICT_TARGET_AUTO, mine, out, 32, &reqs[0])); /* already gone */
+    CHECK_OK(mpidict_request_wait(reqs, 1, &count));
     CHECK_EQ_SIZE(count, 0);
 
     /* Delete everything without a buffer. */
-    CHECK_OK(mpidict_delete(map, MPIDICT_TARGET_AUTO, async_mine, NULL, MPIDICT_ALL_ITEMS, &reqs[0]));
-    CHECK_OK(mpidict_wait(reqs, 1, &count));
+    CHECK_OK(mpidict_map_take(map, MPIDICT_TARGET_AUTO, async_mine, NULL, MPIDICT_ALL_ITEMS, &reqs[0]));
+    CHECK_OK(mpidict_request_wait(reqs, 1, &count));
     CHECK_EQ_SIZE(count, n_async);
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, async_mine, out, 32, &reqs[0]));
-    CHECK_OK(mpidict_wait(reqs, 1, &count));
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, async_mine, out, 32, &reqs[0]));
+    CHECK_OK(mpidict_request_wait(reqs, 1, &count));
     CHECK_EQ_SIZE(count, 0);
 
     /* Fire-and-forget deletes: one into a buffer, one of everything. */
     make_items(items, item_bytes, mine, 0, 5);
-    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, mine, items, 5, NULL));
+    CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, mine, items, 5, NULL));
     make_items(items, item_bytes, async_mine, 0, 2);
-    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, async_mine, items, 2, NULL));
-    CHECK_OK(mpidict_flush(map));
-    CHECK_OK(mpidict_delete(map, MPIDICT_TARGET_AUTO, mine, NULL, 2, &reqs[0])); /* remove 2, discard them */
-    CHECK_OK(mpidict_wait(reqs, 1, &count));
+    CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, async_mine, items, 2, NULL));
+    CHECK_OK(mpidict_map_flush(map));
+    CHECK_OK(mpidict_map_take(map, MPIDICT_TARGET_AUTO, mine, NULL, 2, &reqs[0])); /* remove 2, discard them */
+    CHECK_OK(mpidict_request_wait(reqs, 1, &count));
     CHECK_EQ_SIZE(count, 2);
     memset(detached, 0xAB, item_bytes * 32);
-    CHECK_OK(mpidict_delete(map, MPIDICT_TARGET_AUTO, mine, detached, 32, NULL));
-    CHECK_OK(mpidict_delete(map, MPIDICT_TARGET_AUTO, async_mine, NULL, MPIDICT_ALL_ITEMS, NULL));
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_take(map, MPIDICT_TARGET_AUTO, mine, detached, 32, NULL));
+    CHECK_OK(mpidict_map_take(map, MPIDICT_TARGET_AUTO, async_mine, NULL, MPIDICT_ALL_ITEMS, NULL));
+    CHECK_OK(mpidict_map_flush(map));
     check_items(detached, item_bytes, mine, 2, 3);
     CHECK(detached[3 * item_bytes] == 0xAB);
     CHECK_OK(mpidict_map_global_size(map, &keys, &count));
@@ -360,16 +363,16 @@ static void test_capacity(void) {
     CHECK_OK(mpidict_map_options_init(&options));
     options.capacity_values = 5;
     CHECK_OK(mpidict_map_create(MPI_COMM_WORLD, sizeof(uint64_t), 1, &options, &map));
-    CHECK_OK(mpidict_insert(map, g_rank, 1, items, 8, &req));
-    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_OK(mpidict_map_insert(map, g_rank, 1, items, 8, &req));
+    CHECK_OK(mpidict_request_wait(&req, 1, &count));
     CHECK_EQ_SIZE(count, 5); /* a prefix was stored: a partial count, not an error */
-    CHECK_OK(mpidict_insert(map, g_rank, 2, items, 3, &req));
-    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_OK(mpidict_map_insert(map, g_rank, 2, items, 3, &req));
+    CHECK_OK(mpidict_request_wait(&req, 1, &count));
     CHECK_EQ_SIZE(count, 0);
-    CHECK_OK(mpidict_insert(map, g_rank, 3, items, 4, NULL)); /* rejected; counted at flush */
-    CHECK_OK(mpidict_flush(map));
-    CHECK_OK(mpidict_find(map, g_rank, 1, out, 16, &req));
-    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_OK(mpidict_map_insert(map, g_rank, 3, items, 4, NULL)); /* rejected; counted at flush */
+    CHECK_OK(mpidict_map_flush(map));
+    CHECK_OK(mpidict_map_find(map, g_rank, 1, out, 16, &req));
+    CHECK_OK(mpidict_request_wait(&req, 1, &count));
     CHECK_EQ_SIZE(count, 5);
     CHECK(memcmp(out, items, 5 * sizeof(uint64_t)) == 0); /* the first five, in order */
     CHECK_OK(mpidict_map_local_size(map, &keys, &stored));
@@ -379,11 +382,11 @@ static void test_capacity(void) {
     CHECK(stats.async_rejected == 4);
     CHECK(stats.local_rejected == 3 + 3 + 4);
     /* Deleting makes room again. */
-    CHECK_OK(mpidict_delete(map, g_rank, 1, out, 2, &req));
-    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_OK(mpidict_map_take(map, g_rank, 1, out, 2, &req));
+    CHECK_OK(mpidict_request_wait(&req, 1, &count));
     CHECK_EQ_SIZE(count, 2);
-    CHECK_OK(mpidict_insert(map, g_rank, 2, items, 3, &req));
-    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_OK(mpidict_map_insert(map, g_rank, 2, items, 3, &req));
+    CHECK_OK(mpidict_request_wait(&req, 1, &count));
     CHECK_EQ_SIZE(count, 2);
     CHECK_OK(mpidict_map_free(&map));
 
@@ -391,8 +394,8 @@ static void test_capacity(void) {
     CHECK_OK(mpidict_map_options_init(&options));
     options.capacity_bytes = 32;
     CHECK_OK(mpidict_map_create(MPI_COMM_WORLD, sizeof(uint32_t), 2, &options, &map));
-    CHECK_OK(mpidict_insert(map, g_rank, 7, items, 5, &req));
-    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_OK(mpidict_map_insert(map, g_rank, 7, items, 5, &req));
+    CHECK_OK(mpidict_request_wait(&req, 1, &count));
     CHECK_EQ_SIZE(count, 3);
     CHECK_OK(mpidict_map_free(&map));
 }
@@ -424,37 +427,37 @@ static void test_message_limits(void) {
         make_items(items, item_bytes, 42, 0, max_items + 1);
 
         /* The largest insert and find succeed, both ways. */
-        CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, 42 + g_rank, items, max_items, &req));
-        CHECK_OK(mpidict_wait(&req, 1, &count));
+        CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, 42 + g_rank, items, max_items, &req));
+        CHECK_OK(mpidict_request_wait(&req, 1, &count));
         CHECK_EQ_SIZE(count, max_items);
-        CHECK_OK(mpidict_flush(map));
-        CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, 42 + (g_rank + 1) % g_size, out, max_items, &req));
-        CHECK_OK(mpidict_wait(&req, 1, &count));
+        CHECK_OK(mpidict_map_flush(map));
+        CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, 42 + (g_rank + 1) % g_size, out, max_items, &req));
+        CHECK_OK(mpidict_request_wait(&req, 1, &count));
         CHECK_EQ_SIZE(count, max_items);
         CHECK(memcmp(out, items, max_items * item_bytes) == 0);
 
         /* One more is refused, naming the value and the limit. */
         sprintf(expected, "n_items = %lu", (unsigned long)(max_items + 1));
-        CHECK_ERROR(mpidict_insert(map, MPIDICT_TARGET_AUTO, 43, items, max_items + 1, &req), MPIDICT_ERR_ARGUMENT,
+        CHECK_ERROR(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, 43, items, max_items + 1, &req), MPIDICT_ERR_ARGUMENT,
                     expected);
         CHECK(req == NULL);
         sprintf(expected, "the %lu items", (unsigned long)max_items);
         CHECK(strstr(mpidict_last_error(), expected) != NULL);
         CHECK(strstr(mpidict_last_error(), "buffer_bytes = 4096") != NULL);
-        CHECK_ERROR(mpidict_insert(map, MPIDICT_TARGET_AUTO, 43, items, max_items + 1, NULL), MPIDICT_ERR_ARGUMENT,
+        CHECK_ERROR(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, 43, items, max_items + 1, NULL), MPIDICT_ERR_ARGUMENT,
                     "n_items");
         sprintf(expected, "max_items = %lu", (unsigned long)(max_items + 1));
-        CHECK_ERROR(mpidict_find(map, MPIDICT_TARGET_AUTO, 42, out, max_items + 1, &req), MPIDICT_ERR_ARGUMENT,
+        CHECK_ERROR(mpidict_map_find(map, MPIDICT_TARGET_AUTO, 42, out, max_items + 1, &req), MPIDICT_ERR_ARGUMENT,
                     expected);
-        CHECK_ERROR(mpidict_delete(map, MPIDICT_TARGET_AUTO, 42, out, max_items + 1, &req), MPIDICT_ERR_ARGUMENT,
+        CHECK_ERROR(mpidict_map_take(map, MPIDICT_TARGET_AUTO, 42, out, max_items + 1, &req), MPIDICT_ERR_ARGUMENT,
                     expected);
-        CHECK_ERROR(mpidict_delete(map, MPIDICT_TARGET_AUTO, 42, out, MPIDICT_ALL_ITEMS, &req),
+        CHECK_ERROR(mpidict_map_take(map, MPIDICT_TARGET_AUTO, 42, out, MPIDICT_ALL_ITEMS, &req),
                     MPIDICT_ERR_ARGUMENT, "MPIDICT_ALL_ITEMS needs out_items = NULL");
 
         /* The refused calls left nothing behind: the key still has its items. */
-        CHECK_OK(mpidict_flush(map));
-        CHECK_OK(mpidict_delete(map, MPIDICT_TARGET_AUTO, 42 + g_rank, NULL, MPIDICT_ALL_ITEMS, &req));
-        CHECK_OK(mpidict_wait(&req, 1, &count));
+        CHECK_OK(mpidict_map_flush(map));
+        CHECK_OK(mpidict_map_take(map, MPIDICT_TARGET_AUTO, 42 + g_rank, NULL, MPIDICT_ALL_ITEMS, &req));
+        CHECK_OK(mpidict_request_wait(&req, 1, &count));
         CHECK_EQ_SIZE(count, max_items);
         CHECK_OK(mpidict_map_free(&map));
         free(items);
@@ -530,22 +533,22 @@ static void test_errors(void) {
     }
 
     /* NULL handles. */
-    CHECK_ERROR(mpidict_insert(NULL, 0, 1, items, 1, &req), MPIDICT_ERR_ARGUMENT, "map is NULL");
-    CHECK_ERROR(mpidict_find(NULL, 0, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, "map is NULL");
-    CHECK_ERROR(mpidict_delete(NULL, 0, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, "map is NULL");
-    CHECK_ERROR(mpidict_flush(NULL), MPIDICT_ERR_ARGUMENT, "map is NULL");
+    CHECK_ERROR(mpidict_map_insert(NULL, 0, 1, items, 1, &req), MPIDICT_ERR_ARGUMENT, "map is NULL");
+    CHECK_ERROR(mpidict_map_find(NULL, 0, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, "map is NULL");
+    CHECK_ERROR(mpidict_map_take(NULL, 0, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, "map is NULL");
+    CHECK_ERROR(mpidict_map_flush(NULL), MPIDICT_ERR_ARGUMENT, "map is NULL");
     CHECK_ERROR(mpidict_map_destroy(NULL), MPIDICT_ERR_ARGUMENT, "map is NULL");
     CHECK_ERROR(mpidict_map_local_size(NULL, &count, NULL), MPIDICT_ERR_ARGUMENT, "map is NULL");
     CHECK_ERROR(mpidict_map_statistics(NULL, &stats), MPIDICT_ERR_ARGUMENT, "map is NULL");
     CHECK_ERROR(mpidict_map_free(NULL), MPIDICT_ERR_ARGUMENT, "map is NULL");
     map = NULL;
     CHECK_OK(mpidict_map_free(&map)); /* freeing NULL is a no-op */
-    CHECK_ERROR(mpidict_insert(bad, 0, 1, items, 1, &req), MPIDICT_ERR_ARGUMENT, "not a live mpidict_map");
-    CHECK_ERROR(mpidict_wait(NULL, 1, &count), MPIDICT_ERR_ARGUMENT, "reqs is NULL");
-    CHECK_OK(mpidict_wait(NULL, 0, NULL));
-    CHECK_OK(mpidict_wait(reqs, 2, NULL)); /* NULL entries */
-    CHECK_ERROR(mpidict_test(reqs, 2, NULL, NULL), MPIDICT_ERR_ARGUMENT, "flag is NULL");
-    CHECK_OK(mpidict_test(reqs, 2, &flag, NULL));
+    CHECK_ERROR(mpidict_map_insert(bad, 0, 1, items, 1, &req), MPIDICT_ERR_ARGUMENT, "not a live mpidict_map");
+    CHECK_ERROR(mpidict_request_wait(NULL, 1, &count), MPIDICT_ERR_ARGUMENT, "reqs is NULL");
+    CHECK_OK(mpidict_request_wait(NULL, 0, NULL));
+    CHECK_OK(mpidict_request_wait(reqs, 2, NULL)); /* NULL entries */
+    CHECK_ERROR(mpidict_request_test(reqs, 2, NULL, NULL), MPIDICT_ERR_ARGUMENT, "flag is NULL");
+    CHECK_OK(mpidict_request_test(reqs, 2, &flag, NULL));
     CHECK(flag == 1);
     CHECK_ERROR(mpidict_request_free(NULL), MPIDICT_ERR_ARGUMENT, "req is NULL");
     CHECK_OK(mpidict_request_free(&req)); /* *req == NULL */
@@ -559,40 +562,40 @@ static void test_errors(void) {
         /* "of 1 rank", not "of 1 ranks" */
         sprintf(expected, "target = %d is outside the communicator of %d rank%s", g_size, g_size,
                 g_size == 1 ? "" : "s");
-        CHECK_ERROR(mpidict_insert(map, g_size, 1, items, 1, &req), MPIDICT_ERR_ARGUMENT, expected);
-        CHECK_ERROR(mpidict_find(map, g_size, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, expected);
-        CHECK_ERROR(mpidict_delete(map, -2, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, "target = -2");
-        CHECK_ERROR(mpidict_insert(map, 0, 1, NULL, 2, &req), MPIDICT_ERR_ARGUMENT, "items is NULL but n_items = 2");
-        CHECK_ERROR(mpidict_find(map, 0, 1, NULL, 3, &req), MPIDICT_ERR_ARGUMENT,
+        CHECK_ERROR(mpidict_map_insert(map, g_size, 1, items, 1, &req), MPIDICT_ERR_ARGUMENT, expected);
+        CHECK_ERROR(mpidict_map_find(map, g_size, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, expected);
+        CHECK_ERROR(mpidict_map_take(map, -2, 1, out, 1, &req), MPIDICT_ERR_ARGUMENT, "target = -2");
+        CHECK_ERROR(mpidict_map_insert(map, 0, 1, NULL, 2, &req), MPIDICT_ERR_ARGUMENT, "items is NULL but n_items = 2");
+        CHECK_ERROR(mpidict_map_find(map, 0, 1, NULL, 3, &req), MPIDICT_ERR_ARGUMENT,
                     "out_items is NULL but max_items = 3");
-        CHECK_ERROR(mpidict_local_find(map, 1, NULL, 3, &count), MPIDICT_ERR_ARGUMENT, "out_items is NULL");
+        CHECK_ERROR(mpidict_map_local_find(map, 1, NULL, 3, &count), MPIDICT_ERR_ARGUMENT, "out_items is NULL");
         CHECK(req == NULL);
     }
-    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, 10 + g_rank, items, 4, &reqs[0]));
-    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, 20 + g_rank, items, 2, &reqs[1]));
-    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, 30 + g_rank, items, 1, &req)); /* waits for the window */
-    CHECK_OK(mpidict_wait(reqs, 2, NULL));
-    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, 10 + g_rank, items, 4, &reqs[0]));
+    CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, 20 + g_rank, items, 2, &reqs[1]));
+    CHECK_OK(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, 30 + g_rank, items, 1, &req)); /* waits for the window */
+    CHECK_OK(mpidict_request_wait(reqs, 2, NULL));
+    CHECK_OK(mpidict_request_wait(&req, 1, &count));
     CHECK_EQ_SIZE(count, 1);
-    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_map_flush(map));
     /* An abandoned request does not disturb the others. */
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, 10 + g_rank, out, 4, &req));
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, 10 + g_rank, out, 4, &req));
     CHECK_OK(mpidict_request_free(&req));
     CHECK(req == NULL);
 
     /* Use after destroy: a request started before destroy is complete after it. */
-    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, 10 + g_rank, out, 4, &pending));
+    CHECK_OK(mpidict_map_find(map, MPIDICT_TARGET_AUTO, 10 + g_rank, out, 4, &pending));
     CHECK_OK(mpidict_map_destroy(map));
-    CHECK_ERROR(mpidict_insert(map, MPIDICT_TARGET_AUTO, 1, items, 1, &req), MPIDICT_ERR_DESTROYED, "destroyed");
+    CHECK_ERROR(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, 1, items, 1, &req), MPIDICT_ERR_DESTROYED, "destroyed");
     CHECK(req == NULL);
-    CHECK_ERROR(mpidict_insert(map, MPIDICT_TARGET_AUTO, 1, items, 1, NULL), MPIDICT_ERR_DESTROYED, "destroyed");
-    CHECK_ERROR(mpidict_find(map, MPIDICT_TARGET_AUTO, 1, out, 1, &req), MPIDICT_ERR_DESTROYED, "destroyed");
-    CHECK_ERROR(mpidict_delete(map, MPIDICT_TARGET_AUTO, 1, NULL, MPIDICT_ALL_ITEMS, NULL), MPIDICT_ERR_DESTROYED,
+    CHECK_ERROR(mpidict_map_insert(map, MPIDICT_TARGET_AUTO, 1, items, 1, NULL), MPIDICT_ERR_DESTROYED, "destroyed");
+    CHECK_ERROR(mpidict_map_find(map, MPIDICT_TARGET_AUTO, 1, out, 1, &req), MPIDICT_ERR_DESTROYED, "destroyed");
+    CHECK_ERROR(mpidict_map_take(map, MPIDICT_TARGET_AUTO, 1, NULL, MPIDICT_ALL_ITEMS, NULL), MPIDICT_ERR_DESTROYED,
                 "destroyed");
-    CHECK_ERROR(mpidict_flush(map), MPIDICT_ERR_DESTROYED, "destroyed");
+    CHECK_ERROR(mpidict_map_flush(map), MPIDICT_ERR_DESTROYED, "destroyed");
     CHECK_ERROR(mpidict_map_local_size(map, &count, NULL), MPIDICT_ERR_DESTROYED, "destroyed");
     CHECK_ERROR(mpidict_map_global_size(map, &count, NULL), MPIDICT_ERR_DESTROYED, "destroyed");
-    CHECK_ERROR(mpidict_local_find(map, 1, out, 1, &count), MPIDICT_ERR_DESTROYED, "destroyed");
+    CHECK_ERROR(mpidict_map_local_find(map, 1, out, 1, &count), MPIDICT_ERR_DESTROYED, "destroyed");
     CHECK_OK(mpidict_map_destroy(map)); /* again: nothing to do */
     CHECK_OK(mpidict_map_statistics(map, &stats));
     CHECK(stats.local_keys == 0 && stats.local_items == 0);
@@ -600,10 +603,53 @@ static void test_errors(void) {
     CHECK_OK(mpidict_map_free(&map));
     CHECK(map == NULL);
     memset(out, 0, sizeof out);
-    CHECK_OK(mpidict_wait(&pending, 1, &count)); /* outlives the map handle */
+    CHECK_OK(mpidict_request_wait(&pending, 1, &count)); /* outlives the map handle */
     CHECK_EQ_SIZE(count, 4);
     CHECK(memcmp(out, items, sizeof items) == 0);
 }
+
+/* ---- the names before issue 40 ------------------------------------------------ */
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+static void test_old_names(void) {
+    mpidict_map* map = NULL;
+    uint64_t item = 40 + (uint64_t)g_rank;
+    uint64_t out[2] = {0, 0};
+    mpidict_request* req = NULL;
+    size_t count = 0;
+    int flag = 0;
+
+    CHECK_OK(mpidict_map_create(MPI_COMM_WORLD, sizeof(uint64_t), 1, NULL, &map));
+    CHECK_OK(mpidict_insert(map, MPIDICT_TARGET_AUTO, g_rank, &item, 1, &req));
+    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_EQ_SIZE(count, 1);
+    CHECK_OK(mpidict_insert_if_absent(map, MPIDICT_TARGET_AUTO, g_rank, &item, &req));
+    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_EQ_SIZE(count, 0);
+    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_count(map, MPIDICT_TARGET_AUTO, g_rank, &req));
+    do {
+        CHECK_OK(mpidict_test(&req, 1, &flag, &count));
+    } while (!flag);
+    CHECK_EQ_SIZE(count, 1);
+    CHECK_OK(mpidict_find(map, MPIDICT_TARGET_AUTO, g_rank, out, 2, &req));
+    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_EQ_SIZE(count, 1);
+    CHECK(out[0] == item);
+    CHECK_OK(mpidict_delete(map, MPIDICT_TARGET_AUTO, g_rank, NULL, MPIDICT_ALL_ITEMS, &req));
+    CHECK_OK(mpidict_wait(&req, 1, &count));
+    CHECK_EQ_SIZE(count, 1);
+    CHECK_OK(mpidict_flush(map));
+    CHECK_OK(mpidict_local_find(map, g_rank, out, 2, &count));
+    CHECK_EQ_SIZE(count, 0);
+    CHECK_OK(mpidict_map_free(&map));
+}
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 int main(int argc, char** argv) {
     const char* expected_ranks;
@@ -626,6 +672,7 @@ int main(int argc, char** argv) {
     test_capacity();
     test_message_limits();
     test_errors();
+    test_old_names();
 
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0)

@@ -214,7 +214,7 @@ void check_objects(object_set& objects) {
     objects.for_all([&](std::uint64_t object) { wrong += model.count(object) == 0; });
     MPIDICT_CHECK(wrong == 0);
     for (std::uint64_t k = 0; k < keys; k += 101)
-        MPIDICT_CHECK(objects.contains(set_object(k)));
+        MPIDICT_CHECK(objects.contains(set_object(k)).get());
 }
 
 // ---- modes --------------------------------------------------------------------------

@@ -175,7 +175,7 @@ def test_hash_map_capacity_and_checkpoint(tmp_path_factory, rank, size):
     directory = MPI.COMM_WORLD.bcast(str(tmp_path_factory.mktemp("ckpt")) if rank == 0 else None)
     with mpidict.hash_map("int64", "int64", capacity_values=5, cyclic=True) as m:
         keys = np.arange(rank * 100, rank * 100 + 20, dtype=np.int64)
-        m.insert_many(keys, keys)
+        m.async_insert_many(keys, keys)
         m.flush()
         # 20 values from each rank, 5 fit on each owner: which rank's are refused
         # depends on arrival order, the total does not.
@@ -314,7 +314,7 @@ def test_skiplist_map(key_dtype, rank, size):
 
     with mpidict.skiplist_map(key_dtype, "int64", granularity=8) as m:
         mine = list(range(rank, n, size))
-        assert m.insert_many(keys_of(mine), np.asarray(mine, dtype=np.int64)) == len(mine)
+        assert m.insert_many(keys_of(mine), np.asarray(mine, dtype=np.int64)).added == len(mine)
         m.flush()
         assert m.global_size() == n
         found, values = m.find_many(keys_of([0, 5, n + 1]))

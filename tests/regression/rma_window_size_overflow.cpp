@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
         }
         // What was stored is intact.
         for (int r = 0; r < size; ++r)
-            MPIDICT_CHECK(kept.contains(point{1, static_cast<std::uint32_t>(r)}));
+            MPIDICT_CHECK(kept.contains(point{1, static_cast<std::uint32_t>(r)}).get());
         MPIDICT_CHECK(kept.global_size() == static_cast<std::size_t>(size));
         kept.barrier();
     });

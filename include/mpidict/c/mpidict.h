@@ -18,13 +18,13 @@
  * uses the map's placement (hash of the key, or key % p for cyclic).  A find or
  * delete must name the rank the items were inserted on.
  *
- * Completion.  mpidict_insert / mpidict_find / mpidict_delete only start an
+ * Completion.  mpidict_map_insert / mpidict_map_find / mpidict_map_take only start an
  * operation.  With a request pointer, the operation is complete when
- * mpidict_wait (or a successful mpidict_test) returns for that request; the
+ * mpidict_request_wait (or a successful mpidict_request_test) returns for that request; the
  * request then says how many items were processed (stored, found or removed),
  * and find/delete have written their items to out_items.  With a NULL request
  * pointer the operation is fire-and-forget and complete when the next
- * collective mpidict_flush (or mpidict_map_destroy) returns on this rank;
+ * collective mpidict_map_flush (or mpidict_map_destroy) returns on this rank;
  * out_items must stay valid until then.  Input arrays may be reused as soon as
  * the starting call returns (the items are copied into a message buffer).
  *
@@ -72,7 +72,7 @@ extern "C" {
 /* Target rank meaning "the rank the map's placement chooses for this key". */
 #define MPIDICT_TARGET_AUTO (-1)
 
-/* max_items for mpidict_delete with out_items == NULL: remove every item. */
+/* max_items for mpidict_map_take with out_items == NULL: remove every item. */
 #define MPIDICT_ALL_ITEMS SIZE_MAX
 
 #define MPIDICT_PLACEMENT_HASH 0   /* owner = hash(key) mod p (default) */
@@ -85,14 +85,14 @@ extern "C" {
 /* ---- handles --------------------------------------------------------------- */
 
 typedef struct mpidict_map mpidict_map;         /* opaque */
-/* A key as mpidict_local_foreach shows it: `integer` for int64_t maps, `bytes`
+/* A key as mpidict_map_local_for_each shows it: `integer` for int64_t maps, `bytes`
  * and `length` for byte-string maps (the other members are 0 / NULL). */
 typedef struct mpidict_key {
     int64_t integer;
     const void* bytes;
     size_t length;
 } mpidict_key;
-/* Called by mpidict_local_foreach with a key, its n_items items (contiguous,
+/* Called by mpidict_map_local_for_each with a key, its n_items items (contiguous,
  * item_bytes each; valid during the call) and the caller's pointer.  Return 0
  * to go on, anything else to stop.  It must not call functions on the map. */
 typedef int (*mpidict_foreach_fn)(const mpidict_key* key, const void* items, size_t n_items, void* user_data);
@@ -136,9 +136,9 @@ typedef struct mpidict_statistics {
     uint64_t window_stalls;  /* starts that waited because L requests were outstanding */
     uint64_t queue_stalls;   /* sends that waited because q buffers were in flight */
     uint64_t flushes;
-    double barrier_seconds;  /* time inside mpidict_flush (and destroy) */
+    double barrier_seconds;  /* time inside mpidict_map_flush (and destroy) */
     uint64_t async_rejected; /* this rank's fire-and-forget items refused by a capacity limit
-                                (complete after mpidict_flush) */
+                                (complete after mpidict_map_flush) */
     uint64_t local_rejected; /* items this rank refused as owner because of its capacity limit */
     size_t local_keys;       /* keys in this rank's shard (0 after destroy) */
     size_t local_items;      /* items in this rank's shard (0 after destroy) */
@@ -172,10 +172,10 @@ int mpidict_map_create(MPI_Comm comm, size_t value_size, size_t values_per_key,
 int mpidict_map_create_bytes(MPI_Comm comm, size_t value_size, size_t values_per_key,
                              const mpidict_map_options* options, mpidict_map** out);
 
-/* Collective.  Completes every pending operation (as mpidict_flush), then frees
+/* Collective.  Completes every pending operation (as mpidict_map_flush), then frees
  * the stored data and the communicator.  The handle stays valid: insert, find,
  * delete, flush, local_find and local/global_size on it return
- * MPIDICT_ERR_DESTROYED, while mpidict_wait/mpidict_test on its requests (all
+ * MPIDICT_ERR_DESTROYED, while mpidict_request_wait/mpidict_request_test on its requests (all
  * complete by now), rank, owner, item_bytes, max_items, the statistics and
  * mpidict_map_free still work.  A second call returns MPIDICT_OK and does
  * nothing. */
@@ -207,15 +207,15 @@ int mpidict_map_global_size(mpidict_map* map, size_t* keys, size_t* items);
 
 /* Local.  Copies up to max_items of `key`'s items held in this rank's shard into
  * out_items, without messages; *count (may be NULL) gets how many. */
-int mpidict_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items,
+int mpidict_map_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items,
                        size_t* count);
-int mpidict_local_find_bytes(const mpidict_map* map, const void* key, size_t key_length, void* out_items,
+int mpidict_map_local_find_bytes(const mpidict_map* map, const void* key, size_t key_length, void* out_items,
                              size_t max_items, size_t* count);
 /* Local.  Calls fn on every key of this rank's shard with its items, in no
  * particular order, until fn returns non-zero.  No messages; other ranks'
- * operations are not applied meanwhile (call mpidict_flush first to see them
+ * operations are not applied meanwhile (call mpidict_map_flush first to see them
  * all).  With every rank calling it after a flush, each key is seen once. */
-int mpidict_local_foreach(const mpidict_map* map, mpidict_foreach_fn fn, void* user_data);
+int mpidict_map_local_for_each(const mpidict_map* map, mpidict_foreach_fn fn, void* user_data);
 
 /* Local.  This rank's counters; reset zeroes them. */
 int mpidict_map_statistics(const mpidict_map* map, mpidict_statistics* out);
@@ -227,19 +227,19 @@ int mpidict_map_reset_statistics(mpidict_map* map);
  * `target` (MPIDICT_TARGET_AUTO: the map's placement).  n_items may be 0.  The
  * request's count is the number of items stored, a prefix of the call's items;
  * it is smaller than n_items only when a capacity limit was reached.
- * req == NULL: fire-and-forget, applied by the next mpidict_flush. */
-int mpidict_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items,
+ * req == NULL: fire-and-forget, applied by the next mpidict_map_flush. */
+int mpidict_map_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items,
                    mpidict_request** req);
-int mpidict_insert_bytes(mpidict_map* map, int target, const void* key, size_t key_length, const void* items,
+int mpidict_map_insert_bytes(mpidict_map* map, int target, const void* key, size_t key_length, const void* items,
                          size_t n_items, mpidict_request** req);
 
 /* Starts reading up to max_items of `key`'s items, oldest first, into out_items
  * (room for max_items items).  The request's count is the number of items
  * written (0 if the key is absent).  out_items may be NULL only if max_items is
- * 0.  req == NULL: the items are written by the next mpidict_flush. */
-int mpidict_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
+ * 0.  req == NULL: the items are written by the next mpidict_map_flush. */
+int mpidict_map_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
                  mpidict_request** req);
-int mpidict_find_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items,
+int mpidict_map_find_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items,
                        size_t max_items, mpidict_request** req);
 
 /* Starts removing up to max_items of `key`'s items, oldest first, atomically at
@@ -247,32 +247,32 @@ int mpidict_find_bytes(mpidict_map* map, int target, const void* key, size_t key
  * of items removed.  out_items may be NULL: the removed items are discarded;
  * with out_items == NULL and max_items == MPIDICT_ALL_ITEMS every item of the
  * key is removed (no limit, nothing travels back).
- * req == NULL: complete (and out_items written) by the next mpidict_flush. */
-int mpidict_delete(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
+ * req == NULL: complete (and out_items written) by the next mpidict_map_flush. */
+int mpidict_map_take(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items,
                    mpidict_request** req);
-int mpidict_delete_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items,
+int mpidict_map_take_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items,
                          size_t max_items, mpidict_request** req);
 /* Starts storing one item under `key` only if the key has no items (the
  * visited-set primitive): exactly one of several concurrent attempts wins.
  * The request's count is 1 if this call stored it, else 0 (present, or
  * refused by a capacity limit).  req == NULL: applied by the next flush. */
-int mpidict_insert_if_absent(mpidict_map* map, int target, int64_t key, const void* item, mpidict_request** req);
-int mpidict_insert_if_absent_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
+int mpidict_map_insert_if_absent(mpidict_map* map, int target, int64_t key, const void* item, mpidict_request** req);
+int mpidict_map_insert_if_absent_bytes(mpidict_map* map, int target, const void* key, size_t key_length,
                                    const void* item, mpidict_request** req);
 /* Starts counting `key`'s items at its owner; the request's count is the
  * number (0: absent).  req must not be NULL. */
-int mpidict_count(mpidict_map* map, int target, int64_t key, mpidict_request** req);
-int mpidict_count_bytes(mpidict_map* map, int target, const void* key, size_t key_length, mpidict_request** req);
+int mpidict_map_count(mpidict_map* map, int target, int64_t key, mpidict_request** req);
+int mpidict_map_count_bytes(mpidict_map* map, int target, const void* key, size_t key_length, mpidict_request** req);
 
 /* Waits for the n requests in reqs[0..n), writes each one's item count to
  * counts[i] (counts may be NULL), frees them and sets reqs[i] to NULL.  NULL
  * entries count as complete with 0 items.  On failure, requests before the
  * failing one were completed and freed; it and the ones after are untouched. */
-int mpidict_wait(mpidict_request** reqs, size_t n, size_t* counts);
+int mpidict_request_wait(mpidict_request** reqs, size_t n, size_t* counts);
 
 /* Makes progress and tests the n requests.  If all are complete, *flag = 1 and
- * it acts as mpidict_wait; otherwise *flag = 0 and nothing is freed. */
-int mpidict_test(mpidict_request** reqs, size_t n, int* flag, size_t* counts);
+ * it acts as mpidict_request_wait; otherwise *flag = 0 and nothing is freed. */
+int mpidict_request_test(mpidict_request** reqs, size_t n, int* flag, size_t* counts);
 
 /* Abandons a request (its result, if it arrives, is discarded; an insert still
  * happens) and sets *req to NULL.  *req == NULL is allowed. */
@@ -281,7 +281,34 @@ int mpidict_request_free(mpidict_request** req);
 /* Collective.  Returns when every operation started on any rank before the call
  * has been applied and answered, and every fire-and-forget find/delete of this
  * rank has written its items. */
-int mpidict_flush(mpidict_map* map);
+int mpidict_map_flush(mpidict_map* map);
+
+/* ---- names before issue 40 (deprecated) ------------------------------------------ */
+
+/* Every function on a map is mpidict_map_*, every function on a request
+ * mpidict_request_* (as mpidict_skiplist_* in skiplist.h).  The old names still
+ * work and will be removed in a later version. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MPIDICT_RENAMED(new_name) __attribute__((deprecated("renamed " #new_name)))
+#else
+#define MPIDICT_RENAMED(new_name)
+#endif
+MPIDICT_RENAMED(mpidict_map_insert_if_absent_bytes) int mpidict_insert_if_absent_bytes(mpidict_map* map, int target, const void* key, size_t key_length, const void* item, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_insert_if_absent) int mpidict_insert_if_absent(mpidict_map* map, int target, int64_t key, const void* item, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_insert_bytes) int mpidict_insert_bytes(mpidict_map* map, int target, const void* key, size_t key_length, const void* items, size_t n_items, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_insert) int mpidict_insert(mpidict_map* map, int target, int64_t key, const void* items, size_t n_items, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_find_bytes) int mpidict_find_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items, size_t max_items, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_find) int mpidict_find(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_take_bytes) int mpidict_delete_bytes(mpidict_map* map, int target, const void* key, size_t key_length, void* out_items, size_t max_items, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_take) int mpidict_delete(mpidict_map* map, int target, int64_t key, void* out_items, size_t max_items, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_count_bytes) int mpidict_count_bytes(mpidict_map* map, int target, const void* key, size_t key_length, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_count) int mpidict_count(mpidict_map* map, int target, int64_t key, mpidict_request** req);
+MPIDICT_RENAMED(mpidict_map_flush) int mpidict_flush(mpidict_map* map);
+MPIDICT_RENAMED(mpidict_map_local_find_bytes) int mpidict_local_find_bytes(const mpidict_map* map, const void* key, size_t key_length, void* out_items, size_t max_items, size_t* count);
+MPIDICT_RENAMED(mpidict_map_local_find) int mpidict_local_find(const mpidict_map* map, int64_t key, void* out_items, size_t max_items, size_t* count);
+MPIDICT_RENAMED(mpidict_map_local_for_each) int mpidict_local_foreach(const mpidict_map* map, mpidict_foreach_fn fn, void* user_data);
+MPIDICT_RENAMED(mpidict_request_wait) int mpidict_wait(mpidict_request** reqs, size_t n, size_t* counts);
+MPIDICT_RENAMED(mpidict_request_test) int mpidict_test(mpidict_request** reqs, size_t n, int* flag, size_t* counts);
 
 #ifdef __cplusplus
 } /* extern "C" */

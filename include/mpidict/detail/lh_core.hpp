@@ -36,7 +36,7 @@ public:
 
     // Client side.  `slot` is an engine request slot or no_slot (fire and forget).
     static constexpr std::uint32_t no_slot = 0xffffffffu;
-    void send(lh_op op, std::uint32_t slot, std::string_view key, std::string_view value);
+    void send(linear_hash_map_op::kind op, std::uint32_t slot, std::string_view key, std::string_view value);
     void check_client(const char* operation) const;
     void check_key(std::string_view key) const;
     void check_value(std::size_t value_bytes) const;
@@ -58,10 +58,10 @@ public:
     double local_load_factor() const;
     const local::linear_table& local_table() const { return m_table; }
 
-    const lh_local_statistics& local_statistics() const { return m_stats; }
+    const linear_hash_map_local_statistics& local_statistics() const { return m_stats; }
     void reset_local_statistics();
     // Collective.
-    lh_statistics gather_statistics();
+    linear_hash_map_statistics gather_statistics();
     void flush();
     void destroy();
 
@@ -143,7 +143,7 @@ private:
     std::size_t m_complete_below = 0;          // and its odd buckets below this have arrived
     bool m_releasing = false;                  // re-serving held requests (not counted again)
 
-    lh_local_statistics m_stats;
+    linear_hash_map_local_statistics m_stats;
 };
 
 }  // namespace detail

@@ -71,8 +71,8 @@ public:
     int num_ranks() const { return m_window->size(); }
     std::size_t slots() const { return m_slots; }
     const rma_hash_set_config& config() const { return m_config; }
-    rma_statistics& stats() { return m_stats; }
-    const rma_statistics& stats() const { return m_stats; }
+    rma_hash_set_local_statistics& stats() { return m_stats; }
+    const rma_hash_set_local_statistics& stats() const { return m_stats; }
 
     // Calls fn(const T&) for each object published in this rank's segment.
     template <class Function>
@@ -390,14 +390,22 @@ public:
         return count;
     }
 
-    std::string full_message(int owner_rank) {
-        const std::uint64_t used = read_count(owner_rank);
-        char load[32];
-        std::snprintf(load, sizeof load, "%.3f", static_cast<double>(used) / static_cast<double>(m_slots));
-        return "mpidict: rma_hash_set is full on rank " + std::to_string(owner_rank) + ": capacity " +
-               std::to_string(m_slots) + " slots per rank, load " + load + " (" + std::to_string(used) +
-               " objects stored there); the object was not inserted. Raise slots_per_rank (or "
-               "expected_per_rank), or use insert_if_absent_many to learn which objects were not stored.";
+    // One insert attempt, counted (a refusal is a result: rejected).
+    probe_result insert_one(const T& object) {
+        const key k = describe(object);
+        ++m_stats.inserts;
+        const probe_result result = probe(k, true);
+        if (result == probe_result::inserted)
+            ++m_stats.inserted;
+        else if (result == probe_result::full)
+            ++m_stats.rejected;
+        return result;
+    }
+    // One lookup, counted.
+    bool contains_now(const T& object) {
+        const key k = describe(object);
+        ++m_stats.lookups;
+        return probe(k, false) == probe_result::present;
     }
 
 private:
@@ -640,7 +648,7 @@ private:
     std::size_t m_slots;
     std::unique_ptr<rma_window> m_window;
     Hash m_hash{};
-    rma_statistics m_stats{};
+    rma_hash_set_local_statistics m_stats{};
 };
 
 }  // namespace mpidict::detail
