@@ -69,7 +69,7 @@ def test_capacity_is_a_result(rank, size):
     with mpidict.rma_hash_set("int64", slots_per_rank=8) as s:
         status = s.insert_if_absent_many(np.arange(rank * 100, rank * 100 + 64, dtype=np.int64))
         assert total((status == -1).sum()) > 0
-        assert s.global_size() == total((status == 1).sum())
+        assert total((status == 1).sum()) == s.global_size()   # total() first: every rank's inserts done
         # The contract's names: the same objects again are all there or refused.
         again = s.insert_many(np.arange(rank * 100, rank * 100 + 64, dtype=np.int64))
         assert again.stored + again.refused == 64 and again.replaced == again.stored
@@ -84,4 +84,5 @@ def test_set_batches(rank, size):
         absent = objects + size * 1000
         found = s.find_many(np.concatenate([objects, absent]))
         assert found.tolist() == [True] * 200 + [False] * 200
+        MPI.COMM_WORLD.Barrier()   # one-sided: every rank's inserts done before the count
         assert s.global_size() == total(200)
