@@ -25,4 +25,13 @@ for mode in sequential none total_order; do
     verdict=pass; else verdict=FAIL; status=1; fi
   echo "skiplist_history_seeds: $mode broken, $seeds seeds: $verdict ($((SECONDS - start)) s)"
 done
+# total_order across callers (issue 42): two callers, dependent chains, the order probe.
+start=$SECONDS
+if "$sim" --mode total_order --chains --probe --seeds "$seeds" --checker "$checker" | tail -n 4; then
+  verdict=pass; else verdict=FAIL; status=1; fi
+echo "skiplist_history_seeds: total_order chains + probe, $seeds seeds: $verdict ($((SECONDS - start)) s)"
+start=$SECONDS
+if "$sim" --mode total_order --chains --probe --unordered --seeds "$seeds" | tail -n 2; then
+  verdict=pass; else verdict=FAIL; status=1; fi
+echo "skiplist_history_seeds: total_order chains, markers off (an overtaking expected), $seeds seeds: $verdict ($((SECONDS - start)) s)"
 exit $status

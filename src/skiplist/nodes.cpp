@@ -70,7 +70,22 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
         target.low_queued = true;
     if (!target.held)
         target.held = std::make_unique<std::deque<node::held_record>>();
-    target.held->push_back(node::held_record{handler, source, std::string(record)});
+    const bool linking = target.link_level != node::no_hold_level && arrival_level >= 0;
+    if (linking && arrival_level < target.link_level) {
+        // Came the old way while a new link on link_level holds this node: it
+        // passed the new link's source before the link changed, so it is older
+        // than everything that came over the link, and queues ahead of that
+        // (behind what came the old way before it).  Without this, a node still
+        // holding for its creation (hold_level 0: everything queues) replayed a
+        // request that took the new, shorter way before an older one that took
+        // the old way: the link_up escape of issue 42 (sim_skiplist_history
+        // --mode total_order, seed 114, once towers grew past their parent).
+        auto position = std::find_if(target.held->begin(), target.held->end(),
+                                     [](const node::held_record& queued) { return queued.over_new_link; });
+        target.held->insert(position, node::held_record{handler, source, std::string(record), false});
+    } else {
+        target.held->push_back(node::held_record{handler, source, std::string(record), linking});
+    }
     ++m_shared.stats.held;
     return true;
 }
@@ -83,6 +98,7 @@ void skiplist_nodes::release_held(skiplist_node_id id) {
             if (here.holds == 0 && !here.allocating) {
                 here.held.reset();
                 here.hold_level = node::no_hold_level;
+                here.link_level = node::no_hold_level;
                 here.low_queued = false;
             }
             return;
@@ -228,8 +244,12 @@ void skiplist_nodes::route_point(int source, skiplist_node_id id, std::uint8_t l
         if (hold_if_busy(here, m_shared.handlers.point, source, record, level))
             return;
     }
-    if (id == m_shared.head)
+    if (id == m_shared.head) {
         ++m_shared.stats.head_visits;
+        if (auto* probe = skiplist_order_probe_for_testing.load(std::memory_order_relaxed);
+            probe != nullptr && kind != skiplist_op::marker)
+            probe->at_head(point.header.caller, point.header.slot, point.header.ticket);
+    }
     const std::uint8_t free = level_byte & wire::route_free;
     if (key < std::string_view(here.separator)) {
         // Entered above its key: a shortcut to a node that starts above it (its
@@ -288,6 +308,8 @@ void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplis
         return;
     }
     ++stats.handled;
+    if (auto* probe = skiplist_order_probe_for_testing.load(std::memory_order_relaxed); probe != nullptr)
+        probe->applied(caller, slot, ticket, key);
     purge_expired(here, m_shared.clock_now());
     const std::size_t position = here.run.lower_bound(key);
     const bool present = here.run.holds_at(position, key);

@@ -40,14 +40,10 @@ void skiplist_structure::start_split(node& here, skiplist_node_id id) {
     const auto& config = m_shared.config;
     ++m_shared.stats.splits;
     const std::size_t middle = here.run.size() / 2;
-    unsigned height = draw_height();
-    // A map built for total_order never grows a node taller than the one it
-    // splits from: every level of the new node is then linked directly after
-    // it (with markers), and no link_up re-routes upper levels while requests
-    // travel them; the one ordering path the history checker still caught
-    // (skiplist_map.md, "Consistency modes") never runs.
-    if (config.consistency == skiplist_consistency::total_order)
-        height = std::min<unsigned>(height, static_cast<unsigned>(here.tower.size()));
+    // Every mode draws the full geometric height (total_order capped it at the
+    // splitting node's height until issue 42 found the link_up escape, fixed in
+    // skiplist_nodes::hold_if_busy).
+    const unsigned height = draw_height();
     here.split_separator = std::string(here.run.key(middle));
     here.split_height = height;
     here.split_direct = 0;
@@ -356,6 +352,14 @@ void skiplist_structure::handle_expect(int, std::string_view record) {
     node& here = m_nodes.addressed(id, "expect");
     here.holds += expect.expected;
     here.hold_level = std::min(here.hold_level, expect.level);
+    if (expect.level > 0) {
+        // What queued before this expect came the old way: only what comes
+        // over the new link from now on is newer than what still comes below it.
+        here.link_level = expect.level;
+        if (here.held)
+            for (auto& queued : *here.held)
+                queued.over_new_link = false;
+    }
     m_nodes.release_held(id);
 }
 

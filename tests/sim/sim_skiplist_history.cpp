@@ -7,13 +7,17 @@
 //
 //   sim_skiplist_history --mode sequential --seeds 1000 --checker build/tools/histcheck/histcheck
 //   ... --break --expect-reject   (the mode broken on purpose: some history must be rejected)
+//   sim_skiplist_history --mode total_order --chains --seeds 1000 --checker ...   (two callers, dependent chains)
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -41,6 +45,39 @@ std::string value_after(const std::vector<std::string>& extra, const std::string
     return fallback;
 }
 
+// --probe: every key's point operations must take effect in the order they
+// passed the head (total_order's non-overtaking, across callers).  Sees the
+// operations inside the nodes (skiplist_order_probe), so it catches an
+// overtaking the history cannot show (two finds, or writes the checker can
+// still order another way).
+struct order_probe final : detail::skiplist_order_probe {
+    std::mutex lock;
+    std::map<std::tuple<int, std::uint32_t, std::uint32_t>, long long> passed;
+    std::map<std::string, long long> last;
+    long long next = 0, checked = 0, overtaken = 0;
+    std::string first;
+    void at_head(int caller, std::uint32_t slot, std::uint32_t ticket) override {
+        const std::lock_guard<std::mutex> guard(lock);
+        passed.try_emplace({caller, slot, ticket}, next++);
+    }
+    void applied(int caller, std::uint32_t slot, std::uint32_t ticket, std::string_view key) override {
+        const std::lock_guard<std::mutex> guard(lock);
+        const auto it = passed.find({caller, slot, ticket});
+        if (it == passed.end())
+            return;
+        ++checked;
+        long long& latest = last.try_emplace(std::string(key), -1).first->second;
+        if (it->second < latest) {
+            if (overtaken++ == 0)
+                first = "operation " + std::to_string(it->second) + " at the head (rank " + std::to_string(caller) +
+                        ") took effect after operation " + std::to_string(latest) + " on its key";
+        } else {
+            latest = it->second;
+        }
+        passed.erase(it);
+    }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +93,15 @@ int main(int argc, char** argv) {
     const std::string checker = value_after(cli.extra, "--checker", "");
     const bool broken = sim_test::has_flag(cli, "--break");
     const bool expect_reject = sim_test::has_flag(cli, "--expect-reject");
+    // --chains: two callers, chains of dependent operations in flight together,
+    // tall towers (link_up on every other split): the cross-caller order of
+    // total_order (issue 42).
+    const bool chains = sim_test::has_flag(cli, "--chains");
+    // --probe (above); with --unordered (markers and per-key order off, test
+    // only) some seed must show an overtaking.
+    const bool probing = sim_test::has_flag(cli, "--probe");
+    const bool unordered = sim_test::has_flag(cli, "--unordered");
+    long long probed_seeds = 0, overtaking_seeds = 0, probed_operations = 0;
     const long long seeds = cli.seeds >= 0 ? cli.seeds : 100;
     const char* tmp = std::getenv("TMPDIR");
     const std::string directory = std::string(tmp ? tmp : "/tmp") + "/mpidict-sim-history-" + mode_name +
@@ -69,7 +115,8 @@ int main(int argc, char** argv) {
         std::uint64_t state = mix(seed * 0x9e3779b97f4a7c15ULL + 17);
         auto draw = [&](std::uint64_t bound) { return (state = mix(state + 0x9e3779b97f4a7c15ULL)) % bound; };
         const int ranks = cli.ranks_given ? cli.ranks[static_cast<std::size_t>(index) % cli.ranks.size()]
-                                          : 2 + static_cast<int>(draw(3));
+                          : chains       ? 2
+                                         : 2 + static_cast<int>(draw(3));
         workload_shape shape;
         shape.operations = cli.ops > 0 ? cli.ops : 16;
         shape.keys = 6 + static_cast<int>(draw(6));
@@ -78,12 +125,26 @@ int main(int argc, char** argv) {
         skiplist_map_config config;
         config.granularity = 1 + draw(4);
         config.max_height = 1 + static_cast<unsigned>(draw(5));
+        if (chains) {
+            shape.operations = cli.ops > 0 ? cli.ops : 120;
+            shape.keys = 6 + static_cast<int>(draw(7));
+            shape.window = 6;
+            shape.ranges = false;
+            shape.chains = true;
+            config.granularity = 1;
+            config.max_height = 4 + static_cast<unsigned>(draw(5));
+            config.tower_probability = 0.7;
+        }
         config.max_key_bytes = 8;
         config.max_value_bytes = 8;
         config.runtime.buffer_bytes = draw(2) == 0 ? 1024 : 8192;
         config.consistency = mode;
         config.break_consistency_for_testing = broken;
+        config.unordered_for_testing = unordered;
         std::vector<std::string> parts(static_cast<std::size_t>(ranks));
+        order_probe probe;
+        if (probing)
+            detail::skiplist_order_probe_for_testing.store(&probe);
         sim::options options;
         if (cli.trace)
             options.trace_stream = stderr;
@@ -105,6 +166,17 @@ int main(int argc, char** argv) {
             parts[static_cast<std::size_t>(rank)] = std::move(mine);
             map.destroy();
         });
+        detail::skiplist_order_probe_for_testing.store(nullptr);
+        if (probing && outcome.ok) {
+            ++probed_seeds;
+            probed_operations += probe.checked;
+            if (probe.overtaken > 0) {
+                ++overtaking_seeds;
+                if (!unordered || overtaking_seeds == 1)
+                    std::printf("seed %llu (%d ranks): %lld overtaken; first: %s\n",
+                                static_cast<unsigned long long>(seed), ranks, probe.overtaken, probe.first.c_str());
+            }
+        }
         if (!outcome.ok) {
             ++failed;
             sim_test::print_failure(cli, outcome, "--mode " + mode_name + (broken ? " --break" : ""), "");
@@ -122,6 +194,15 @@ int main(int argc, char** argv) {
                 broken ? ", broken" : "", files.size(), failed, clock.seconds());
     if (failed > 0)
         return 1;
+    if (probing) {
+        const bool pass = unordered ? overtaking_seeds > 0 : overtaking_seeds == 0;
+        std::printf("order probe: %lld seeds, %lld operations checked against their head order, %lld seeds with an "
+                    "overtaking%s\n%s\n",
+                    probed_seeds, probed_operations, overtaking_seeds, unordered ? " (markers off)" : "",
+                    pass ? "PASS" : "FAIL");
+        if (!pass)
+            return 1;
+    }
     if (checker.empty()) {
         std::printf("histories in %s (no --checker given)\n", directory.c_str());
         return 0;

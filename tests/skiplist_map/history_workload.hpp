@@ -38,6 +38,14 @@ struct workload_shape {
     int keys = 12;            // shared key space [0, keys)
     int window = 4;           // request-form operations in flight per caller
     bool ranges = false;      // include range and match queries (some with a limit, some descending)
+    // Chains of dependent operations (issue 42): each caller issues runs of 2-6
+    // operations on two keys back to back, all in flight together (the window
+    // is raised to hold a run): a write of one key then the other, reads of
+    // them in the opposite order, a read-modify-write step (find, then insert
+    // or erase of the same key).  Only the order the map keeps between
+    // operations in flight (total_order: issue order, across callers
+    // linearizable) makes such a history legal.
+    bool chains = false;
 };
 
 struct pending {
@@ -163,6 +171,32 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
         }
         open.push_back(std::move(p));
     };
+    if (shape.chains) {
+        for (int op = 0; op < shape.operations;) {
+            while (!open.empty())
+                poll();  // a chain starts once the previous one completed
+            const key_type first = static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
+            key_type second = static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
+            if (second == first)
+                second = (first + 1) % shape.keys;
+            const int length = 2 + static_cast<int>(random_below(5));
+            for (int link = 0; link < length && op < shape.operations; ++link, ++op) {
+                const key_type key = link % 2 == 0 ? first : second;
+                const std::uint64_t pick = random_below(10);
+                if (pick < 4)
+                    issue(pending::kind::insert, key, 0);
+                else if (pick < 7)
+                    issue(pending::kind::find, key, 0);
+                else if (pick < 8)
+                    issue(pending::kind::insert_if_absent, key, 0);
+                else
+                    issue(pending::kind::erase, key, 0);
+            }
+        }
+        while (!open.empty())
+            poll();
+        return out;
+    }
     for (int op = 0; op < shape.operations; ++op) {
         while (static_cast<int>(open.size()) >= shape.window)
             poll();

@@ -12,6 +12,7 @@
 // class calls them where a point operation meets them (an insert that
 // overflows a node, a marker that reaches its node, a held record replayed).
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -37,6 +38,18 @@ struct skiplist_link {
     bool set = false;           // false: this level is not linked yet (skip it)
 };
 
+// Test only (the simulation, where every virtual rank shares one process):
+// told when a point operation first passes the head and when it takes effect
+// at its node, so a test can check that every key's operations take effect in
+// the order they passed the head (total_order's non-overtaking across callers,
+// issue 42: tests/sim/sim_skiplist_history.cpp --probe).  Null in real runs.
+struct skiplist_order_probe {
+    virtual ~skiplist_order_probe() = default;
+    virtual void at_head(int caller, std::uint32_t slot, std::uint32_t ticket) = 0;
+    virtual void applied(int caller, std::uint32_t slot, std::uint32_t ticket, std::string_view key) = 0;
+};
+inline std::atomic<skiplist_order_probe*> skiplist_order_probe_for_testing{nullptr};
+
 struct skiplist_node {
     std::uint32_t generation = 0;
     bool live = false;
@@ -50,12 +63,17 @@ struct skiplist_node {
     // of it had to queue anyway (the node was splitting), so the rest must too.
     static constexpr std::uint8_t no_hold_level = 0xff;
     std::uint8_t hold_level = no_hold_level;
+    // The level of the last link spliced in before this node (expect) while it
+    // holds: what arrives below it queues ahead of what came over that link
+    // (hold_if_busy), even when the node also holds for its creation.
+    std::uint8_t link_level = no_hold_level;
     bool low_queued = false;
     bool allocating = false;            // waiting for the free-node service
     struct held_record {
         runtime::handler_id handler;
         int source;
         std::string bytes;
+        bool over_new_link = false;     // arrived on link_level or above after its expect
     };
     // Records that arrived while holding (allocated when the first one does:
     // an empty std::deque costs about 600 bytes per node).
