@@ -30,13 +30,18 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ["total_order", "sequential", "none"]
+# Each mode twice: with the directory (the route cache: direct finds in the
+# shortcut modes) and without it (--route-cache 0: every find enters at the head
+# and is routed by the skip list itself), so the figure also measures the skip
+# list's own routing (issue 42).
+VARIANTS = [("directory", []), ("no directory", ["--route-cache", "0"])]
 
 
-def run(build, ranks, keys, mode, rounds):
+def run(build, ranks, keys, mode, rounds, extra):
     launcher = shlex.split(os.environ.get("MPIEXEC", os.path.join(ROOT, "scripts", "mpirun.sh")))
     command = launcher + ["-n", str(ranks), os.path.join(build, "bench", "skiplist_map"),
                           "--keys-per-rank", str(keys), "--ranges-per-rank", "0", "--ascending", "0",
-                          "--find-rounds", str(rounds), "--consistency", mode]
+                          "--find-rounds", str(rounds), "--consistency", mode] + extra
     shown = "scripts/mpirun.sh " + " ".join(shlex.quote(part) for part in command[len(launcher):])
     shown = shown.replace(build + "/", "build/")
     print("  " + shown, file=sys.stderr, flush=True)
@@ -61,10 +66,12 @@ def plot(rows, keys_list, ranks_list, path):
 
     fig, axes = plt.subplots(1, len(keys_list), figsize=(5.2 * len(keys_list), 4), squeeze=False)
     for axis, keys in zip(axes[0], keys_list):
-        for mode, marker in zip(MODES, ["s", "o", "^"]):
-            ys = [rows[(keys, ranks, mode)]["skiplist_find_many_rate"] / 1e6 for ranks in ranks_list]
-            axis.plot(ranks_list, ys, marker=marker, label=f"skiplist_map, {mode}")
-        ys = [rows[(keys, ranks, "none")]["hash_map_find_many_rate"] / 1e6 for ranks in ranks_list]
+        for (variant, _), style in zip(VARIANTS, ["-", ":"]):
+            for mode, marker, color in zip(MODES, ["s", "o", "^"], ["C0", "C1", "C2"]):
+                ys = [rows[(keys, ranks, mode, variant)]["skiplist_find_many_rate"] / 1e6 for ranks in ranks_list]
+                axis.plot(ranks_list, ys, marker=marker, linestyle=style, color=color,
+                          label=f"skiplist_map, {mode}, {variant}")
+        ys = [rows[(keys, ranks, "none", "directory")]["hash_map_find_many_rate"] / 1e6 for ranks in ranks_list]
         axis.plot(ranks_list, ys, linestyle="--", color="grey", label="hash_map (same runs)")
         axis.set_yscale("log")
         axis.set_xticks(ranks_list)
@@ -103,6 +110,8 @@ def main():
         keys_list, ranks_list, options.rounds = data["keys"], data["ranks"], data["rounds"]
         commands = data["commands"]
         rows = {tuple(json.loads(key)): value for key, value in data["rows"].items()}
+        if any(len(key) != 4 for key in rows):
+            sys.exit("skiplist_figure8: build/skiplist_figure8.json is from before the no-directory runs; rerun")
     else:
         try:
             import matplotlib  # noqa: F401
@@ -112,42 +121,51 @@ def main():
                          "then run the script with /usr/bin/python3)")
         for keys in keys_list:
             for ranks in ranks_list:
+                # Interleaved: each mode with and without the directory, one after the other.
                 for mode in MODES:
-                    shown, metrics = run(build, ranks, keys, mode, options.rounds)
-                    rows[(keys, ranks, mode)] = metrics
-                    commands.append(shown)
+                    for variant, extra in VARIANTS:
+                        shown, metrics = run(build, ranks, keys, mode, options.rounds, extra)
+                        rows[(keys, ranks, mode, variant)] = metrics
+                        commands.append(shown)
         with open(saved, "w") as handle:
             json.dump({"keys": keys_list, "ranks": ranks_list, "rounds": options.rounds, "commands": commands,
                        "rows": {json.dumps(list(key)): value for key, value in rows.items()}}, handle)
 
-    lines = ["| keys/rank | ranks | mode | finds/s | hops/find | head visits/find | hash_map finds/s | ratio |",
-             "|---:|---:|---|---:|---:|---:|---:|---:|"]
+    import math
+    lines = ["| keys/rank | ranks | mode | entry | finds/s | hops/find | 2·log2(N/G)+4 | head visits/find | "
+             "hash_map finds/s | ratio | load |",
+             "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for keys in keys_list:
         for ranks in ranks_list:
             for mode in MODES:
-                m = rows[(keys, ranks, mode)]
-                find, base = m["skiplist_find_many_rate"], m["hash_map_find_many_rate"]
-                over = " (oversubscribed)" if ranks > (os.cpu_count() or 1) else ""
-                lines.append(f"| {keys:,} | {ranks}{over} | {mode} | {find / 1e6:.3f} M | "
-                             f"{m['skiplist_find_hops_per_op']:.2f} | {m['skiplist_find_head_visits_per_op']:.3f} | "
-                             f"{base / 1e6:.2f} M | {find / base:.3f} |")
+                for variant, _ in VARIANTS:
+                    m = rows[(keys, ranks, mode, variant)]
+                    find, base = m["skiplist_find_many_rate"], m["hash_map_find_many_rate"]
+                    over = " (oversubscribed)" if ranks > (os.cpu_count() or 1) else ""
+                    bound = 2 * math.log2(max(2.0, keys * ranks / m.get("granularity", 64))) + 4
+                    lines.append(f"| {keys:,} | {ranks}{over} | {mode} | {variant} | {find / 1e6:.3f} M | "
+                                 f"{m['skiplist_find_hops_per_op']:.2f} | {bound:.1f} | "
+                                 f"{m['skiplist_find_head_visits_per_op']:.3f} | "
+                                 f"{base / 1e6:.2f} M | {find / base:.3f} | {m.get('load_average', '?')} |")
     ordering = []
     for keys in keys_list:
         for ranks in ranks_list:
-            t, s, n = (rows[(keys, ranks, mode)]["skiplist_find_many_rate"] for mode in MODES)
-            ordering.append(f"{keys:,} keys, {ranks} ranks: none/sequential {n / s:.2f}, "
-                            f"sequential/total_order {s / t:.2f}")
+            for variant, _ in VARIANTS:
+                t, s, n = (rows[(keys, ranks, mode, variant)]["skiplist_find_many_rate"] for mode in MODES)
+                ordering.append(f"{keys:,} keys, {ranks} ranks, {variant}: none/sequential {n / s:.2f}, "
+                                f"total_order/sequential {t / s:.3f}")
     table = "\n".join(lines)
     print(table)
     print("\n".join(ordering))
     if options.no_write:
         return
     figure = os.path.join(ROOT, "docs", "figures", "skiplist_figure8.png")
+    quoted = " ".join(shlex.quote(arg) for arg in sys.argv[1:])
     plot(rows, keys_list, ranks_list, figure)
     loads = sorted({m.get("load_average") for m in rows.values() if m.get("load_average") is not None})
     section = "\n".join([
         "<!-- figure8:begin -->",
-        f"Generated by `python3 scripts/skiplist_figure8.py` on {datetime.date.today()} "
+        f"Generated by `python3 scripts/skiplist_figure8.py {quoted}` on {datetime.date.today()} "
         f"({os.cpu_count()} cores; 1-minute load average during the runs {loads[0] if loads else '?'}"
         f"-{loads[-1] if loads else '?'}; find rate = median of {options.rounds} rounds of find_many over "
         f"every inserted key, hash_map's find_many on the same keys in the same process).",
@@ -156,7 +174,8 @@ def main():
         "",
         table,
         "",
-        "Ratios between the modes (the seed's ordering is none >= sequential >= total_order):",
+        "Ratios between the modes (the seed's ordering is none >= sequential >= total_order); "
+        "`2·log2(N/G)+4` is issue 42's bound on total_order's hops per find (N keys in all, G per node):",
         "",
         "\n".join("- " + line for line in ordering),
         "",
