@@ -1,7 +1,8 @@
 # cmake -P script behind the consumer.find_package test. Variables (all -D):
 #   MPIDICT_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, GENERATOR, BUILD_TYPE,
 #   C_COMPILER, CXX_COMPILER, MPIEXEC, MPIEXEC_NUMPROC_FLAG, MPIEXEC_PREFLAGS,
-#   EXAMPLES_DIR, MPI_C_WRAPPER, MPI_CXX_WRAPPER, PKG_CONFIG (may be empty)
+#   EXAMPLES_DIR, MPI_C_WRAPPER, MPI_CXX_WRAPPER, PKG_CONFIG (may be empty),
+#   PYTHON (empty when the build has no Python module)
 cmake_minimum_required(VERSION 3.25)
 
 function(run_step what)
@@ -76,5 +77,21 @@ if(PKG_CONFIG AND MPI_C_WRAPPER AND MPI_CXX_WRAPPER)
 else()
   message(STATUS "consumer: pkg-config steps skipped (pkg-config '${PKG_CONFIG}', mpicc '${MPI_C_WRAPPER}', "
                  "mpicxx '${MPI_CXX_WRAPPER}')")
+endif()
+# The Python package as `cmake --install` left it: a whole package in
+# <prefix>/lib/pythonX.Y/site-packages, not a bare _core module (issue 49, item 8).
+if(PYTHON)
+  file(GLOB_RECURSE init_files "${prefix}/*/site-packages/mpidict/__init__.py")
+  if(NOT init_files)
+    message(FATAL_ERROR "consumer: the install has no <prefix>/lib/pythonX.Y/site-packages/mpidict/__init__.py")
+  endif()
+  list(GET init_files 0 init_file)
+  get_filename_component(package_dir "${init_file}" DIRECTORY)
+  get_filename_component(site_dir "${package_dir}" DIRECTORY)
+  run_step("python from the install" "${CMAKE_COMMAND}" -E env "PYTHONPATH=${site_dir}"
+           "${MPIEXEC}" ${MPIEXEC_NUMPROC_FLAG} 2 ${preflags} "${PYTHON}" -c
+           "import mpidict, numpy as np; assert mpidict.__file__.startswith('${site_dir}'), mpidict.__file__; m = mpidict.hash_map('int64', 'int64'); m.insert_many(np.arange(10), np.arange(10)); m.flush(); assert m.global_size() == 10; m.destroy()")
+else()
+  message(STATUS "consumer: Python step skipped (no Python module in this build)")
 endif()
 message(STATUS "consumer: OK")
