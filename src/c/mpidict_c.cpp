@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "map_internal.hpp"
+#include "mpidict/runtime/serving.hpp"
 
 using namespace mpidict::c_map;
 
@@ -279,9 +280,9 @@ int create_map(MPI_Comm comm, size_t value_size, size_t values_per_key, const mp
             local[fields + field] = -local[field];
         local[2 * fields] = problem.empty() ? std::numeric_limits<std::int64_t>::min() : -std::int64_t{rank};
         std::int64_t agreed[2 * fields + 1] = {};
-        const int code = MPI_Allreduce(local, agreed, 2 * fields + 1, MPI_INT64_T, MPI_MAX, comm);
-        if (code != MPI_SUCCESS)
-            mpidict::runtime::check_mpi(code, "MPI_Allreduce");
+        // Serving the containers that exist meanwhile (runtime/serving.hpp).
+        mpidict::runtime::allreduce_serving(local, agreed, 2 * fields + 1, MPI_INT64_T, MPI_MAX, comm,
+                                            "MPI_Iallreduce");
         if (!problem.empty())
             return fail(MPIDICT_ERR_ARGUMENT, function, problem);
         if (agreed[failed] != 0)

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "c_support.hpp"
+#include "mpidict/runtime/serving.hpp"
 #include "mpidict/skiplist_map.hpp"
 
 namespace {
@@ -220,8 +221,13 @@ extern "C" int mpidict_skiplist_create(MPI_Comm comm, int key_kind, size_t value
     const long long mine[5] = {code != MPIDICT_OK ? 1 : 0, key_kind, static_cast<long long>(value_size), -key_kind,
                                -static_cast<long long>(value_size)};
     long long agreed[5] = {0, 0, 0, 0, 0};
-    if (MPI_Allreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS)
-        return fail(MPIDICT_ERR_MPI, function, "MPI_Allreduce on the communicator failed");
+    // Serving the containers that exist meanwhile: another rank may still wait
+    // on one of them for this rank (runtime/serving.hpp).
+    try {
+        mpidict::runtime::allreduce_serving(mine, agreed, 5, MPI_LONG_LONG, MPI_MAX, comm, "MPI_Iallreduce");
+    } catch (const std::exception& problem) {
+        return fail(MPIDICT_ERR_MPI, function, std::string("MPI_Iallreduce on the communicator failed: ") + problem.what());
+    }
     if (code != MPIDICT_OK)
         return code;
     if (agreed[0] != 0)

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "mpidict/error.hpp"
+#include "mpidict/runtime/serving.hpp"
 #include "mpidict/runtime/transport.hpp"
 #include "../memory.hpp"
 
@@ -91,8 +92,14 @@ namespace {
 // *yields when given.
 void wait_paced(MPI_Request& request, std::uint64_t* yields) {
     backoff pacing;
-    while (!runtime::test_complete(request, "MPI_Test"))
-        pacing.pause();
+    while (!runtime::test_complete(request, "MPI_Test")) {
+        // The engines' containers of this thread are served meanwhile
+        // (runtime/serving.hpp): another rank may wait on one for this rank.
+        if (runtime::serve_other_containers(nullptr))
+            pacing.reset();
+        else
+            pacing.pause();
+    }
     if (yields)
         *yields += pacing.yields();
 }

@@ -28,6 +28,7 @@
 //      has_group.  Grid routing's per-pair order: engine_routing.cpp.
 
 #include "mpidict/runtime/engine.hpp"
+#include "mpidict/runtime/serving.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -395,10 +396,14 @@ void engine::backoff(bool active, unsigned& idle_rounds) {
 #else
     constexpr unsigned spins = 32;
 #endif
-    if (active)
+    if (active) {
         idle_rounds = 0;
-    else if (++idle_rounds > spins)
-        m_transport->idle();
+    } else if (++idle_rounds > spins) {
+        // Nothing for this container: serve this thread's others (a rank may
+        // wait on one of them for this rank; serving.hpp), else idle.
+        if (!serve_other_containers(this))
+            m_transport->idle();
+    }
 }
 
 bool engine::release_finished_sends() {
@@ -540,6 +545,13 @@ bool engine::drain_loopback() {
 }
 
 bool engine::progress() {
+    if (t_served_from_outside == this) [[unlikely]] {
+        // Another container's wait serves this one (serving.hpp).  Not while
+        // this thread is inside one of this engine's calls further up the stack.
+        t_served_from_outside = nullptr;
+        if (m_user.load(std::memory_order_relaxed) == &t_thread_marker)
+            return false;
+    }
     bool active = drain_loopback();
     // Ship what waits in outboxes only when someone needs it or nothing else is
     // going on; callers that stream keep filling buffers instead.

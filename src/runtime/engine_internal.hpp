@@ -28,6 +28,12 @@ inline constexpr std::size_t minimum_fill_bytes = 4096;
 using mpidict::detail::load;
 using mpidict::detail::store;
 
+// The engine another container's wait is about to serve (serving.hpp,
+// engine_lifecycle.cpp): its progress() takes the mark and declines if this
+// thread is inside one of its calls further up the stack (a local_for_each
+// whose function waits on another container must not see its table change).
+extern thread_local const engine* t_served_from_outside;
+
 // Inside handler scope while it lives: sends never wait (engine::ship).
 class handler_scope {
 public:

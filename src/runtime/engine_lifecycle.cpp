@@ -4,8 +4,13 @@
 // its peers: abandon() and the MPI_Finalize hook (an attribute on
 // MPI_COMM_SELF) that tells every engine still alive.
 #include "mpidict/runtime/engine.hpp"
+#include "mpidict/runtime/serving.hpp"
+
+#include <sched.h>
+#include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -26,8 +31,15 @@ double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+namespace {
+void serve_from_other_waits(engine* which);
+void construction_done(const engine* which);
+}  // namespace
+
 engine::engine(MPI_Comm communicator, config settings)
-    : engine(make_mpi_transport(communicator), settings) {}
+    : engine(make_mpi_transport(communicator), settings) {
+    serve_from_other_waits(this);
+}
 
 
 namespace {
@@ -65,12 +77,107 @@ void watch_engine(engine* which) {
     live_engines.push_back(which);
 }
 
+// Engines over MPI that other containers' waits serve (serving.hpp), with
+// the thread that created each.  `served_count` lets a wait skip the lock
+// when the process has no other such engine.
+struct served_engine {
+    engine* which;
+    std::thread::id owner;
+    bool constructed;  // served only once its container's construction is done
+};
+std::vector<served_engine> served_engines;  // guarded by live_engines_mutex
+std::atomic<std::size_t> served_count{0};
+thread_local bool t_serving_others = false;
+
+}  // namespace
+
+thread_local const engine* engine_internal::t_served_from_outside = nullptr;
+
+namespace {
+
+void serve_from_other_waits(engine* which) {
+#if !MPIDICT_SMPI  // SimGrid's ranks share one thread: never serve another rank's engine
+    std::lock_guard<std::mutex> guard(live_engines_mutex);
+    served_engines.push_back(served_engine{which, std::this_thread::get_id(), false});
+#else
+    (void)which;
+#endif
+}
+
+// A rank that has left the last collective of a container's construction may
+// send to it while this rank still waits in that collective; serving the
+// container before its own construction ends would handle those messages
+// before it is ready (a skip list before its head node exists).
+void construction_done(const engine* which) {
+    std::lock_guard<std::mutex> guard(live_engines_mutex);
+    for (served_engine& each : served_engines)
+        if (each.which == which && !each.constructed) {
+            each.constructed = true;
+            served_count.fetch_add(1, std::memory_order_relaxed);
+        }
+}
+
 void forget_engine(engine* which) {
     std::lock_guard<std::mutex> guard(live_engines_mutex);
     live_engines.erase(std::remove(live_engines.begin(), live_engines.end(), which), live_engines.end());
+    std::erase_if(served_engines, [which](const served_engine& each) { return each.which == which; });
+    served_count.store(static_cast<std::size_t>(std::count_if(served_engines.begin(), served_engines.end(),
+                                                              [](const served_engine& each) { return each.constructed; })),
+                       std::memory_order_relaxed);
 }
 
 }  // namespace
+
+bool serve_other_containers(const engine* except) {
+    const std::size_t count = served_count.load(std::memory_order_relaxed);
+    if (count == 0 || t_serving_others)
+        return false;
+    std::vector<engine*> mine;
+    {
+        std::lock_guard<std::mutex> guard(live_engines_mutex);
+        const std::thread::id self = std::this_thread::get_id();
+        for (const served_engine& each : served_engines)
+            if (each.which != except && each.owner == self && each.constructed)
+                mine.push_back(each.which);
+    }
+    // Not re-entered: a handler of a served container may wait on another
+    // container, whose wait must not serve the first again from inside it.
+    t_serving_others = true;
+    struct reset {
+        ~reset() { t_serving_others = false; }
+    } restore;
+    bool active = false;
+    for (engine* each : mine) {
+        if (each->in_handler() || each->mutex() != nullptr)
+            continue;  // inside its own handler, or served by its progress thread
+        t_served_from_outside = each;  // progress() declines if this thread is inside its calls
+        const bool handled = each->progress();
+        t_served_from_outside = nullptr;
+        active = active || handled;
+    }
+    return active;
+}
+
+void wait_serving(MPI_Request& request, const char* call) {
+    for (unsigned polls = 0; !test_complete(request, call); ++polls) {
+        if (serve_other_containers(nullptr)) {
+            polls = 0;
+        } else if (polls < 64) {
+            sched_yield();
+        } else {
+            const timespec pause{0, 10'000};
+            nanosleep(&pause, nullptr);
+        }
+    }
+}
+
+void allreduce_serving(const void* input, void* output, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm communicator, const char* call) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    start_allreduce(input, output, count, type, op, communicator, &request, call);
+    wait_serving(request, call);
+}
+
 
 
 engine::engine(std::unique_ptr<transport> network, config settings)
@@ -103,6 +210,7 @@ void engine::abandon(std::string_view why) {
 }
 
 void engine::drop_everything() {
+    forget_engine(this);  // no other container's wait serves it any more
     try {
         m_transport->abandon();
     } catch (...) {
@@ -187,7 +295,9 @@ void engine::initialise() {
 
 void engine::start_progress_thread() {
     // Started only once the container's collective set-up is done, so no MPI call
-    // of the constructor runs beside the thread's.
+    // of the constructor runs beside the thread's.  Other containers' waits
+    // serve it from now on (without a progress thread; serving.hpp).
+    construction_done(this);
     if (m_config.progress_thread && !m_progress_thread.joinable() && !m_destroyed)
         m_progress_thread = std::thread([this] { progress_thread_main(); });
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mpidict/error.hpp"
+#include "mpidict/runtime/serving.hpp"
 #include "mpidict/runtime/transport.hpp"
 
 namespace mpidict::runtime {
@@ -68,9 +69,13 @@ constexpr int message_tag = 4701;
 // hash_map took 65-112 ms to build at 4 ranks on 2 cores, 0.3 ms at 2).
 // `yields`: polls that yield before the wait starts sleeping 10 us a poll (the
 // transport's idle policy: few when ranks outnumber cores).
+// Every other container of this thread is served meanwhile (serving.hpp): a
+// rank may wait on one of them for this rank, which sits in this collective.
 void wait_yielding(MPI_Request& request, const char* call, unsigned yields) {
     for (unsigned polls = 0; !test_complete(request, call); ++polls) {
-        if (polls < yields) {
+        if (serve_other_containers(nullptr)) {
+            polls = 0;
+        } else if (polls < yields) {
             sched_yield();
         } else {
             const timespec pause{0, 10'000};
@@ -302,7 +307,11 @@ public:
         }
     }
 
-    void barrier() override { check_mpi(MPI_Barrier(m_communicator), "MPI_Barrier"); }
+    void barrier() override {
+        MPI_Request request = MPI_REQUEST_NULL;
+        start_barrier(m_communicator, &request);
+        wait_yielding(request, "MPI_Ibarrier", idle_calls_before_sleep);
+    }
 
     void close() override {
         int finalised = 0;

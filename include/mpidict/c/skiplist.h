@@ -19,7 +19,9 @@
  * it is applied by the next collective mpidict_skiplist_flush (an async insert
  * refused because the list was full is counted by mpidict_skiplist_async_rejected).
  * Any rank may call any operation at any time; the other ranks serve requests
- * while they are inside any mpidict_skiplist_* call, so a rank that computes for
+ * while they are inside any mpidict call that waits (on this list or on any
+ * other container they created, including a collective create or destroy of
+ * another one), so a rank that computes for
  * a long time between calls delays the others.
  *
  * Ranges.  range_i64 / range_bytes visit every entry with lo <= key <= hi, and
