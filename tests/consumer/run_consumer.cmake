@@ -81,7 +81,7 @@ endif()
 # The Python package as `cmake --install` left it: a whole package in
 # <prefix>/lib/pythonX.Y/site-packages, not a bare _core module (issue 49, item 8).
 if(PYTHON)
-  file(GLOB_RECURSE init_files "${prefix}/*/site-packages/mpidict/__init__.py")
+  file(GLOB init_files "${prefix}/*/python*/site-packages/mpidict/__init__.py")
   if(NOT init_files)
     message(FATAL_ERROR "consumer: the install has no <prefix>/lib/pythonX.Y/site-packages/mpidict/__init__.py")
   endif()
