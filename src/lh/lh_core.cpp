@@ -11,6 +11,7 @@
 #include <string>
 
 #include "mpidict/detail/wire.hpp"
+#include "mpidict/runtime/member_handler.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
 #include "mpidict/local/hash.hpp"
@@ -169,12 +170,12 @@ lh_core::lh_core(std::unique_ptr<runtime::engine> engine, const linear_hash_map_
         }
     }
 
-    m_request = m_engine->register_handler("linear_hash_map.request", &handle_request, this);
-    m_reply = m_engine->register_handler("linear_hash_map.reply", &handle_reply, this);
-    m_token = m_engine->register_handler("linear_hash_map.token", &handle_token, this);
-    m_activate = m_engine->register_handler("linear_hash_map.activate", &handle_activate, this);
-    m_ship = m_engine->register_handler("linear_hash_map.ship", &handle_ship, this);
-    m_ship_ack = m_engine->register_handler("linear_hash_map.ship_ack", &handle_ship_ack, this);
+    m_request = runtime::register_handler<&lh_core::handle_request>(*m_engine, "linear_hash_map.request", this);
+    m_reply = runtime::register_handler<&lh_core::handle_reply>(*m_engine, "linear_hash_map.reply", this);
+    m_token = runtime::register_handler<&lh_core::handle_token>(*m_engine, "linear_hash_map.token", this);
+    m_activate = runtime::register_handler<&lh_core::handle_activate>(*m_engine, "linear_hash_map.activate", this);
+    m_ship = runtime::register_handler<&lh_core::handle_ship>(*m_engine, "linear_hash_map.ship", this);
+    m_ship_ack = runtime::register_handler<&lh_core::handle_ship_ack>(*m_engine, "linear_hash_map.ship_ack", this);
     m_engine->verify_handlers();
     // The ranks must agree on the file's shape; a mismatch throws on every rank.
     std::uint64_t digest = hash_bytes(m_server_ranks.data(), m_server_ranks.size() * sizeof(int));
@@ -293,9 +294,8 @@ void lh_core::send(linear_hash_map_op::kind op, std::uint32_t slot, std::string_
     byte_writer(out, bytes).record(header).put_bytes(key).put_bytes(value).finish();
 }
 
-void lh_core::handle_reply(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                           std::uint32_t count) {
-    auto& self = *static_cast<lh_core*>(context);
+void lh_core::handle_reply(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+    auto& self = *this;
     if (record_bytes < reply_header_bytes)
         throw decode_error("mpidict: linear_hash_map reply of " + std::to_string(record_bytes) + " bytes from rank " +
                            std::to_string(source) + " is shorter than its header");
@@ -370,9 +370,8 @@ bool lh_core::held_here_during_split(std::uint64_t hash, std::string_view key) c
     return false;
 }
 
-void lh_core::handle_request(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                             std::uint32_t count) {
-    auto& self = *static_cast<lh_core*>(context);
+void lh_core::handle_request(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+    auto& self = *this;
     for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
         self.serve_request(source, records, record_bytes);
 }
@@ -481,9 +480,8 @@ void lh_core::answer(const request_header& header, std::string_view key, std::st
 // Splitting
 // ---------------------------------------------------------------------------
 
-void lh_core::handle_token(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                           std::uint32_t count) {
-    auto& self = *static_cast<lh_core*>(context);
+void lh_core::handle_token(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+    auto& self = *this;
     if (record_bytes != wire_bytes<lh_wire::token> || count != 1)
         throw decode_error("mpidict: linear_hash_map split token from rank " + std::to_string(source) +
                            " is malformed");
@@ -585,9 +583,8 @@ void lh_core::ship_next_chunk() {
     m_current_split.messages += 1;
 }
 
-void lh_core::handle_ship_ack(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                              std::uint32_t count) {
-    auto& self = *static_cast<lh_core*>(context);
+void lh_core::handle_ship_ack(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+    auto& self = *this;
     if (record_bytes != wire_bytes<lh_wire::ship_ack>)
         throw decode_error("mpidict: linear_hash_map shipment acknowledgement from rank " + std::to_string(source) +
                            " is malformed");
@@ -623,9 +620,8 @@ void lh_core::finish_split() {
                      lh_wire::token{static_cast<std::uint32_t>(next), static_cast<std::uint32_t>(level)});
 }
 
-void lh_core::handle_activate(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                              std::uint32_t count) {
-    auto& self = *static_cast<lh_core*>(context);
+void lh_core::handle_activate(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+    auto& self = *this;
     if (record_bytes != wire_bytes<lh_wire::activate> || count != 1)
         throw decode_error("mpidict: linear_hash_map activation from rank " + std::to_string(source) +
                            " is malformed");
@@ -657,9 +653,8 @@ void lh_core::handle_activate(void* context, int source, const std::byte* record
     self.release_deferred();
 }
 
-void lh_core::handle_ship(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                          std::uint32_t count) {
-    auto& self = *static_cast<lh_core*>(context);
+void lh_core::handle_ship(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+    auto& self = *this;
     for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
         if (record_bytes < ship_header_bytes || !self.m_receiving)
             throw decode_error("mpidict: unexpected linear_hash_map shipment from rank " + std::to_string(source));

@@ -73,18 +73,13 @@ public:
 
 private:
     struct request_header;
-    static void handle_request(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                               std::uint32_t count);
-    static void handle_reply(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                             std::uint32_t count);
-    static void handle_token(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                             std::uint32_t count);
-    static void handle_activate(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                                std::uint32_t count);
-    static void handle_ship(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                            std::uint32_t count);
-    static void handle_ship_ack(void* context, int source, const std::byte* records, std::uint32_t record_bytes,
-                                std::uint32_t count);
+    // Handlers, registered with runtime::register_handler<&lh_core::handle_x> (runtime/member_handler.hpp).
+    void handle_request(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count);
+    void handle_reply(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count);
+    void handle_token(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count);
+    void handle_activate(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count);
+    void handle_ship(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count);
+    void handle_ship_ack(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count);
 
     void serve_request(int source, const std::byte* record, std::uint32_t record_bytes);
     void answer(const request_header& header, std::string_view key, std::string_view value, std::uint64_t hash);
