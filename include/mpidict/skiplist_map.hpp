@@ -122,9 +122,7 @@
 // async forms complete by flush() (the runtime's termination detection counts
 // every record, forwards and acknowledgements included).
 //
-// Cost in memory.  Per entry: key and value bytes plus a std::string pair and
-// an expiry (about 72 bytes of overhead with 8-byte keys and values); per node:
-// its tower.
+// Cost in memory: a node's packed run (sorted_run.hpp) and its tower.
 
 #include <algorithm>
 #include <bit>
@@ -148,6 +146,7 @@
 #include "mpidict/detail/collectives.hpp"
 #include "mpidict/detail/payload.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
+#include "mpidict/detail/skiplist_sorted_batch.hpp"
 #include "mpidict/detail/window_control.hpp"
 #include "mpidict/key_pattern.hpp"
 #include "mpidict/local/hash.hpp"
@@ -370,6 +369,8 @@ public:
         if (keys.size() != values.size())
             throw invalid_argument_error("mpidict: skiplist_map insert_many got " + std::to_string(keys.size()) +
                                          " keys and " + std::to_string(values.size()) + " values");
+        if (keys.size() >= sorted_insert_minimum && m_core->direct_finds())
+            return insert_many_sorted(keys, values);
         std::size_t fresh = 0;
         batched(skiplist_map_op::insert, detail::skiplist_op::insert, keys.size(), encode_each(keys), &values, true,
                 [&](std::size_t, std::uint8_t status, std::string_view) {
@@ -786,6 +787,33 @@ private:
                 on_result(start + index, std::as_const(found[position_of[index]]));
             }
         }
+    }
+
+    // insert_many in the shortcut modes: keys sorted, a repeated one sent once with its last value
+    // (skiplist_sorted_batch.hpp), so each node merges its keys as one run ("Batch inserts" in skiplist_map.md).
+    static constexpr std::size_t sorted_insert_minimum = 2;
+    std::size_t insert_many_sorted(std::span<const K> keys, std::span<const V> values) {
+        detail::sorted_batch batch;
+        batch.build(keys.size(), [&](std::size_t index, std::string& out) { ordered_codec<K>::encode(keys[index], out); });
+        std::vector<V> sorted_values;
+        sorted_values.reserve(batch.distinct());
+        for (std::size_t position = 0; position < batch.distinct(); ++position)
+            sorted_values.push_back(values[batch.value_index(position)]);
+        const std::span<const V> value_span(sorted_values);
+        std::size_t fresh = 0;
+        try {
+            batched(skiplist_map_op::insert, detail::skiplist_op::insert, batch.distinct(),
+                    [&](std::size_t position, std::string&) { return batch.key(position); }, &value_span, false,
+                    [&](std::size_t, std::uint8_t status, std::string_view) {
+                        fresh += status == detail::skiplist_status::stored;
+                    },
+                    no_delivery{});
+        } catch (const list_full_error& refused) {
+            auto [message, not_stored] = batch.refusal(refused.what(), refused.not_stored());
+            const std::size_t stored = keys.size() - not_stored.size();
+            throw list_full_error(std::move(message), stored, std::move(not_stored));
+        }
+        return fresh;
     }
 
     // The key source of an unsorted batch: keys[index], encoded into `scratch`.

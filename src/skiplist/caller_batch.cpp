@@ -23,7 +23,10 @@ void skiplist_caller::begin_batch(skiplist_batch_sink& sink, std::size_t keys, b
     // before), so in the shortcut modes each goes straight to its node.  The
     // broken test modes keep the ordinary records they were built to break.
     m_batch_direct = finds && direct_finds();
-    if (m_batch_direct) {
+    // Inserts in the same modes go as sorted runs per node (direct-insert
+    // records), merged by each node in one pass (src/skiplist/bulk.cpp).
+    m_batch_insert = !finds && direct_finds();
+    if (m_batch_direct || m_batch_insert) {
         m_direct.assign(static_cast<std::size_t>(m_shared.engine->size()), direct_record{});
         m_direct_limit = direct_record_limit();
     }
@@ -44,7 +47,7 @@ void skiplist_caller::end_batch() {
     m_batch = nullptr;
     m_direct.clear();  // (what a batch that threw left unsent is dropped)
     m_direct_open.clear();
-    m_batch_direct = m_batch_flat = false;
+    m_batch_direct = m_batch_flat = m_batch_insert = false;
 }
 
 void skiplist_caller::send_batch_point(skiplist_op kind, std::uint32_t index, std::string_view key,
@@ -54,9 +57,16 @@ void skiplist_caller::send_batch_point(skiplist_op kind, std::uint32_t index, st
         const skiplist_node_id to = m_batch_flat ? m_directory.flat_entry_point(key) : m_directory.entry_point(key);
         if (!(to == m_shared.head)) {
             ++m_shared.stats.shortcut_entries;
-            add_direct_find(to, index, key);
+            add_direct(to, index, key, {}, false);
             return;
         }
+    }
+    if (m_batch_insert && kind == skiplist_op::insert) {
+        const skiplist_node_id to = m_directory.entry_point(key);
+        if (!(to == m_shared.head))
+            ++m_shared.stats.shortcut_entries;
+        add_direct(to, index, key, value, true);
+        return;
     }
     // A point record like dispatch_point's: the slot says "batch" (and which),
     // the ticket is the key's index in the batch.
@@ -78,17 +88,28 @@ std::size_t skiplist_caller::direct_record_limit() const {
     // Long enough for a few hundred keys (a few dozen nodes' shares of a large
     // batch) and for one key of the largest size, never longer than a record
     // can be.
+    // Inserts: longer (half a buffer), and one key with the largest value.
+    if (m_batch_insert)
+        return std::min(m_shared.engine->max_record_bytes(),
+                        std::max<std::size_t>(m_shared.engine->max_record_bytes() / 2,
+                                              wire_bytes<wire::insert_direct_header> + wire_bytes<wire::segment> + 8 +
+                                                  m_shared.config.max_key_bytes + m_shared.config.max_value_bytes));
     return std::min(m_shared.engine->max_record_bytes(),
                     std::max<std::size_t>(16 * 1024, wire_bytes<wire::find_direct_header> +
                                                          wire_bytes<wire::segment> + 4 +
                                                          m_shared.config.max_key_bytes));
 }
 
-void skiplist_caller::add_direct_find(skiplist_node_id to, std::uint32_t index, std::string_view key) {
+void skiplist_caller::add_direct(skiplist_node_id to, std::uint32_t index, std::string_view key,
+                                 std::string_view value, bool inserting) {
     direct_record& record = m_direct[static_cast<std::size_t>(to.rank)];
-    const std::size_t entry = string_bytes(key);
-    bool continues = record.count != 0 && record.node == to && record.next_index == index;
-    if (wire_bytes<wire::find_direct_header> + record.segments.size() + entry +
+    const std::size_t entry = string_bytes(key) + (inserting ? string_bytes(value) : 0);
+    const std::size_t header = inserting ? wire_bytes<wire::insert_direct_header> : wire_bytes<wire::find_direct_header>;
+    // A direct insert segment is sorted: a key not above the last one starts another.
+    bool continues = record.count != 0 && record.node == to && record.next_index == index &&
+                     (!inserting || std::string_view(record.segments.data() + record.last_key_at,
+                                                     record.last_key_bytes) < key);
+    if (header + record.segments.size() + entry +
             (continues ? 0 : wire_bytes<wire::segment>) >
         m_direct_limit) {
         send_direct_record(to.rank);
@@ -115,7 +136,12 @@ void skiplist_caller::add_direct_find(skiplist_node_id to, std::uint32_t index, 
     const std::size_t at = record.segments.size();
     record.segments.resize(at + entry);
     byte_writer out(reinterpret_cast<std::byte*>(record.segments.data() + at), entry);
-    put_string(out, key).finish();
+    put_string(out, key);
+    if (inserting)
+        put_string(out, value);
+    out.finish();
+    record.last_key_at = at + 4;
+    record.last_key_bytes = key.size();
     record.next_index = index + 1;
 }
 
@@ -125,11 +151,22 @@ void skiplist_caller::send_direct_record(int destination) {
         return;
     // The level byte a point record would start with (the same for every
     // node but the head), the batch, and the segments.
-    const std::size_t bytes = wire_bytes<wire::find_direct_header> + record.segments.size();
-    byte_writer(m_shared.engine->reserve(destination, m_shared.handlers.find_direct, bytes), bytes)
-        .record(wire::find_direct_header{entry_level_byte(record.node), batch_slot(), record.count})
-        .put_bytes(record.segments)
-        .finish();
+    if (m_batch_insert) {
+        // Every segment's level byte says "shortcut" (a gone node sends its keys
+        // to the head; the head itself is never gone nor above a key).
+        const std::uint8_t level_byte = entry_level_byte(record.node) | wire::route_shortcut;
+        const std::size_t bytes = wire_bytes<wire::insert_direct_header> + record.segments.size();
+        byte_writer(m_shared.engine->reserve(destination, m_shared.handlers.insert_direct, bytes), bytes)
+            .record(wire::insert_direct_header{level_byte, 0, m_shared.rank(), batch_slot(), record.count})
+            .put_bytes(record.segments)
+            .finish();
+    } else {
+        const std::size_t bytes = wire_bytes<wire::find_direct_header> + record.segments.size();
+        byte_writer(m_shared.engine->reserve(destination, m_shared.handlers.find_direct, bytes), bytes)
+            .record(wire::find_direct_header{entry_level_byte(record.node), batch_slot(), record.count})
+            .put_bytes(record.segments)
+            .finish();
+    }
     record.segments.clear();
     record.count = 0;
 }
@@ -151,10 +188,11 @@ void skiplist_caller::handle_found_direct(int, std::string_view record) {
     while (!in.empty()) {
         const auto found = read_record<wire::found>(in);
         std::string_view value;
-        if (found.status == skiplist_status::hit)
+        if (found.status == skiplist_status::hit || found.status == skiplist_status::full)
             value = read_string(in);
-        else if (found.status != skiplist_status::miss)
-            throw decode_error("mpidict: skiplist_map direct find answer with a bad status");
+        else if (found.status != skiplist_status::miss && found.status != skiplist_status::stored &&
+                 found.status != skiplist_status::replaced)
+            throw decode_error("mpidict: skiplist_map direct answer with a bad status");
         ++m_shared.stats.answers;  // no hop: the node the directory named answered
         if (current)
             current->answer(found.index, found.status, value);

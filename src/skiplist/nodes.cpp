@@ -103,6 +103,16 @@ void skiplist_nodes::release_held(skiplist_node_id id) {
             }
             return;
         }
+        if (here.held->front().handler == h.insert_direct) {
+            // Every insert segment queued next to it, merged at once.
+            std::vector<node::held_record> group;
+            while (here.holding_records() && here.held->front().handler == h.insert_direct) {
+                group.push_back(std::move(here.held->front()));
+                here.held->pop_front();
+            }
+            insert_held(id, group);
+            continue;
+        }
         node::held_record next = std::move(here.held->front());
         here.held->pop_front();
         if (next.handler == h.point)

@@ -133,6 +133,11 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     h.unlinked = m_shared.add_handler<&skiplist_structure::handle_unlinked>("skiplist.unlinked", &m_structure);
     h.find_direct = m_shared.add_handler<&skiplist_nodes::handle_find_direct>("skiplist.find_direct", &m_nodes);
     h.found_direct = m_shared.add_handler<&skiplist_caller::handle_found_direct>("skiplist.found_direct", &m_caller);
+    h.insert_direct = m_shared.add_handler<&skiplist_nodes::handle_insert_direct>("skiplist.insert_direct", &m_nodes);
+    h.bulk_reserve = m_shared.add_handler<&skiplist_structure::handle_bulk_reserve>("skiplist.bulk_reserve", &m_structure);
+    h.bulk_reserved =
+        m_shared.add_handler<&skiplist_structure::handle_bulk_reserved>("skiplist.bulk_reserved", &m_structure);
+    h.bulk_fill = m_shared.add_handler<&skiplist_structure::handle_bulk_fill>("skiplist.bulk_fill", &m_structure);
     auto& engine_ref = *m_shared.engine;
     engine_ref.verify_handlers();
     // Every rank must agree on the tunables that shape the list.

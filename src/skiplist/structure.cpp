@@ -220,8 +220,27 @@ void skiplist_structure::handle_alloc_reply(int, std::string_view record) {
 void skiplist_structure::send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level) {
     const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::link_up_header> +
                               string_bytes(separator) + 1;
-    byte_writer out(m_shared.engine->reserve(m_shared.head.rank, m_shared.handlers.link_up, bytes), bytes);
-    out.record(skiplist_shared::route(m_shared.head, m_shared.top_level(), 0, 0))
+    // The walk to the predecessor on `level` starts at the head, or (outside
+    // total_order) at a node hosted here that is already on that level and
+    // lies below the separator: the head would walk levels whose links lag
+    // behind a burst of splits (a bulk load) node by node.
+    skiplist_node_id start = m_shared.head;
+    int start_level = m_shared.top_level();
+    if (m_shared.config.consistency != skiplist_consistency::total_order) {
+        const auto& nodes = m_nodes.all();
+        const skiplist_node_id local = m_directory.before(separator, 64, [&](const skiplist_node_id& id) {
+            if (id.rank != m_shared.rank() || !m_nodes.live(id))
+                return false;
+            const node& there = nodes[id.slot];
+            return !there.reserved && there.tower.size() > level && there.tower[level].set;
+        });
+        if (!local.null()) {
+            start = local;
+            start_level = static_cast<int>(nodes[local.slot].tower.size()) - 1;
+        }
+    }
+    byte_writer out(m_shared.engine->reserve(start.rank, m_shared.handlers.link_up, bytes), bytes);
+    out.record(skiplist_shared::route(start, start_level, 0, 0))
         .record(wire::link_up_header{fresh.rank, fresh.slot, fresh.generation});
     put_string(out, separator).put(static_cast<std::uint8_t>(level)).finish();
 }

@@ -168,10 +168,13 @@ private:
         skiplist_node_id node{};        // the last segment's node
         std::uint32_t next_index = 0;   // the index that continues the last segment
         std::size_t keys_at = 0;        // where the last segment's key count is
+        std::size_t last_key_at = 0, last_key_bytes = 0;  // direct inserts: the last key (a segment is sorted)
         bool listed = false;            // in m_direct_open
     };
     std::size_t direct_record_limit() const;
-    void add_direct_find(skiplist_node_id to, std::uint32_t index, std::string_view key);
+    // A direct find (inserting: a direct insert, with its value).
+    void add_direct(skiplist_node_id to, std::uint32_t index, std::string_view key, std::string_view value,
+                    bool inserting);
     void send_direct_record(int destination);
     std::uint32_t batch_slot() const { return batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1)); }
 
@@ -195,6 +198,7 @@ private:
     skiplist_batch_sink* m_batch = nullptr;
     std::uint32_t m_batch_id = 0;  // low 30 bits travel in the slot of its records
     bool m_batch_direct = false;   // this batch sends direct-find records
+    bool m_batch_insert = false;   // this batch sends direct-insert records (sorted runs per node)
     bool m_batch_flat = false;     // ... and looks them up in the directory's flat copy
     std::vector<direct_record> m_direct;  // per rank, while a direct batch runs
     std::vector<int> m_direct_open;       // ranks whose record may hold segments

@@ -39,6 +39,17 @@ public:
     // The closest node at or below `key` whose separator is above `floor`
     // (null if none): where a node in mode none may jump.
     skiplist_node_id after(std::string_view key, std::string_view floor) const;
+    // The node with the largest separator below `key` among the `steps`
+    // entries below it for which ok(id) holds (null if none).
+    template <class Ok>
+    skiplist_node_id before(std::string_view key, std::size_t steps, Ok&& ok) const {
+        for (auto at = m_routes.lower_bound(key); at != m_routes.begin() && steps > 0; --steps) {
+            --at;
+            if (ok(at->second))
+                return at->second;
+        }
+        return {};
+    }
     void learn(std::string_view separator, skiplist_node_id id);
     // A shortcut for `key` failed and `answered_by` answered: forget the entry used.
     void forget_failed(std::string_view key, skiplist_node_id answered_by);

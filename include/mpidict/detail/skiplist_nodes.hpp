@@ -49,6 +49,23 @@ struct skiplist_order_probe {
     virtual void applied(int caller, std::uint32_t slot, std::uint32_t ticket, std::string_view key) = 0;
 };
 inline std::atomic<skiplist_order_probe*> skiplist_order_probe_for_testing{nullptr};
+// A node's bulk split in progress (src/skiplist/bulk.cpp): its run is cut into
+// pieces; this node keeps the first and asks for empty nodes for the others.
+struct skiplist_bulk_split {
+    std::vector<std::size_t> cuts;          // piece p is [cuts[p], cuts[p + 1]) of the run
+    std::vector<skiplist_node_id> granted;  // reserved nodes, in the order they came
+    std::uint32_t outstanding = 0;          // reservation replies still to come
+    std::vector<std::uint8_t> full;         // per server index: granted fewer than asked
+    // The fresh keys of the merge that made the node overflow, answered once
+    // the split is decided (taken back out if the list is full).
+    struct pending {
+        int caller;
+        std::uint32_t slot, index;
+    };
+    std::vector<pending> answers;
+    std::string keys;                   // their keys, back to back
+    std::vector<std::uint32_t> key_ends;
+};
 
 struct skiplist_node {
     std::uint32_t generation = 0;
@@ -68,7 +85,9 @@ struct skiplist_node {
     // (hold_if_busy), even when the node also holds for its creation.
     std::uint8_t link_level = no_hold_level;
     bool low_queued = false;
-    bool allocating = false;            // waiting for the free-node service
+    bool allocating = false;            // waiting for the free-node service (or reserved for a bulk split's piece)
+    bool reserved = false;              // a bulk split's empty node, not filled yet
+    std::unique_ptr<skiplist_bulk_split> bulk;  // this node's bulk split in progress
     struct held_record {
         runtime::handler_id handler;
         int source;
@@ -102,6 +121,7 @@ struct skiplist_point {
 
 class skiplist_nodes {
 public:
+    friend class skiplist_structure;
     using node = skiplist_node;
     using link = skiplist_link;
     using wire = skiplist_wire;
@@ -138,6 +158,10 @@ public:
     // Handlers.
     void handle_point(int source, std::string_view record);
     void handle_find_direct(int source, std::string_view record);
+    // Inserts of a batch, one sorted run per node (src/skiplist/bulk.cpp).
+    void handle_insert_direct(int source, std::string_view record);
+    // A reserved, empty node for a bulk split (null at the hard limit).
+    skiplist_node_id reserve_local();
     // Answers a point operation through the caller's point_reply handler.
     void reply_point(const node& here, skiplist_node_id id, int caller, std::uint32_t slot, std::uint32_t ticket,
                      std::uint8_t status, std::string_view value = {}, std::uint8_t hops = 0);
@@ -148,6 +172,23 @@ public:
     std::string check_local_invariants() const;
 
 private:
+    struct direct_segment;
+    struct direct_answers;
+    struct direct_record;
+    struct direct_item {
+        std::string_view key, value;
+        int caller;
+        std::uint32_t batch, index;
+    };
+    // A segment at its node: held, or its keys sent on (the head, next
+    // nodes) and those of this node's range appended to `items`.
+    void route_segment(int source, const direct_segment& segment, std::vector<direct_item>& items);
+    // Merges `items` (key order) into the node's run; splits it if it overflows.
+    void merge_items(skiplist_node_id id, const std::vector<direct_item>& items, direct_answers& answers);
+    void insert_held(skiplist_node_id id, std::vector<node::held_record>& group);
+    // Sends keys [from, until) of `segment` on as a segment of their own, addressed to `to`.
+    void send_segment(skiplist_node_id to, std::uint8_t level_byte, std::uint8_t hops, const direct_segment& segment,
+                      std::size_t from, std::size_t until);
     // One step of a point operation at node `id`: hold it, forward it, or
     // answer it.  `tail` is the record's tail as it arrived (empty: a direct
     // find's key passed on, written from `point` if it must travel or wait).

@@ -30,6 +30,14 @@ public:
     // An insert took `here` past G keys: keep the lower half, ask the free-node
     // service for a node with the upper half, hold until it answers.
     void start_split(node& here, skiplist_node_id id);
+    // A merge took `here` past G keys: cut its run into pieces (this node keeps
+    // the first), reserve a node per other piece (one request per rank), hold
+    // until they are granted (src/skiplist/bulk.cpp).
+    void start_bulk_split(node& here, skiplist_node_id id, bool appended);
+    void handle_bulk_reserve(int source, std::string_view record);
+    void handle_bulk_reserved(int source, std::string_view record);
+    void handle_bulk_fill(int source, std::string_view record);
+    std::string list_full_message() const;
     // A routed marker reached the end of the old way: `target` may stop holding.
     void clear_for_marker(skiplist_node_id target);
 
@@ -49,6 +57,14 @@ public:
 
 private:
     unsigned draw_height();
+    void request_reservations(node& here, skiplist_node_id id, std::size_t needed);
+    void finish_bulk_split(node& here, skiplist_node_id id);
+    void refuse_bulk_split(node& here, skiplist_node_id id);
+    // Too few nodes granted: refuses the fresh keys that do not fit and
+    // finishes the split with the nodes there are (false: none fit, refuse all).
+    bool trim_bulk_split(node& here, skiplist_node_id id);
+    void cut_pieces(node& here, std::size_t target);
+    std::size_t fill_budget() const;
     // Starts linking `fresh` on `level` (its levels below are linked): travels from the head.
     void send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level);
     void send_clear(skiplist_node_id target);

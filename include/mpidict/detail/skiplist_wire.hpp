@@ -229,7 +229,63 @@ struct skiplist_wire {
             return std::tuple{&segment::slot, &segment::generation, &segment::first, &segment::count};
         }
     };
-    // found_direct: {u32 batch slot}, then answers × ({found} [value if hit]).
+    // insert_direct: {find_direct_header}, segments × ({segment} count × (key
+    // value)): a batch's inserts, sorted by key, runs of consecutive indices
+    // per node (the same layout as find_direct with a value after each key).
+    // A node merges the keys of its range into its run in one pass and sends
+    // the others on, a segment per next node.
+    struct insert_direct_header {
+        std::uint8_t level;  // the level byte of a point record on this hop
+        std::uint8_t hops;   // as a point record's (route_fell_back: a shortcut failed)
+        std::int32_t caller;
+        std::uint32_t slot;  // the batch
+        std::uint32_t segments;
+        static constexpr auto fields() {
+            return std::tuple{&insert_direct_header::level, &insert_direct_header::hops,
+                              &insert_direct_header::caller, &insert_direct_header::slot,
+                              &insert_direct_header::segments};
+        }
+    };
+    // bulk_reserve: {bulk_reserve} — the splitting node asks a rank for
+    // `count` empty nodes; bulk_reserved: {bulk_reserved}, granted × {u32 slot,
+    // u32 generation} (fewer than asked: that rank reached its limit).
+    struct bulk_reserve {
+        std::int32_t origin_rank;
+        std::uint32_t origin_slot;
+        std::uint32_t origin_generation;
+        std::uint32_t count;
+        static constexpr auto fields() {
+            return std::tuple{&bulk_reserve::origin_rank, &bulk_reserve::origin_slot,
+                              &bulk_reserve::origin_generation, &bulk_reserve::count};
+        }
+    };
+    struct bulk_reserved {
+        std::uint32_t slot;  // the splitting node
+        std::uint32_t generation;
+        std::uint32_t asked;
+        std::uint32_t granted;
+        static constexpr auto fields() {
+            return std::tuple{&bulk_reserved::slot, &bulk_reserved::generation, &bulk_reserved::asked,
+                              &bulk_reserved::granted};
+        }
+    };
+    // bulk_fill: {bulk_fill} separator, links × ({u8 level} node id separator),
+    // {u32 entries}, entries × (key value {f64 expires}): a reserved node
+    // becomes a piece of the split (release: links = 0xff, nothing follows).
+    struct bulk_fill {
+        std::uint32_t slot;
+        std::uint32_t generation;
+        std::uint32_t holds;  // clears it waits for (markers of replaced links)
+        std::uint8_t height;
+        std::uint8_t links;
+        static constexpr auto fields() {
+            return std::tuple{&bulk_fill::slot, &bulk_fill::generation, &bulk_fill::holds, &bulk_fill::height,
+                              &bulk_fill::links};
+        }
+    };
+    static constexpr std::uint8_t bulk_release = 0xff;
+    // found_direct: {u32 batch slot}, then answers × ({found} [value if hit;
+    // the message if full]): the answers to direct finds and inserts.
     struct found {
         std::uint32_t index;
         std::uint8_t status;

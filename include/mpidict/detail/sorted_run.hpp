@@ -228,6 +228,9 @@ public:
         m_prefixes.reserve(entries);
         m_bytes.reserve(bytes);
     }
+    // Bytes of the packed entries (keys, values and their lengths).
+    std::size_t packed_bytes() const { return m_bytes.size(); }
+    std::uint64_t prefix(std::size_t index) const { return m_prefixes[index]; }
     // Heap bytes this run holds (capacities).
     std::size_t memory_bytes() const {
         return m_bytes.capacity() + m_offsets.capacity() * sizeof(std::uint32_t) +

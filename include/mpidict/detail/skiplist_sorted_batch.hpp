@@ -1,0 +1,136 @@
+#pragma once
+// A batch of keys put in key order for skiplist_map::insert_many (issue 43):
+// each key encoded once, sorted exactly (by 8-byte prefix, then by bytes where
+// prefixes tie), and a key that repeats kept once, at its last occurrence (the
+// value a sequence of inserts in index order leaves), sent in rounds of
+// growing size, each in key order (build()).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mpidict/detail/sorted_run.hpp"
+
+namespace mpidict::detail {
+
+class sorted_batch {
+public:
+    // encode(index, out) appends the index'th key's encoding to out.
+    template <class Encode>
+    void build(std::size_t count, Encode&& encode) {
+        std::string encoded;
+        std::vector<std::size_t> starts;
+        starts.reserve(count + 1);
+        m_order.clear();
+        m_order.reserve(count);
+        for (std::size_t index = 0; index < count; ++index) {
+            const std::size_t at = encoded.size();
+            starts.push_back(at);
+            encode(index, encoded);
+            m_order.emplace_back(sorted_run::prefix_of(std::string_view(encoded).substr(at)),
+                                 static_cast<std::uint32_t>(index));
+        }
+        starts.push_back(encoded.size());
+        const auto key_of = [&](std::uint32_t index) {
+            return std::string_view(encoded).substr(starts[index], starts[index + 1] - starts[index]);
+        };
+        std::vector<std::pair<std::uint64_t, std::uint32_t>> scratch;
+        radix_sort_by_prefix(m_order, scratch, 8);  // stable: equal keys stay in index order
+        // Equal prefixes decide nothing for keys longer than 8 bytes or of
+        // different lengths: those groups are ordered by their bytes.
+        for (std::size_t begin = 0; begin < count;) {
+            std::size_t end = begin + 1;
+            while (end < count && m_order[end].first == m_order[begin].first)
+                ++end;
+            if (end - begin > 1)
+                std::stable_sort(m_order.begin() + static_cast<std::ptrdiff_t>(begin),
+                                 m_order.begin() + static_cast<std::ptrdiff_t>(end),
+                                 [&](const auto& a, const auto& b) { return key_of(a.second) < key_of(b.second); });
+            begin = end;
+        }
+        m_group.clear();
+        m_group.reserve(count + 1);
+        for (std::size_t at = 0; at < count; ++at)
+            if (at == 0 || m_order[at].first != m_order[at - 1].first ||
+                key_of(m_order[at].second) != key_of(m_order[at - 1].second))
+                m_group.push_back(static_cast<std::uint32_t>(at));
+        const std::size_t positions = m_group.size();
+        m_group.push_back(static_cast<std::uint32_t>(count));
+        // Rounds: the keys whose (last) index lies in [0, 1024), [1024,
+        // 5120), ..., each 4 times the one before, each in key order.  A key
+        // sorted batch sent as one sweep would reach an empty list's last
+        // node piece after piece; in rounds, each round's keys spread over
+        // the nodes the earlier rounds made, and every node merges its share.
+        std::vector<std::uint32_t> round(positions);
+        std::vector<std::size_t> per_round;
+        for (std::size_t position = 0; position < positions; ++position) {
+            std::size_t which = 0;
+            for (std::size_t end = first_round; last_index(position) >= end; end = end * 4 + first_round)
+                ++which;
+            round[position] = static_cast<std::uint32_t>(which);
+            if (per_round.size() <= which)
+                per_round.resize(which + 1, 0);
+            ++per_round[which];
+        }
+        std::vector<std::size_t> next(per_round.size(), 0);
+        for (std::size_t which = 1; which < per_round.size(); ++which)
+            next[which] = next[which - 1] + per_round[which - 1];
+        m_send.assign(positions, 0);
+        for (std::size_t position = 0; position < positions; ++position)
+            m_send[next[round[position]]++] = static_cast<std::uint32_t>(position);
+        m_bytes.clear();
+        m_bytes.reserve(encoded.size());
+        m_starts.clear();
+        m_starts.reserve(positions + 1);
+        for (std::size_t at = 0; at < positions; ++at) {
+            m_starts.push_back(m_bytes.size());
+            m_bytes.append(key_of(last_index(m_send[at])));
+        }
+        m_starts.push_back(m_bytes.size());
+    }
+    static constexpr std::size_t first_round = 1024;
+
+    std::size_t distinct() const { return m_starts.empty() ? 0 : m_starts.size() - 1; }
+    // The at'th key to send (rounds in order, each in key order).
+    std::string_view key(std::size_t at) const {
+        return std::string_view(m_bytes).substr(m_starts[at], m_starts[at + 1] - m_starts[at]);
+    }
+    // The call's index whose value the at'th key carries (its last occurrence).
+    std::uint32_t value_index(std::size_t at) const { return last_index(m_send[at]); }
+
+    // A refusal by positions, as the call's indexes (every occurrence of a
+    // refused key, ascending), and its message saying so.
+    std::pair<std::string, std::vector<std::size_t>> refusal(std::string message,
+                                                             const std::vector<std::size_t>& positions) const {
+        std::vector<std::size_t> indexes;
+        for (const std::size_t sent : positions)
+            for (std::uint32_t at = m_group[m_send[sent]]; at < m_group[m_send[sent] + 1]; ++at)
+                indexes.push_back(m_order[at].second);
+        std::sort(indexes.begin(), indexes.end());
+        const std::size_t count = m_order.size();
+        if (const std::size_t cut = message.find("; insert_many stored "); cut != std::string::npos)
+            message.resize(cut);
+        message += "; insert_many stored " + std::to_string(count - indexes.size()) + " of its " +
+                   std::to_string(count) + " keys, " + std::to_string(indexes.size()) + " were not (indexes ";
+        for (std::size_t i = 0; i < indexes.size() && i < 10; ++i)
+            message += (i ? ", " : "") + std::to_string(indexes[i]);
+        message += indexes.size() > 10 ? ", ...; list_full_error::not_stored() has all)" : ")";
+        return {std::move(message), std::move(indexes)};
+    }
+
+private:
+    // The index of the last occurrence of the position'th distinct key (key order).
+    std::uint32_t last_index(std::size_t position) const { return m_order[m_group[position + 1] - 1].second; }
+
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> m_order;  // (prefix, index) in key order
+    std::vector<std::uint32_t> m_group;  // where each distinct key's occurrences start in m_order
+    std::string m_bytes;                 // the distinct keys, encoded, in key order
+    std::vector<std::size_t> m_starts;
+    std::vector<std::uint32_t> m_send;   // distinct key positions in sending order
+};
+
+}  // namespace mpidict::detail

@@ -1,0 +1,759 @@
+// Batch inserts as sorted runs per node, and bulk splits (issue 43).  A batch's
+// inserts reach a node as a sorted segment (insert_direct records, gathered per
+// rank by the caller like direct finds); the node merges the keys of its range
+// into its run in one pass and sends the others on, one segment per next node.
+// A merge that takes the node past G keys cuts the run into as many pieces as
+// needed at once: the node keeps the first, reserves an empty node per other
+// piece (one request per rank), holds until they are granted, then fills them
+// with their pieces and towers and links them in one step.  See skiplist_map.md,
+// "Batch inserts and bulk splits".
+
+#include <algorithm>
+
+#include "mpidict/detail/skiplist_nodes.hpp"
+#include "mpidict/detail/skiplist_structure.hpp"
+#include "mpidict/error.hpp"
+
+namespace mpidict::detail {
+
+struct skiplist_nodes::direct_segment {
+    std::uint8_t level_byte = 0, hops = 0;
+    int caller = -1;
+    std::uint32_t batch = 0;
+    skiplist_node_id id{};
+    std::uint32_t first = 0;  // the batch index of keys[0]
+    const std::string_view* keys = nullptr;
+    const std::string_view* values = nullptr;
+    std::size_t count = 0;
+};
+
+// The answers to one caller, {u32 batch slot} then found × ({index, status}
+// [message if full]), sent when a record is full and at the end.
+struct skiplist_nodes::direct_answers {
+    explicit direct_answers(skiplist_shared& owner) : shared(owner) {}
+    skiplist_shared& shared;
+    int caller = -1;
+    std::uint32_t batch = 0;
+    std::string bytes;
+    void add(int to, std::uint32_t slot, std::uint32_t index, std::uint8_t status, std::string_view message = {}) {
+        if (to != caller || slot != batch) {
+            send();
+            caller = to;
+            batch = slot;
+        }
+        const std::size_t entry = wire_bytes<skiplist_wire::found> + (message.empty() ? 0 : string_bytes(message));
+        if (bytes.size() + entry + 4 > shared.engine->max_record_bytes())
+            send();
+        const std::size_t at = bytes.size();
+        bytes.resize(at + entry);
+        byte_writer out(reinterpret_cast<std::byte*>(bytes.data() + at), entry);
+        out.record(skiplist_wire::found{index, status});
+        if (!message.empty())
+            put_string(out, message);
+        out.finish();
+    }
+    void send() {
+        if (bytes.empty())
+            return;
+        const std::size_t size = 4 + bytes.size();
+        byte_writer(shared.engine->reserve(caller, shared.handlers.found_direct, size), size)
+            .put(batch)
+            .put_bytes(bytes)
+            .finish();
+        bytes.clear();
+    }
+};
+
+skiplist_node_id skiplist_nodes::reserve_local() {
+    std::uint32_t slot;
+    if (!m_free.empty()) {
+        slot = m_free.back();
+        m_free.pop_back();
+    } else {
+        if (m_shared.server_index < 0 || m_nodes.size() >= m_shared.config.node_slots_per_rank)
+            return skiplist_node_id{};
+        slot = static_cast<std::uint32_t>(m_nodes.size());
+        m_nodes.emplace_back();
+    }
+    node& fresh = m_nodes[slot];
+    const std::uint32_t generation = fresh.generation + 1;
+    fresh = node{};
+    fresh.generation = generation;
+    fresh.live = true;
+    // Holds whatever reaches it (from a piece linked before it is filled)
+    // until its fill arrives; clears that come before the fill count down
+    // from zero (holds may go negative meanwhile).
+    fresh.reserved = true;
+    fresh.allocating = true;
+    fresh.hold_level = 0;
+    ++m_shared.stats.nodes;
+    return skiplist_node_id{m_shared.rank(), slot, generation};
+}
+
+// An insert_direct record, read and checked: its segments, keys and values.
+struct skiplist_nodes::direct_record {
+    skiplist_wire::insert_direct_header header{};
+    struct part {
+        skiplist_node_id id;
+        std::uint32_t first, count;
+        std::size_t from;
+    };
+    std::vector<part> parts;
+    std::vector<std::string_view> keys, values;
+
+    direct_record(const skiplist_shared& shared, std::string_view record) {
+        byte_reader in = reader_of(record);
+        header = read_record<skiplist_wire::insert_direct_header>(in);
+        if ((header.slot & 0x80000000u) == 0 || !shared.valid_rank(header.caller) || header.segments == 0 ||
+            header.segments > record.size() / wire_bytes<skiplist_wire::segment>)
+            throw decode_error("mpidict: skiplist_map direct insert record with a bad slot, caller or segment count");
+        parts.resize(header.segments);
+        const auto& config = shared.config;
+        for (part& p : parts) {
+            const auto read = read_record<skiplist_wire::segment>(in);
+            p.id = skiplist_node_id{shared.rank(), read.slot, read.generation};
+            p.first = read.first;
+            p.count = read.count;
+            p.from = keys.size();
+            if (p.count == 0 || p.count > record.size() / 8 || p.first > skiplist_wire::no_slot - p.count)
+                throw decode_error("mpidict: skiplist_map direct insert record with a bad key count");
+            for (std::uint32_t index = 0; index < p.count; ++index) {
+                keys.push_back(read_string(in));
+                values.push_back(read_string(in));
+                if (keys.back().size() > config.max_key_bytes || values.back().size() > config.max_value_bytes)
+                    throw decode_error("mpidict: skiplist_map direct insert record with a key of " +
+                                       std::to_string(keys.back().size()) + " bytes or a value of " +
+                                       std::to_string(values.back().size()) + " bytes");
+                if (index > 0 && !(keys[keys.size() - 2] < keys.back()))
+                    throw decode_error("mpidict: skiplist_map direct insert record with keys out of order");
+            }
+        }
+        if (!in.empty())
+            throw decode_error("mpidict: skiplist_map direct insert record with bytes after its keys");
+    }
+    direct_segment segment(std::size_t which) const {
+        const part& p = parts[which];
+        direct_segment out;
+        out.level_byte = header.level;
+        out.hops = header.hops;
+        out.caller = header.caller;
+        out.batch = header.slot;
+        out.id = p.id;
+        out.first = p.first;
+        out.keys = keys.data() + p.from;
+        out.values = values.data() + p.from;
+        out.count = p.count;
+        return out;
+    }
+};
+
+void skiplist_nodes::handle_insert_direct(int source, std::string_view record) {
+    const direct_record parsed(m_shared, record);
+    direct_answers answers(m_shared);
+    std::vector<direct_item> items;
+    for (std::size_t which = 0; which < parsed.parts.size(); ++which) {
+        const direct_segment segment = parsed.segment(which);
+        items.clear();
+        route_segment(source, segment, items);
+        if (!items.empty())
+            merge_items(segment.id, items, answers);
+    }
+    answers.send();
+}
+
+void skiplist_nodes::insert_held(skiplist_node_id id, std::vector<node::held_record>& group) {
+    // Every insert segment that queued here while the node split, merged in
+    // one pass (in arrival order where keys repeat): one split for all of them.
+    std::vector<direct_record> parsed;
+    parsed.reserve(group.size());
+    std::vector<direct_item> items;
+    for (const auto& held : group) {
+        parsed.emplace_back(m_shared, held.bytes);
+        for (std::size_t which = 0; which < parsed.back().parts.size(); ++which)
+            route_segment(held.source, parsed.back().segment(which), items);
+    }
+    direct_answers answers(m_shared);
+    if (!items.empty()) {
+        if (!std::is_sorted(items.begin(), items.end(),
+                            [](const direct_item& a, const direct_item& b) { return a.key < b.key; }))
+            std::stable_sort(items.begin(), items.end(),
+                             [](const direct_item& a, const direct_item& b) { return a.key < b.key; });
+        merge_items(id, items, answers);
+    }
+    answers.send();
+}
+
+void skiplist_nodes::send_segment(skiplist_node_id to, std::uint8_t level_byte, std::uint8_t hops,
+                                  const direct_segment& segment, std::size_t from, std::size_t until) {
+    std::size_t bytes = wire_bytes<wire::insert_direct_header> + wire_bytes<wire::segment>;
+    for (std::size_t index = from; index < until; ++index)
+        bytes += string_bytes(segment.keys[index]) + string_bytes(segment.values[index]);
+    byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.insert_direct, bytes), bytes);
+    out.record(wire::insert_direct_header{level_byte, hops, segment.caller, segment.batch, 1})
+        .record(wire::segment{to.slot, to.generation, segment.first + static_cast<std::uint32_t>(from),
+                              static_cast<std::uint32_t>(until - from)});
+    for (std::size_t index = from; index < until; ++index) {
+        put_string(out, segment.keys[index]);
+        put_string(out, segment.values[index]);
+    }
+    out.finish();
+}
+
+void skiplist_nodes::route_segment(int source, const direct_segment& segment, std::vector<direct_item>& items) {
+    const auto& h = m_shared.handlers;
+    const std::size_t count = segment.count;
+    const std::uint8_t free = segment.level_byte & wire::route_free;
+    const bool shortcut = (segment.level_byte & wire::route_shortcut) != 0;
+    const skiplist_node_id id = segment.id;
+    if (!live(id)) {
+        // A directory entry led here, but its node is gone: from the head.
+        if (!shortcut)
+            addressed(id, "direct insert");  // (throws: a link names a node that is not live)
+        send_segment(m_shared.head, static_cast<std::uint8_t>(m_shared.top_level() | free),
+                     skiplist_shared::next_hops(segment.hops) | wire::route_fell_back, segment, 0, count);
+        return;
+    }
+    node& here = m_nodes[id.slot];
+    const int level = segment.level_byte & wire::level_mask;
+    if (here.holds != 0 || here.allocating) {
+        // Queued as the one-segment record it would have been.
+        std::size_t bytes = wire_bytes<wire::insert_direct_header> + wire_bytes<wire::segment>;
+        for (std::size_t index = 0; index < count; ++index)
+            bytes += string_bytes(segment.keys[index]) + string_bytes(segment.values[index]);
+        std::string record(bytes, '\0');
+        byte_writer out(reinterpret_cast<std::byte*>(record.data()), bytes);
+        out.record(wire::insert_direct_header{segment.level_byte, segment.hops, segment.caller, segment.batch, 1})
+            .record(wire::segment{id.slot, id.generation, segment.first, static_cast<std::uint32_t>(count)});
+        for (std::size_t index = 0; index < count; ++index) {
+            put_string(out, segment.keys[index]);
+            put_string(out, segment.values[index]);
+        }
+        out.finish();
+        if (hold_if_busy(here, h.insert_direct, source, record, level))
+            return;
+    }
+    auto& stats = m_shared.stats;
+    if (id == m_shared.head)
+        ++stats.head_visits;
+    if (here.earliest_expiry != 0)
+        purge_expired(here, m_shared.clock_now());
+    // Keys below the separator (a shortcut to a node that starts above them):
+    // from the head.  Keys at or above the first link the walk would take:
+    // on, a segment per next node.  The rest are this node's.
+    const std::string_view separator = here.separator;
+    std::size_t low = 0;
+    while (low < count && segment.keys[low] < separator)
+        ++low;
+    if (low > 0) {
+        ++stats.hops;
+        send_segment(m_shared.head, static_cast<std::uint8_t>(m_shared.top_level() | free),
+                     skiplist_shared::next_hops(segment.hops) | (shortcut ? wire::route_fell_back : 0), segment, 0,
+                     low);
+    }
+    const int top = free ? static_cast<int>(here.tower.size()) - 1 : level;
+    std::size_t high = low;
+    while (high < count && forward_level(here, segment.keys[high], top, false) < 0)
+        ++high;
+    // The others go on a segment per next node: the tower's next hop, or a
+    // node further on that this rank's directory knows (a jump, marked as a
+    // shortcut: a gone node or one above the key sends the keys to the head).
+    // The keys of a batch are distinct and their caller waits for all of them,
+    // so their ways need not agree with a point operation's.  Not after a
+    // shortcut failed on the way (a stale entry would send them back to it).
+    const bool jumps = (segment.hops & wire::route_fell_back) == 0;
+    struct hop {
+        skiplist_node_id to;
+        std::uint8_t level_byte;
+        bool operator==(const hop&) const = default;
+    };
+    const auto next_hop = [&](std::string_view key) {
+        const int next = forward_level(here, key, top, false);
+        const std::string_view floor =
+            std::string_view(here.tower[static_cast<std::size_t>(next)].separator);
+        if (jumps) {
+            const skiplist_node_id jump = m_directory.after(key, floor);
+            if (!jump.null() && !(jump == id))
+                return hop{jump, static_cast<std::uint8_t>(m_shared.top_level() | free | wire::route_shortcut)};
+        }
+        return hop{here.tower[static_cast<std::size_t>(next)].to, static_cast<std::uint8_t>(next | free)};
+    };
+    for (std::size_t from = high; from < count;) {
+        const hop next = next_hop(segment.keys[from]);
+        std::size_t until = from + 1;
+        while (until < count && next_hop(segment.keys[until]) == next)
+            ++until;
+        ++stats.hops;
+        send_segment(next.to, next.level_byte, skiplist_shared::next_hops(segment.hops), segment, from, until);
+        from = until;
+    }
+    for (std::size_t index = low; index < high; ++index)
+        items.push_back(direct_item{segment.keys[index], segment.values[index], segment.caller, segment.batch,
+                                    segment.first + static_cast<std::uint32_t>(index)});
+}
+
+void skiplist_nodes::merge_items(skiplist_node_id id, const std::vector<direct_item>& items,
+                                 direct_answers& answers) {
+    // One pass: the run and the items (in key order; a key may repeat, then
+    // in arrival order), merged.
+    node& here = m_nodes[id.slot];
+    auto& stats = m_shared.stats;
+    sorted_run& run = here.run;
+    std::size_t new_bytes = 0;
+    for (const direct_item& item : items)
+        new_bytes += sorted_run::entry_header_bytes + item.key.size() + item.value.size();
+    sorted_run merged;
+    merged.reserve(run.size() + items.size(), run.packed_bytes() + new_bytes);
+    std::vector<std::uint8_t> fresh(items.size(), 0);
+    const std::size_t old_size = run.size();
+    const bool appended = old_size == 0 || run.key(old_size - 1) < items.front().key;
+    std::size_t at = 0;
+    for (std::size_t which = 0; which < items.size(); ++which) {
+        const direct_item& item = items[which];
+        if (which > 0 && items[which - 1].key == item.key) {
+            // The same key again (another caller's, queued later): replaces.
+            stats.payload_bytes -= merged.value(merged.size() - 1).size();
+            stats.payload_bytes += item.value.size();
+            merged.assign(merged.size() - 1, item.value, 0);
+            continue;
+        }
+        const std::uint64_t prefix = sorted_run::prefix_of(item.key);
+        while (at < old_size && sorted_run::compare(run.key(at), run.prefix(at), item.key, prefix) < 0) {
+            merged.push_back(run.key(at), run.value(at), run.expires(at));
+            ++at;
+        }
+        if (at < old_size && run.holds_at(at, item.key, prefix)) {
+            stats.payload_bytes -= run.value(at).size();
+            stats.payload_bytes += item.value.size();
+            merged.push_back(item.key, item.value, 0);
+            ++at;
+            continue;
+        }
+        merged.push_back(item.key, item.value, 0);
+        stats.payload_bytes += item.key.size() + item.value.size();
+        ++stats.entries;
+        fresh[which] = 1;
+    }
+    for (; at < old_size; ++at)
+        merged.push_back(run.key(at), run.value(at), run.expires(at));
+    run = std::move(merged);
+    stats.handled += items.size();
+    const bool splits = run.size() > m_shared.config.granularity;
+    for (std::size_t which = 0; which < items.size(); ++which) {
+        const direct_item& item = items[which];
+        if (!fresh[which])
+            answers.add(item.caller, item.batch, item.index, skiplist_status::replaced);
+        else if (!splits)
+            answers.add(item.caller, item.batch, item.index, skiplist_status::stored);
+    }
+    if (!splits)
+        return;
+    // The fresh keys are answered once the split is decided.
+    auto bulk = std::make_unique<skiplist_bulk_split>();
+    for (std::size_t which = 0; which < items.size(); ++which) {
+        if (!fresh[which])
+            continue;
+        const direct_item& item = items[which];
+        bulk->answers.push_back({item.caller, item.batch, item.index});
+        bulk->keys.append(item.key);
+        bulk->key_ends.push_back(static_cast<std::uint32_t>(bulk->keys.size()));
+    }
+    here.bulk = std::move(bulk);
+    m_structure->start_bulk_split(here, id, appended);
+}
+
+// ---------------------------------------------------------------------------
+// Bulk splits
+// ---------------------------------------------------------------------------
+
+std::string skiplist_structure::list_full_message() const {
+    const auto& config = m_shared.config;
+    return "mpidict: skiplist_map is full (list_full): no free node on any of the " +
+           std::to_string(m_shared.servers.size()) + " server ranks (node_slots_per_rank = " +
+           std::to_string(config.node_slots_per_rank) + ", G = " + std::to_string(config.granularity) +
+           " keys per node); the insert was not applied";
+}
+
+void skiplist_structure::start_bulk_split(node& here, skiplist_node_id id, bool appended) {
+    const auto& config = m_shared.config;
+    const std::size_t size = here.run.size();
+    const std::size_t granularity = config.granularity;
+    // Keys that all came after the run's last (ascending inserts) fill the
+    // pieces: nothing will land between them.  Otherwise pieces of about 3/4 G
+    // (room for inserts before the next split), each within one record.
+    std::size_t target = granularity;
+    if (!appended) {
+        const std::size_t fill = std::max<std::size_t>(1, granularity * 3 / 4);
+        const std::size_t pieces = (size + fill - 1) / fill;
+        target = (size + pieces - 1) / pieces;
+    }
+    auto& bulk = *here.bulk;
+    cut_pieces(here, target);
+    bulk.full.assign(m_shared.servers.size(), 0);
+    here.allocating = true;
+    request_reservations(here, id, bulk.cuts.size() - 2);
+}
+
+std::size_t skiplist_structure::fill_budget() const {
+    // A piece's entries, with its fill record's header, separator and tower, fit one record.
+    const auto& config = m_shared.config;
+    return m_shared.engine->max_record_bytes() - wire_bytes<wire::bulk_fill> - 4 - config.max_key_bytes - 4 -
+           std::size_t(config.max_height) * (1 + wire::node_id_bytes + 4 + config.max_key_bytes);
+}
+
+void skiplist_structure::cut_pieces(node& here, std::size_t target) {
+    auto& bulk = *here.bulk;
+    const std::size_t budget = fill_budget();
+    bulk.cuts.assign(1, 0);
+    std::size_t entries = 0, bytes = 0;
+    for (std::size_t index = 0; index < here.run.size(); ++index) {
+        const std::size_t entry =
+            string_bytes(here.run.key(index)) + string_bytes(here.run.value(index)) + sizeof(expiry_time);
+        if (entries == target || (entries > 0 && bytes + entry > budget)) {
+            bulk.cuts.push_back(index);
+            entries = bytes = 0;
+        }
+        ++entries;
+        bytes += entry;
+    }
+    bulk.cuts.push_back(here.run.size());
+}
+
+void skiplist_structure::request_reservations(node& here, skiplist_node_id id, std::size_t needed) {
+    auto& bulk = *here.bulk;
+    const std::size_t servers = m_shared.servers.size();
+    std::vector<std::uint32_t> counts(servers, 0);
+    // Round robin from the next server (as single splits place their node),
+    // over the servers that have not run out of nodes.
+    const std::size_t start = m_shared.server_index < 0 ? 0 : static_cast<std::size_t>(m_shared.server_index) + 1;
+    for (std::size_t placed = 0; placed < needed;) {
+        const std::size_t which = (start + m_placement_counter++) % servers;
+        if (bulk.full[which] != 0)
+            continue;
+        ++counts[which];
+        ++placed;
+    }
+    for (std::size_t which = 0; which < servers; ++which) {
+        if (counts[which] == 0)
+            continue;
+        ++bulk.outstanding;
+        m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,
+                      wire::bulk_reserve{id.rank, id.slot, id.generation, counts[which]});
+    }
+}
+
+void skiplist_structure::handle_bulk_reserve(int source, std::string_view record) {
+    const auto request =
+        read_record<wire::bulk_reserve>(reinterpret_cast<const std::byte*>(record.data()), record.size());
+    if (request.origin_rank != source || request.count == 0 || request.count > (1u << 24))
+        throw decode_error("mpidict: skiplist_map reservation record with a bad origin or count");
+    std::vector<skiplist_node_id> granted;
+    while (granted.size() < request.count) {
+        const skiplist_node_id fresh = m_nodes.reserve_local();
+        if (fresh.null())
+            break;
+        granted.push_back(fresh);
+    }
+    const std::size_t bytes = wire_bytes<wire::bulk_reserved> + granted.size() * 8;
+    byte_writer out(m_shared.engine->reserve(source, m_shared.handlers.bulk_reserved, bytes), bytes);
+    out.record(wire::bulk_reserved{request.origin_slot, request.origin_generation, request.count,
+                                   static_cast<std::uint32_t>(granted.size())});
+    for (const auto& fresh : granted)
+        out.put(fresh.slot).put(fresh.generation);
+    out.finish();
+}
+
+void skiplist_structure::handle_bulk_reserved(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto reply = read_record<wire::bulk_reserved>(in);
+    const skiplist_node_id id{m_shared.rank(), reply.slot, reply.generation};
+    node& here = m_nodes.addressed(id, "reservation reply");
+    const auto server = std::find(m_shared.servers.begin(), m_shared.servers.end(), source);
+    if (!here.bulk || here.bulk->outstanding == 0 || reply.granted > reply.asked ||
+        in.remaining() != std::size_t(reply.granted) * 8 || server == m_shared.servers.end())
+        throw decode_error("mpidict: skiplist_map reservation reply for a node that did not ask, or malformed");
+    auto& bulk = *here.bulk;
+    for (std::uint32_t index = 0; index < reply.granted; ++index) {
+        skiplist_node_id fresh;
+        fresh.rank = source;
+        fresh.slot = in.read<std::uint32_t>();
+        fresh.generation = in.read<std::uint32_t>();
+        bulk.granted.push_back(fresh);
+    }
+    if (reply.granted < reply.asked)
+        bulk.full[static_cast<std::size_t>(server - m_shared.servers.begin())] = 1;
+    if (--bulk.outstanding != 0)
+        return;
+    const std::size_t needed = bulk.cuts.size() - 2;
+    if (bulk.granted.size() >= needed) {
+        finish_bulk_split(here, id);
+        return;
+    }
+    if (std::find(bulk.full.begin(), bulk.full.end(), 0) != bulk.full.end()) {
+        request_reservations(here, id, needed - bulk.granted.size());
+        return;
+    }
+    if (!trim_bulk_split(here, id))
+        refuse_bulk_split(here, id);
+}
+
+bool skiplist_structure::trim_bulk_split(node& here, skiplist_node_id id) {
+    // Too few nodes for every piece: keep every entry the run held before the
+    // merge and as many fresh keys (in key order) as the granted nodes and
+    // this one hold at G each; refuse the rest.
+    auto& bulk = *here.bulk;
+    const std::size_t granularity = m_shared.config.granularity;
+    const std::size_t capacity = (bulk.granted.size() + 1) * granularity;
+    const std::size_t fresh = bulk.answers.size();
+    const std::size_t old = here.run.size() - fresh;
+    if (bulk.granted.empty() || capacity <= old)
+        return false;
+    std::size_t keep = std::min(fresh, capacity - old);
+    // The fresh keys from `keep` on (in key order) are refused.
+    std::vector<std::uint8_t> refused(fresh, 0);
+    std::vector<std::size_t> order(fresh);
+    for (std::size_t which = 0; which < fresh; ++which)
+        order[which] = which;
+    const auto key_of = [&](std::size_t which) {
+        const std::uint32_t begin = which == 0 ? 0 : bulk.key_ends[which - 1];
+        return std::string_view(bulk.keys.data() + begin, bulk.key_ends[which] - begin);
+    };
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key_of(a) < key_of(b); });
+    for (std::size_t rank = keep; rank < fresh; ++rank)
+        refused[order[rank]] = 1;
+    // Cut what stays into pieces of at most G (and one record each).
+    const std::size_t budget = fill_budget();
+    std::vector<std::size_t> kept_positions;
+    for (std::size_t which = 0; which < fresh; ++which)
+        if (refused[which]) {
+            const std::size_t position = here.run.lower_bound(key_of(which));
+            if (here.run.holds_at(position, key_of(which)))
+                kept_positions.push_back(position);  // (positions of refused keys, really)
+        }
+    std::sort(kept_positions.begin(), kept_positions.end());
+    std::size_t pieces = 1, entries = 0, bytes = 0, skip = 0;
+    for (std::size_t index = 0; index < here.run.size(); ++index) {
+        if (skip < kept_positions.size() && kept_positions[skip] == index) {
+            ++skip;
+            continue;
+        }
+        const std::size_t entry =
+            string_bytes(here.run.key(index)) + string_bytes(here.run.value(index)) + sizeof(expiry_time);
+        if (entries == granularity || (entries > 0 && bytes + entry > budget)) {
+            ++pieces;
+            entries = bytes = 0;
+        }
+        ++entries;
+        bytes += entry;
+    }
+    if (pieces > bulk.granted.size() + 1)
+        return false;
+    // Take the refused keys out and answer them; cut again.
+    auto& stats = m_shared.stats;
+    const std::string message = list_full_message();
+    skiplist_nodes::direct_answers answers(m_shared);
+    std::vector<skiplist_bulk_split::pending> still;
+    std::string still_keys;
+    std::vector<std::uint32_t> still_ends;
+    for (std::size_t which = 0; which < fresh; ++which) {
+        const std::string_view key = key_of(which);
+        if (!refused[which]) {
+            still.push_back(bulk.answers[which]);
+            still_keys.append(key);
+            still_ends.push_back(static_cast<std::uint32_t>(still_keys.size()));
+            continue;
+        }
+        const std::size_t position = here.run.lower_bound(key);
+        if (here.run.holds_at(position, key)) {
+            stats.payload_bytes -= here.run.key(position).size() + here.run.value(position).size();
+            --stats.entries;
+            here.run.erase(position, position + 1);
+        }
+        ++stats.list_full;
+        answers.add(bulk.answers[which].caller, bulk.answers[which].slot, bulk.answers[which].index,
+                    skiplist_status::full, message);
+    }
+    answers.send();
+    bulk.answers = std::move(still);
+    bulk.keys = std::move(still_keys);
+    bulk.key_ends = std::move(still_ends);
+    cut_pieces(here, granularity);
+    // Nodes granted beyond the pieces go back.
+    while (bulk.granted.size() > bulk.cuts.size() - 2) {
+        const skiplist_node_id spare = bulk.granted.back();
+        bulk.granted.pop_back();
+        m_shared.send(spare.rank, m_shared.handlers.bulk_fill,
+                      wire::bulk_fill{spare.slot, spare.generation, 0, 0, wire::bulk_release});
+    }
+    finish_bulk_split(here, id);
+    return true;
+}
+
+void skiplist_structure::finish_bulk_split(node& here, skiplist_node_id id) {
+    const auto& config = m_shared.config;
+    auto& stats = m_shared.stats;
+    auto& bulk = *here.bulk;
+    const std::size_t pieces = bulk.cuts.size() - 1;  // (1: what stayed fits this node)
+    // The levels linked after this node: a prefix of its tower (as in start_split).
+    std::size_t prefix = 0;
+    while (prefix < here.tower.size() && here.tower[prefix].set)
+        ++prefix;
+    std::vector<unsigned> height(pieces, 0), direct(pieces, 0);
+    for (std::size_t piece = 1; piece < pieces; ++piece) {
+        height[piece] = draw_height();
+        direct[piece] = std::min<unsigned>(height[piece], static_cast<unsigned>(prefix));
+    }
+    std::vector<skiplist_node_id> ids(pieces);
+    ids[0] = id;
+    for (std::size_t piece = 1; piece < pieces; ++piece)
+        ids[piece] = bulk.granted[piece - 1];
+    // Links from the last piece back: `upcoming[l]` is what the next member
+    // of level l (going backwards) links to; it starts as this node's old link.
+    std::vector<link> upcoming(here.tower.begin(), here.tower.begin() + static_cast<std::ptrdiff_t>(prefix));
+    std::vector<std::vector<link>> links(pieces);
+    std::vector<std::uint32_t> holds(pieces, 0);
+    for (std::size_t piece = pieces - 1; piece >= 1 && piece < pieces; --piece) {
+        links[piece].assign(upcoming.begin(), upcoming.begin() + direct[piece]);
+        for (unsigned level = 0; level < direct[piece]; ++level) {
+            // The last member of the level links the old successor: requests
+            // this node sent it directly must come first (a marker).
+            if (upcoming[level].to == here.tower[level].to && !upcoming[level].to.null() &&
+                !config.unordered_for_testing) {
+                ++holds[piece];
+                send_marker(upcoming[level].to.rank, ids[piece]);
+            }
+            upcoming[level] = link{std::string(here.run.key(bulk.cuts[piece])), ids[piece], true};
+        }
+    }
+    for (std::size_t piece = 1; piece < pieces; ++piece) {
+        const std::string_view separator = here.run.key(bulk.cuts[piece]);
+        std::size_t bytes = wire_bytes<wire::bulk_fill> + string_bytes(separator) + 4;
+        for (const link& next : links[piece])
+            bytes += 1 + wire::node_id_bytes + string_bytes(next.separator);
+        for (std::size_t index = bulk.cuts[piece]; index < bulk.cuts[piece + 1]; ++index)
+            bytes += string_bytes(here.run.key(index)) + string_bytes(here.run.value(index)) + sizeof(expiry_time);
+        const skiplist_node_id to = ids[piece];
+        byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.bulk_fill, bytes), bytes);
+        out.record(wire::bulk_fill{to.slot, to.generation, holds[piece], static_cast<std::uint8_t>(height[piece]),
+                                   static_cast<std::uint8_t>(direct[piece])});
+        put_string(out, separator);
+        for (unsigned level = 0; level < direct[piece]; ++level) {
+            out.put(static_cast<std::uint8_t>(level));
+            put_node_id(out, links[piece][level].to);
+            put_string(out, links[piece][level].separator);
+        }
+        out.put(static_cast<std::uint32_t>(bulk.cuts[piece + 1] - bulk.cuts[piece]));
+        for (std::size_t index = bulk.cuts[piece]; index < bulk.cuts[piece + 1]; ++index) {
+            put_string(out, here.run.key(index));
+            put_string(out, here.run.value(index));
+            out.put(here.run.expires(index));
+        }
+        out.finish();
+    }
+    // This node links the first member of each level and keeps the first piece.
+    for (std::size_t level = 0; level < prefix; ++level)
+        here.tower[level] = upcoming[level];
+    for (std::size_t piece = 1; piece < pieces; ++piece)
+        if (height[piece] > direct[piece])
+            send_link_up(ids[piece], here.run.key(bulk.cuts[piece]), direct[piece]);
+    for (std::size_t index = bulk.cuts[1]; index < here.run.size(); ++index) {
+        stats.payload_bytes -= here.run.key(index).size() + here.run.value(index).size();
+        --stats.entries;
+    }
+    here.run.erase(bulk.cuts[1], here.run.size());
+    here.run.shrink_to_fit();
+    stats.splits += pieces - 1;
+    std::unique_ptr<skiplist_bulk_split> done = std::move(here.bulk);
+    here.allocating = false;
+    skiplist_nodes::direct_answers answers{m_shared};
+    for (const auto& pending : done->answers)
+        answers.add(pending.caller, pending.slot, pending.index, skiplist_status::stored);
+    answers.send();
+    m_nodes.release_held(id);
+}
+
+void skiplist_structure::refuse_bulk_split(node& here, skiplist_node_id id) {
+    auto& stats = m_shared.stats;
+    std::unique_ptr<skiplist_bulk_split> done = std::move(here.bulk);
+    for (const auto& fresh : done->granted)
+        m_shared.send(fresh.rank, m_shared.handlers.bulk_fill,
+                      wire::bulk_fill{fresh.slot, fresh.generation, 0, 0, wire::bulk_release});
+    // Nothing stored is lost: the run goes back to what it held before the
+    // merge (with the values it replaced); the fresh keys are refused.
+    const std::string message = list_full_message();
+    skiplist_nodes::direct_answers answers{m_shared};
+    std::uint32_t begin = 0;
+    for (std::size_t which = 0; which < done->answers.size(); ++which) {
+        const std::string_view key(done->keys.data() + begin, done->key_ends[which] - begin);
+        begin = done->key_ends[which];
+        const std::size_t position = here.run.lower_bound(key);
+        if (here.run.holds_at(position, key)) {
+            stats.payload_bytes -= here.run.key(position).size() + here.run.value(position).size();
+            --stats.entries;
+            here.run.erase(position, position + 1);
+        }
+        ++stats.list_full;
+        const auto& pending = done->answers[which];
+        answers.add(pending.caller, pending.slot, pending.index, skiplist_status::full, message);
+    }
+    answers.send();
+    here.allocating = false;
+    m_nodes.release_held(id);
+}
+
+void skiplist_structure::handle_bulk_fill(int, std::string_view record) {
+    const auto& config = m_shared.config;
+    byte_reader in = reader_of(record);
+    const auto fill = read_record<wire::bulk_fill>(in);
+    const skiplist_node_id id{m_shared.rank(), fill.slot, fill.generation};
+    node& created = m_nodes.addressed(id, "bulk fill");
+    if (!created.reserved)
+        throw decode_error("mpidict: skiplist_map bulk fill for a node that is not reserved");
+    if (fill.links == wire::bulk_release) {
+        // The split was refused: nothing can have reached this node (no link
+        // and no directory entry names it).
+        if (created.holding_records() || !in.empty())
+            throw decode_error("mpidict: skiplist_map released a reserved node that holds records");
+        m_nodes.free_slot(id.slot);
+        return;
+    }
+    const std::string_view separator = read_string(in);
+    if (fill.height < 1 || fill.height > config.max_height || fill.links > fill.height || separator.empty())
+        throw decode_error("mpidict: skiplist_map bulk fill with a bad height, link count or separator");
+    created.separator = std::string(separator);
+    created.tower.assign(fill.height, link{});
+    for (unsigned index = 0; index < fill.links; ++index) {
+        const unsigned level = in.read<std::uint8_t>();
+        const skiplist_node_id to = read_node_id(in);
+        const std::string_view next_separator = read_string(in);
+        if (level != index || (!to.null() && !m_shared.valid_rank(to.rank)))
+            throw decode_error("mpidict: skiplist_map bulk fill links levels out of order or a bad node");
+        created.tower[level] = link{std::string(next_separator), to, true};
+    }
+    const auto entries = in.read<std::uint32_t>();
+    if (entries == 0 || entries > config.granularity)
+        throw decode_error("mpidict: skiplist_map bulk fill carries no entries or more than a node holds");
+    created.run.reserve(entries, in.remaining());
+    auto& stats = m_shared.stats;
+    for (std::uint32_t index = 0; index < entries; ++index) {
+        const std::string_view key = read_string(in);
+        const std::string_view value = read_string(in);
+        const auto expires = in.read<expiry_time>();
+        if ((created.run.empty() && key != separator) ||
+            (!created.run.empty() && !(created.run.key(created.run.size() - 1) < key)))
+            throw decode_error("mpidict: skiplist_map bulk fill carries entries out of order");
+        if (expires != 0 && (created.earliest_expiry == 0 || expires < created.earliest_expiry))
+            created.earliest_expiry = expires;
+        stats.payload_bytes += key.size() + value.size();
+        ++stats.entries;
+        created.run.push_back(key, value, expires);
+    }
+    if (!in.empty())
+        throw decode_error("mpidict: skiplist_map bulk fill has trailing bytes");
+    created.holds += static_cast<int>(fill.holds);
+    created.reserved = false;
+    created.allocating = false;
+    m_directory.learn(separator, id);
+    m_nodes.release_held(id);
+}
+
+}  // namespace mpidict::detail
