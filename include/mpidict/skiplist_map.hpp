@@ -85,30 +85,9 @@
 //     arrives first), routes a marker along the old way (the route a request for
 //     the target's separator took below that level), and markers its old
 //     successor; the target holds until those markers' clears arrive.
-// A held node replays its queue in arrival order, except that while it holds
-// for a new link on level g what comes the old way (below g, hence older) goes
-// ahead of what came over the link, even while it also holds for its creation.
-// Upper levels are linked one at a time, bottom up, so a node being spliced on a
-// level is already on every lower level, hence on every path into its range.
-// Cross-caller order (total_order): every request enters at the head, whose
-// handling order contains each caller's issue order.  A before B at the head on
-// one key follow one path in order (routing is a function of key and links;
-// FIFO per rank pair) up to the first node N whose link changed between them.
-// B takes the new link to Y; the old way of A leads through Y (on every lower
-// level) or queues at N (splitting).  Y holds from the expect (ahead of B on
-// N's rank pair) until the marker routed behind A has come the old way and the
-// old successor's rank has seen the marker behind N's direct sends, and A goes
-// ahead of B at Y: by induction over later changes both take effect in head
-// order (linearizable in head order).  Before issue 42 a node still holding for
-// its creation replayed B before A: the escape (3 reordered chains in 185 runs)
-// found by the simulation's order probe once total_order towers could grow past
-// their parent (tests/sim/sim_skiplist_history.cpp --chains --probe: two callers,
-// dependent chains; markers off must show an overtaking).  Outside total_order
-// requests enter at different nodes (the directory), so a caller keeps one
-// operation per key in flight: later ones on the key wait at the caller until
-// the earlier one is answered (fire-and-forget ones included), so each caller's
-// operations on a key take effect in issue order.  The simulation test checks
-// it, and a test-only switch that disables both mechanisms must make it fail.
+// Hold queues and cross-caller order (why total_order is linearizable in head
+// order, and how each caller keeps issue order per key in the other modes):
+// the design comment at the top of src/skiplist/nodes.cpp, which keeps them.
 //
 // Consistency modes (config.consistency, set_consistency; skiplist_map.md).
 // total_order: requests enter at the head in issue order, ranges split over the
