@@ -114,6 +114,7 @@ def main():
     parser = argparse.ArgumentParser()
     harness.common_arguments(parser)
     args = parser.parse_args()
+    harness.exit_on_sigterm()
     differences = []
     with harness.RedisServer(args.redis_server) as reference, \
             harness.MpidictServe(args.mpiexec, args.preflags, args.np, args.serve) as ours:

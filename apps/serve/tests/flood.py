@@ -227,6 +227,7 @@ def main():
     parser = argparse.ArgumentParser()
     harness.common_arguments(parser)
     args = parser.parse_args()
+    harness.exit_on_sigterm()
     failures = []
     started = time.monotonic()
     with harness.RedisServer(args.redis_server) as reference, \

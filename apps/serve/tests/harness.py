@@ -1,6 +1,12 @@
 """Starts and stops the servers the apps/serve tests talk to: a real
 redis-server on a free loopback port and an `mpidict serve` job (every rank on
-a port of its own, chosen by the system).  Both are killed on any exit."""
+a port of its own, chosen by the system).  Both are killed on any exit of the
+test script: its `with` blocks on a normal exit, an exception or CTest's
+SIGTERM (exit_on_sigterm), and the kernel when the script itself is killed
+outright (SIGKILL): every server is started with PR_SET_PDEATHSIG, and the
+serve job also stops by itself after --duration."""
+
+import ctypes
 
 import os
 import re
@@ -11,6 +17,26 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent(parent):
+    """preexec_fn: SIGKILL this child when the thread that started it ends,
+    whatever ends it; a parent already gone before the call means now."""
+    def set_death_signal():
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+    return set_death_signal
+
+
+def exit_on_sigterm():
+    """A CTest timeout sends SIGTERM: leave through the `with` exits, which
+    kill the servers, and say why."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("FAIL: terminated (SIGTERM, the test's timeout?)"))
 
 
 def free_port():
@@ -43,7 +69,8 @@ class RedisServer:
             self.process = subprocess.Popen(
                 [self.redis_server, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                  "--appendonly", "no", "--daemonize", "no", "--dir", self.dir.name, "--logfile", ""] + self.extra,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=_die_with_parent(os.getpid()))
             if wait_for_port(self.port, time.monotonic() + 10):
                 return self
             self.stop()
@@ -60,11 +87,16 @@ class RedisServer:
 
 
 class MpidictServe:
-    """mpiexec -n NP serve --port 0 ...; `ports` lists every rank's port."""
+    """mpiexec -n NP serve --port 0 ...; `ports` lists every rank's port.
+    Unless `extra` gives --duration, the job stops by itself after `duration`
+    seconds: the last guard should mpiexec outlive this script."""
 
-    def __init__(self, mpiexec, preflags, np, serve, extra=(), timeout=60, password=None):
+    def __init__(self, mpiexec, preflags, np, serve, extra=(), timeout=60, password=None, duration=900):
         self.password = password
-        self.command = [mpiexec] + shlex.split(preflags) + ["-n", str(np), serve, "--port", "0"] + list(extra)
+        extra = list(extra)
+        if "--duration" not in extra:
+            extra += ["--duration", str(duration)]
+        self.command = [mpiexec] + shlex.split(preflags) + ["-n", str(np), serve, "--port", "0"] + extra
         self.timeout = timeout
         self.process = None
         self.ports = []
@@ -72,7 +104,7 @@ class MpidictServe:
 
     def __enter__(self):
         self.process = subprocess.Popen(self.command, stdout=self.output, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+                                        start_new_session=True, preexec_fn=_die_with_parent(os.getpid()))
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             text = self.text()

@@ -20,7 +20,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -100,8 +99,7 @@ def main():
     parser.add_argument("--broken", action="store_true", help="stale client-side cache; expect a rejection")
     parser.add_argument("--seed", type=int, default=46)
     args = parser.parse_args()
-    # A CTest timeout sends SIGTERM: leave through the `with` exits, which kill the job.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("FAIL: terminated"))
+    harness.exit_on_sigterm()
 
     # --duration: the job also ends by itself should this script be killed outright.
     extra = ["--requirepass", PASSWORD, "--duration", "120"]
