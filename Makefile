@@ -24,11 +24,15 @@ SANITIZE_SELECT ?= -L "unit|mpi|conformance" -E "\.np[134]$$"
 , := ,
 
 # Chosen when the recipe runs (after `deps` may have installed ninja). An
-# existing build directory keeps the generator it was configured with.
+# existing build directory keeps the generator it was configured with. A new one
+# compiles through ccache when it is installed (and CMAKE_ARGS names no launcher).
 define cmake_configure
 	if [ -f "$(1)/CMakeCache.txt" ]; then gen=(); \
 	elif command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); \
 	else gen=(-G "Unix Makefiles"); fi; \
+	if [ ! -f "$(1)/CMakeCache.txt" ] && command -v ccache >/dev/null 2>&1 && \
+	   [[ "$(CMAKE_ARGS)" != *COMPILER_LAUNCHER* ]]; then \
+	  gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi; \
 	cmake -S . -B "$(1)" "$${gen[@]}" $(2) $(CMAKE_ARGS)
 endef
 
