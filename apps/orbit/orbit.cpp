@@ -24,6 +24,7 @@
 #include "mpidict/support/program.hpp"
 #include "mpidict/support/yielding.hpp"
 #include "mpidict/hash_map.hpp"
+#include "mpidict/detail/huge_pages.hpp"
 #include "mpidict/local/hash.hpp"
 
 namespace mpidict::apps::orbit {
@@ -45,7 +46,14 @@ namespace {
 template <std::size_t Words>
 struct packed_point {
     std::array<std::uint32_t, Words> words;
-    bool operator==(const packed_point&) const = default;
+    // Word by word: the defaulted comparison of std::array called memcmp out of
+    // line, 60% of the serial search's samples (perf, m24_5tuples).
+    bool operator==(const packed_point& other) const {
+        bool same = true;
+        for (std::size_t i = 0; i < Words; ++i)
+            same &= words[i] == other.words[i];
+        return same;
+    }
 };
 
 template <class Point>
@@ -172,6 +180,22 @@ std::size_t peak_rss_bytes() {
         std::fclose(status);
     }
     return peak;
+}
+
+// The orbit's checksum: the sum (mod 2^64) of a hash of every point, added as
+// the point leaves a frontier (every point of the orbit is in exactly one
+// rank's frontier once), so every backend can be checked against the others.
+// Its own mix (not hasher<Point>, which may change): a test pins one value.
+template <class Point>
+std::uint64_t point_checksum(const Point& point) {
+    std::uint64_t h = 0x6a09e667f3bcc909ULL;
+    for (const std::uint32_t word : point.words) {
+        h = (h ^ word) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+    }
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;  // splitmix64's finaliser
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
 }
 
 // ---- visited sets ------------------------------------------------------------------
@@ -347,8 +371,10 @@ orbit_result distributed_search(Visited& visited, const problem& input, backend 
     std::uint64_t length = totals[0];
     print(0, totals[0], length, MPI_Wtime() - begin);
     int level = 0;
+    std::uint64_t checksum = 0;
     while (totals[0] > 0 && totals[1] == 0) {
         for (const Point& point : frontier) {
+            checksum += point_checksum(point);
             codec.unpack(point, in.data());
             for (std::size_t generator = 0; generator < action.generators(); ++generator) {
                 action.apply(generator, in.data(), out.data());
@@ -369,7 +395,9 @@ orbit_result distributed_search(Visited& visited, const problem& input, backend 
     result.seconds = MPI_Wtime() - begin;
     result.levels = level;
     result.orbit_length = length;
-    result.images = reduce_yielding<1>({images}, MPI_SUM, comm)[0];
+    const auto sums = reduce_yielding<2>({images, checksum}, MPI_SUM, comm);
+    result.images = sums[0];
+    result.checksum = sums[1];
     result.set_size = visited.global_size();
     result.shared_memory = visited.shared_memory();
     if (totals[1] > 0)
@@ -384,28 +412,33 @@ orbit_result distributed_search(Visited& visited, const problem& input, backend 
 // cost memory up front.  The rma tables cannot grow; they are sized from it and
 // refused, naming the size and the limit, when they cannot fit.
 constexpr std::uint64_t max_presize_points = std::uint64_t{1} << 20;
+// serial_flat, the strong baseline, gets the capacity hint the rma tables get (a
+// table that grows while the clock runs is not the best serial code), up to
+// 2^23 points: 16M slots, 64-128 MB for the 4- and 8-byte points of the
+// repository's problems (the largest orbit, m24_5tuples, has 5.1M points).
+constexpr std::uint64_t max_presize_flat_points = std::uint64_t{1} << 23;
 
-// The strong serial baseline: linear probing over packed points, an occupancy
-// byte per slot, doubled when half full.
+// The strong serial baseline: linear probing over packed points in one array
+// (an empty slot holds a sentinel point, all bits set, so a probe touches one
+// cache line; a real all-ones point is kept in a flag), load <= 1/2, the
+// hash of the distributed sets (hasher<Point>; the home slot is its low bits,
+// a power-of-two table: a multiply-shift over an exact size measured slower),
+// doubled when half full, on huge pages (detail::huge_page_allocator, as
+// hash_map's tables are).  It is pre-sized from 'expected' like the rma tables (at most
+// max_presize_flat_points) and built before the clock starts, as theirs are.
 template <class Point>
 class flat_point_set {
 public:
-    explicit flat_point_set(std::size_t expected) { rebuild(std::bit_ceil(std::max<std::size_t>(16, 2 * expected))); }
+    explicit flat_point_set(std::size_t expected) {
+        std::memset(static_cast<void*>(&m_empty), 0xff, sizeof(Point));
+        rebuild(std::bit_ceil(std::max<std::size_t>(16, 2 * expected)));
+    }
 
     // True if `point` was new.
     bool insert(const Point& point) {
         if (2 * (m_size + 1) > m_slots.size())
             rebuild(2 * m_slots.size());
-        std::size_t index = static_cast<std::size_t>(hasher<Point>{}(point)) & m_mask;
-        while (m_used[index]) {
-            if (m_slots[index] == point)
-                return false;
-            index = (index + 1) & m_mask;
-        }
-        m_used[index] = 1;
-        m_slots[index] = point;
-        ++m_size;
-        return true;
+        return insert_at(point, home(point));
     }
     // Inserts a batch of images, calling on_new(point) for each that was new:
     // grown first, then every home slot prefetched before any is probed (the
@@ -416,47 +449,53 @@ public:
             rebuild(2 * m_slots.size());
         m_home.resize(points.size());
         for (std::size_t i = 0; i < points.size(); ++i) {
-            const std::size_t index = static_cast<std::size_t>(hasher<Point>{}(points[i])) & m_mask;
+            const std::size_t index = home(points[i]);
             m_home[i] = index;
-            __builtin_prefetch(&m_used[index]);
-            __builtin_prefetch(&m_slots[index]);
+            __builtin_prefetch(&m_slots[index], 1);
         }
-        for (std::size_t i = 0; i < points.size(); ++i) {
-            std::size_t index = m_home[i];
-            bool fresh = true;
-            while (m_used[index]) {
-                if (m_slots[index] == points[i]) {
-                    fresh = false;
-                    break;
-                }
-                index = (index + 1) & m_mask;
-            }
-            if (fresh) {
-                m_used[index] = 1;
-                m_slots[index] = points[i];
-                ++m_size;
+        for (std::size_t i = 0; i < points.size(); ++i)
+            if (insert_at(points[i], m_home[i]))
                 on_new(points[i]);
-            }
-        }
     }
     std::size_t size() const { return m_size; }
-    std::size_t memory_bytes() const { return m_slots.size() * (sizeof(Point) + 1); }
+    std::size_t memory_bytes() const { return m_slots.size() * sizeof(Point); }
 
 private:
-    void rebuild(std::size_t capacity) {
-        std::vector<Point> slots(capacity);
-        std::vector<std::uint8_t> used(capacity, 0);
-        slots.swap(m_slots);
-        used.swap(m_used);
-        m_mask = capacity - 1;
-        m_size = 0;
-        for (std::size_t index = 0; index < used.size(); ++index)
-            if (used[index])
-                insert(slots[index]);
+    std::size_t home(const Point& point) const { return static_cast<std::size_t>(hasher<Point>{}(point)) & m_mask; }
+
+    bool insert_at(const Point& point, std::size_t index) {
+        if (point == m_empty) [[unlikely]] {
+            if (m_has_empty)
+                return false;
+            m_has_empty = true;
+            ++m_size;
+            return true;
+        }
+        Point* slots = m_slots.data();
+        while (!(slots[index] == m_empty)) {
+            if (slots[index] == point)
+                return false;
+            index = (index + 1) & m_mask;
+        }
+        slots[index] = point;
+        ++m_size;
+        return true;
     }
 
-    std::vector<Point> m_slots;
-    std::vector<std::uint8_t> m_used;
+    void rebuild(std::size_t capacity) {
+        slot_array slots(capacity, m_empty);
+        slots.swap(m_slots);
+        m_mask = capacity - 1;
+        m_size = m_has_empty ? 1 : 0;
+        for (const Point& point : slots)
+            if (!(point == m_empty))
+                insert_at(point, home(point));
+    }
+
+    using slot_array = std::vector<Point, detail::huge_page_allocator<Point>>;
+    Point m_empty;
+    bool m_has_empty = false;
+    slot_array m_slots;
     std::vector<std::size_t> m_home;
     std::size_t m_mask = 0;
     std::size_t m_size = 0;
@@ -491,8 +530,10 @@ orbit_result serial_search(const problem& input, backend which, const orbit_opti
     orbit_result result;
     result.which = which;
     result.ran = true;
+    // Built before the clock starts, as the distributed backends' sets are.
+    const std::uint64_t presize_limit = which == backend::serial_flat ? max_presize_flat_points : max_presize_points;
+    Set seen(input.expected != 0 ? std::min<std::uint64_t>(input.expected, presize_limit) : 1024);
     const double begin = MPI_Wtime();
-    Set seen(input.expected != 0 ? std::min<std::uint64_t>(input.expected, max_presize_points) : 1024);
     std::vector<Point> frontier{codec.pack<Point>(in.data())};
     std::vector<Point> next;
     seen.insert(frontier.front());
@@ -510,6 +551,7 @@ orbit_result serial_search(const problem& input, backend which, const orbit_opti
     while (!frontier.empty()) {
         next.clear();
         for (const Point& point : frontier) {
+            result.checksum += point_checksum(point);
             codec.unpack(point, in.data());
             for (std::size_t generator = 0; generator < action.generators(); ++generator) {
                 action.apply(generator, in.data(), out.data());
@@ -670,6 +712,12 @@ support::option_parser make_parser(const std::string& program, orbit_options& op
     return parser;
 }
 
+std::string hex64(std::uint64_t value) {
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+    return text;
+}
+
 void json_line(int ranks, std::string_view metric, double value, std::string_view unit, const std::string& fields) {
     std::printf("{\"bench\":\"orbit\",\"metric\":%s,\"value\":%s,\"unit\":%s,\"ranks\":%d,\"seed\":0%s}\n",
                 support::json_string(metric).c_str(), support::json_number(value).c_str(), support::json_string(unit).c_str(), ranks,
@@ -723,6 +771,11 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
     std::vector<std::vector<double>> seconds(options.backends.size());
     std::vector<bool> good_runs(options.backends.size(), true);
     bool all_good = true;
+    // Every good run of every backend must find the same orbit: the same
+    // checksum as the first good run.
+    bool have_reference = false;
+    std::uint64_t reference_checksum = 0;
+    backend reference_backend = backend::serial;
     const std::size_t repeats = std::max<std::size_t>(options.repeat, 1);
     for (std::size_t rep = 0; rep < repeats; ++rep)
         for (std::size_t k = 0; k < options.backends.size(); ++k) {
@@ -732,7 +785,17 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
             if (rank == 0) {
                 const bool length_ok = input.expected == 0 || result.orbit_length == input.expected;
                 const bool size_ok = result.set_size == result.orbit_length;
-                const bool good = result.failure.empty() && length_ok && size_ok;
+                bool good = result.failure.empty() && length_ok && size_ok;
+                if (good && !have_reference) {
+                    have_reference = true;
+                    reference_checksum = result.checksum;
+                    reference_backend = which;
+                } else if (good && result.checksum != reference_checksum) {
+                    good = false;
+                    std::fprintf(stderr, "%s: WRONG [%s]: orbit checksum %016llx differs from %016llx of [%s]\n",
+                                 program.c_str(), to_string(which), static_cast<unsigned long long>(result.checksum),
+                                 static_cast<unsigned long long>(reference_checksum), to_string(reference_backend));
+                }
                 all_good = all_good && good;
                 good_runs[index] = good_runs[index] && good;
                 if (!result.failure.empty())
@@ -772,7 +835,7 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
                   ",\"table_bytes_per_rank\":" + std::to_string(result.table_bytes_per_rank) +
                   ",\"peak_rss_bytes\":" + std::to_string(result.peak_rss_bytes) +
                   ",\"reps\":" + std::to_string(repeats) + ",\"oversubscribed\":" + (oversubscribed ? "true" : "false") +
-                  ",\"load_1m\":" + support::json_number(load[0]);
+                  ",\"load_1m\":" + support::json_number(load[0]) + ",\"orbit_checksum\":\"" + hex64(result.checksum) + "\"";
         std::string all_seconds = ",\"seconds_per_rep\":[";
         for (std::size_t rep = 0; rep < seconds[index].size(); ++rep)
             all_seconds += (rep ? "," : "") + support::json_number(seconds[index][rep]);
@@ -821,7 +884,8 @@ int run_orbit(int argc, char** argv, MPI_Comm comm) {
                              ? (result.shared_memory ? "  (shared memory)" : "  (MPI RMA)")
                              : "");
         }
-        std::fprintf(stderr, "  verified: %s\n", all_good ? "yes" : "NO");
+        std::fprintf(stderr, "  verified: %s (length, set size and orbit checksum %s of every run)\n",
+                     all_good ? "yes" : "NO", hex64(reference_checksum).c_str());
         json_line(ranks, "verified", all_good ? 1 : 0, "bool", ",\"problem\":" + support::json_string(input.name));
     }
     int verdict = all_good ? 0 : 1;

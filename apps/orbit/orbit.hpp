@@ -64,6 +64,7 @@ struct orbit_result {
     std::uint64_t orbit_length = 0;
     std::uint64_t set_size = 0;      // the visited set's own global count
     std::uint64_t images = 0;        // generator applications, all ranks
+    std::uint64_t checksum = 0;      // sum mod 2^64 of a hash of every orbit point (same for every backend)
     int levels = 0;
     double seconds = 0;
     bool shared_memory = false;      // rma backends: direct atomics on a shared window

@@ -51,6 +51,12 @@ elseif(CASE STREQUAL "field_not_prime")
   file(WRITE "${path}" "type matrix\nfield 4\ndim 3\n")
 elseif(CASE STREQUAL "empty")
   file(WRITE "${path}" "")
+elseif(CASE STREQUAL "all_ones_point")
+  # A valid problem (not bad input): 8 coordinates x 4 bits fill a 4-byte point,
+  # and the start (16,...,16) packs to all bits set, serial_flat's empty-slot
+  # sentinel (kept in a flag); its orbit is the 16 constant tuples.
+  file(WRITE "${path}" "type perm\ndegree 16\naction OnTuples\nexpected 16\nstart 16 16 16 16 16 16 16 16\nngens 2\n"
+                       "gen 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 1\ngen 1 2 3 4 5 6 7 8 9 10 11 12 13 14 16 15\n")
 else()
   message(FATAL_ERROR "orbit cases.cmake: unknown CASE ${CASE}")
 endif()
