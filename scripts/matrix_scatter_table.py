@@ -202,7 +202,7 @@ def generated_section(args, tables, missing, machine, started, elapsed):
     out.append("- commit: %s" % commit_description())
     out.append("- Times are the median of %d repetitions (after %d warm-up) of the maximum over ranks, "
                "divided by the matrix's nonzeros; [min-max] over the repetitions in brackets. "
-               "Read = rank 0 reading the file into its local table (Figure 1), in ms. The three scatters "
+               "Read = rank 0 reading the file into its local table (Figure 1), in ms. The four scatters "
                "rotate which runs first from one repetition to the next." % (args.repeat, args.warmup))
     out.append("- send/recv ratio = send/recv barrier time / hash_map barrier time (`scatter_vs_sendrecv`); "
                "Alltoallv ratio = packed-Alltoallv barrier time / hash_map barrier time "
