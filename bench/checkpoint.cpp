@@ -280,15 +280,18 @@ int run(const settings& s, const mpidict::bench::world& w) {
             for (const std::uint64_t v : values)
                 pairs.emplace_back(key, v);
         });
-        for (std::uint64_t rep = 0; rep < s.reps; ++rep)
+        // The table is built (and its pages faulted in) before the clock starts, as
+        // the loaded map's is: load's table is sized by the map's constructor.
+        for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
+            mpidict::local::multi_table<std::uint64_t, std::uint64_t> table(pairs.size());
             table_bw.push_back(total_bytes / timed(w.comm, [&] {
-                                   mpidict::local::multi_table<std::uint64_t, std::uint64_t> table(pairs.size());
                                    for (const auto& [key, value] : pairs)
                                        table.append(key, value);
                                    static volatile std::size_t sink = 0;
                                    sink = table.size();
                                }) /
                                1e6);
+        }
     }
     if (!ok) {
         if (w.rank == 0)
@@ -322,7 +325,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
                   .add("baseline_MBps", median(read_same_bw))
                   .add("what", "load's rate in the checkpoint's own bytes over read(2) of those files"));
     out.figure("table_insert_bandwidth", table_bw, "MB/s",
-               json_object().add("what", "the shard's pairs into a fresh reserved multi_table from memory: load's floor"));
+               json_object().add("what", "the shard's pairs into a fresh reserved multi_table from memory (built before the clock, as load's): load's floor"));
     out.ratio("load_vs_table_insert", median(load_bw) / median(table_bw), "(reported: what bounds load)", true,
               json_object().add("ours_MBps", median(load_bw)).add("baseline_MBps", median(table_bw)));
     out.ratio("load_vs_write", median(load_bw) / median(write_bw), "(reported; not the judged figure)", true,
