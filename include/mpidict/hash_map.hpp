@@ -16,7 +16,8 @@
 // Costs in messages (amortised by aggregation): async_insert, async_erase,
 // async_insert_if_absent, async_visit: one record, no reply.  insert, find,
 // take, erase, insert_if_absent, visit: one record and one reply record.
-// find_many, take_many: one record and one reply record per key, streamed.
+// find_many, take_many: streamed; per owner a batch header each way, then per
+// key the key alone and its answer (the value alone when it is one fixed-size value).
 //
 // Capacity.  A per-rank limit on stored values and/or payload bytes.  An insert
 // that reaches it stores a prefix of its values and reports how many; the rest
@@ -480,22 +481,22 @@ public:
     // but they answer only while inside some library call (or with a progress thread).
     template <class Function>
     void find_many(std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_handlers.find_many, hash_map_op::find, nullptr, keys, limit, on_result);
+        bulk_lookup(false, hash_map_op::find, nullptr, keys, limit, on_result);
     }
     // The same, every key sent to `target` (explicit placement).
     template <class Function>
     void find_many(target_rank target, std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_handlers.find_many, hash_map_op::find, &target, keys, limit, on_result);
+        bulk_lookup(false, hash_map_op::find, &target, keys, limit, on_result);
     }
     // Removes and returns up to `limit` oldest values of every key, calling
     // on_result(index, values) with what was taken.  Each key is taken atomically.
     template <class Function>
     void take_many(std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_handlers.take_many, hash_map_op::take, nullptr, keys, limit, on_result);
+        bulk_lookup(true, hash_map_op::take, nullptr, keys, limit, on_result);
     }
     template <class Function>
     void take_many(target_rank target, std::span<const K> keys, std::size_t limit, Function&& on_result) {
-        bulk_lookup(m_handlers.take_many, hash_map_op::take, &target, keys, limit, on_result);
+        bulk_lookup(true, hash_map_op::take, &target, keys, limit, on_result);
     }
 
     // ---- collective ----------------------------------------------------------
@@ -733,6 +734,14 @@ private:
             runtime::register_handler<&visitors::on_visit_callable>(e, "hash_map.visit_callable", visit);
         h.count = runtime::register_handler<&shard_type::on_count>(e, "hash_map.count", shard);
         h.find_from = runtime::register_handler<&shard_type::on_find_from>(e, "hash_map.find_from", shard);
+        h.many_begin = runtime::register_handler<&shard_type::on_many_begin>(e, "hash_map.many_begin", shard);
+        h.many_keys = runtime::register_handler<&shard_type::on_many_keys>(e, "hash_map.many_keys", shard);
+        h.many_reply_begin =
+            runtime::register_handler<&batches::on_reply_begin>(e, "hash_map.many_reply_begin", &m_batches);
+        h.many_value = runtime::register_handler<&batches::on_value>(e, "hash_map.many_value", &m_batches);
+        h.many_counted = runtime::register_handler<&batches::on_counted>(e, "hash_map.many_counted", &m_batches);
+        h.reduce_op = runtime::register_handler<&shard_type::on_reduce_op>(e, "hash_map.reduce_op", shard);
+        h.reduce_pairs = runtime::register_handler<&shard_type::on_reduce_pairs>(e, "hash_map.reduce_pairs", shard);
     }
 
     static constexpr detail::checkpoint::layout_flags checkpoint_flags = shard_type::checkpoint_flags;
@@ -836,20 +845,33 @@ private:
         out.finish();
     }
 
-    // reduce: {slot, op} key value.  A fire-and-forget reduce with fixed-size
-    // key and value may be folded into one still waiting in the outbox.
+    // reduce: {slot, op} key value.  A fire-and-forget reduce with fixed-size key
+    // and value may fold into one waiting in the outbox; else it is streamed (a
+    // reduce_op when the operator to this owner changes, then the bare pair), or,
+    // in a handler, headered (a top-level reserve may serve handlers: no split).
     void encode_reduce(target_rank target, std::uint32_t slot, std::uint32_t op, const K& key, const V& value) {
         constexpr std::size_t header = header_bytes<wire::reduce_header>;
         check_target(target);  // before the outbox of target.rank is looked at
         if constexpr (reduce_ops::combinable) {
             if (slot == no_slot) {
-                if (m_reduces.combine(target.rank, op, key, value))
+                auto* const entry = m_reduces.combine(target.rank, op, key, value);
+                if (entry == nullptr)
                     return;
-                std::byte* out = reserve(target, m_handlers.reduce, header + sizeof(K) + sizeof(V));
-                detail::overwrite_record(out, wire::reduce_header{no_slot, op});
-                std::memcpy(out + header, &key, sizeof(K));
-                std::memcpy(out + header + sizeof(K), &value, sizeof(V));
-                m_reduces.remember(target.rank, op, key, out + header + sizeof(K));
+                const bool bare = !m_engine->in_handler();
+                std::uint32_t& streamed = m_reduces.stream_op(target.rank);
+                if (bare && streamed != op + 1) {
+                    detail::overwrite_record(reserve(target, m_handlers.reduce_op, header_bytes<wire::reduce_op>),
+                                             wire::reduce_op{op});
+                    streamed = op + 1;
+                }
+                const std::size_t at = bare ? 0 : header;  // where the key starts
+                std::byte* out = reserve(target, bare ? m_handlers.reduce_pairs : m_handlers.reduce,
+                                         at + sizeof(K) + sizeof(V));
+                if (!bare)
+                    detail::overwrite_record(out, wire::reduce_header{no_slot, op});
+                std::memcpy(out + at, &key, sizeof(K));
+                std::memcpy(out + at + sizeof(K), &value, sizeof(V));
+                m_reduces.remember(entry, target.rank, op, key, out + at + sizeof(K));
                 return;
             }
         }
@@ -877,13 +899,12 @@ private:
         return request<T>(*m_engine, guard.release(), decode);
     }
 
-    // find_many and take_many (detail/hash_map_caller.hpp): one record per key,
-    // answered by find_many_reply records.
+    // find_many and take_many: streamed batches (detail/hash_map_caller.hpp).
     template <class Function>
-    void bulk_lookup(runtime::handler_id handler, runtime::op_kind kind, const target_rank* target,
-                     std::span<const K> keys, std::size_t limit, Function& on_result) {
+    void bulk_lookup(bool take, runtime::op_kind kind, const target_rank* target, std::span<const K> keys,
+                     std::size_t limit, Function& on_result) {
         m_batches.run(
-            handler, kind, keys, limit, on_result,
+            m_handlers.many_begin, m_handlers.many_keys, take, kind, keys, limit, on_result,
             [&] {
                 if (target)
                     check_target(*target);

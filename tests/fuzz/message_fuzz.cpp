@@ -3,7 +3,9 @@
 // What it drives.  The engine's message decoder (group headers against the
 // message end and the handler table), every hash_map handler (insert_one,
 // insert, find, take, erase, insert_if_absent, visit, find_many, take_many and
-// their replies, rejection and visitor failure notices; a visitor that throws),
+// their replies (one record per key, and streamed: batch headers, bare keys,
+// bare values), reduces (headered, and streamed after an operator record),
+// rejection and visitor failure notices; a visitor that throws),
 // the engine's reply handler against pending,
 // abandoned and free request slots, and the caller-side decoders that turn a
 // reply into a request's result (get()).  Two maps: <uint64_t, uint64_t> (fixed

@@ -149,7 +149,14 @@ enum hash_map_handler : std::uint16_t {
     reduce,
     visit_callable,
     count,
-    find_from
+    find_from,
+    many_begin,
+    many_keys,
+    many_reply_begin,
+    many_value,
+    many_counted,
+    reduce_op,
+    reduce_pairs
 };
 enum lh_handler : std::uint16_t { lh_request = 2, lh_reply, lh_token, lh_activate, lh_ship, lh_ship_ack };
 
@@ -237,6 +244,37 @@ std::vector<seed> seeds() {
         add("u64_find_many_reply", input(map_u64 | inside_batch, 0, {group(find_many_reply, found)}));
         add("u64_take_many_reply", input(map_u64 | inside_batch | take_batch, 0, {group(find_many_reply, taken)}));
     }
+    // Streamed find_many / take_many (many_begin, bare keys) and their answers
+    // (many_reply_begin, then many_value or many_counted per key, in order).
+    add("u64_many_begin_keys", input(map_u64, 0, {group(many_begin, {record(hm::many_begin{1, 3, 0})}) +
+                                                  group(many_keys, {record(u64{0}), record(u64{2}), record(u64{99})})}));
+    add("u64_many_take_keys", input(map_u64, 0, {group(many_begin, {record(hm::many_begin{1, 1, 1})}) +
+                                                 group(many_keys, {record(u64{0}), record(u64{4})})}));
+    add("u64_many_capacity_keys", input(map_u64 | capacity, 0, {group(many_begin, {record(hm::many_begin{2, 0, 0})}) +
+                                                                group(many_keys, {record(u64{2})})}));
+    add("u64_many_answers",
+        input(map_u64 | inside_batch, 0,
+              {group(many_reply_begin, {record(hm::many_reply_begin{1})}) +
+               group(many_value, {record(u64{0}), record(u64{1}), record(u64{2})}) +
+               group(many_counted, {record(hm::count_record{2}, u64{3}, u64{30})}) +
+               group(many_counted, {record(hm::count_record{0})}) +
+               group(many_counted, {record(hm::count_record{runtime::engine::error_count}, raw{"too large"})})}));
+    add("u64_many_take_answers",
+        input(map_u64 | inside_batch | take_batch, 0,
+              {group(many_reply_begin, {record(hm::many_reply_begin{1})}) +
+               group(many_counted, {record(hm::count_record{0})}) +
+               group(many_counted, {record(hm::count_record{1}, u64{7})})}));
+    add("u64_many_answers_other_batch",
+        input(map_u64 | inside_batch, 0, {group(many_reply_begin, {record(hm::many_reply_begin{7})}) +
+                                          group(many_value, {record(u64{0})})}));
+    // Streamed reduces: reduce_op names the operator of the bare pairs after it.
+    add("u64_reduce_streamed", input(map_u64, 0, {group(reduce_op, {record(hm::reduce_op{0})}) +
+                                                  group(reduce_pairs, {record(u64{0}, u64{5}), record(u64{42}, u64{1})}) +
+                                                  group(reduce_op, {record(hm::reduce_op{1})}) +
+                                                  group(reduce_pairs, {record(u64{2}, u64{7})})}));
+    add("u64_reduce_streamed_capacity",
+        input(map_u64 | capacity, 0, {group(reduce_op, {record(hm::reduce_op{0})}) +
+                                      group(reduce_pairs, {record(u64{40}, u64{1}), record(u64{44}, u64{1})})}));
     add("u64_two_messages", input(map_u64, 1,
                                   {group(insert_one, {record(u64{8}, u64{1})}) +
                                        group(find, {record(hm::keyed_header{no_slot - 1, 1}, u64{8})}),
@@ -261,6 +299,17 @@ std::vector<seed> seeds() {
               {group(insert_if_absent, {record(hm::keyed_value_header{no_slot}, str{"new"}, str{"v"})})}));
     add("string_find_many_reply", input(map_string | inside_batch, 0,
                                         {group(find_many_reply, {record(hm::many_reply_header{1, 0, 1}, str{"vv"})})}));
+
+    add("string_many_begin_keys",
+        input(map_string, 0, {group(many_begin, {record(hm::many_begin{1, 2, 0})}) +
+                              group(many_keys, {record(str{"key0"}), record(str{"none"})})}));
+    add("string_many_answers",
+        input(map_string | inside_batch, 0,
+              {group(many_reply_begin, {record(hm::many_reply_begin{1})}) +
+               group(many_counted, {record(hm::count_record{1}, str{"vv"})}) +
+               group(many_counted, {record(hm::count_record{0})})}));
+    add("string_reduce_streamed", input(map_string, 0, {group(reduce_op, {record(hm::reduce_op{0})}) +
+                                                        group(reduce_pairs, {record(str{"key0"}, str{"zz"})})}));
 
     // linear_hash_map.  This rank dormant (bit 0x08 clear): activation as bucket
     // 1, one shipment, then a request for it.

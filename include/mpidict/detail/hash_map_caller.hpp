@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <span>
@@ -82,10 +83,14 @@ private:
     bool m_armed = true;
 };
 
-// find_many and take_many at the caller: one {batch, index, limit} key record
-// per key to its owner (hash_map_shard::on_find_many answers), then a wait
-// until every key is answered by a find_many_reply record (on_reply).  One
-// batch at a time per map.
+// find_many and take_many at the caller, streamed: to each owner a many_begin
+// {batch, limit, take} record, then the keys bare (many_keys); the owner
+// answers in the same order (many_reply_begin {batch}, then many_value or
+// many_counted per key: on_reply_begin, on_value, on_counted), so the caller
+// keeps, per owner, the indices of the keys it sent there and matches answers
+// to them in order.  run() waits until every key is answered.  One batch at a
+// time per map.  (The older one-record-per-key {batch, index, limit} key
+// records, find_many / take_many / find_many_reply, are still answered: on_reply.)
 template <class K, class V>
 class hash_map_batches {
     using wire = hash_map_wire;
@@ -93,15 +98,19 @@ class hash_map_batches {
 public:
     static constexpr std::size_t unlimited = std::numeric_limits<std::uint32_t>::max();
 
-    explicit hash_map_batches(runtime::engine& engine) : m_engine(engine) {}
+    explicit hash_map_batches(runtime::engine& engine)
+        : m_engine(engine),
+          m_peers(static_cast<std::size_t>(engine.size())) {}
 
-    // Sends every key to destination(key) with `handler` and returns when all
-    // have answered, calling on_result(index, values) for each.  check() runs
-    // after the batch's own checks (hash_map: the target rank); before a key is
-    // encoded, before_key(key) (hash_map: forget a waiting reduce of it).
+    // Sends every key to destination(key) (with `begin`'s and `keys`'s
+    // handlers) and returns when all have answered, calling on_result(index,
+    // values) for each.  check() runs after the batch's own checks (hash_map:
+    // the target rank); before a key is encoded, before_key(key) (hash_map:
+    // forget a waiting reduce of it).
     template <class Function, class Check, class Destination, class BeforeKey>
-    void run(runtime::handler_id handler, runtime::op_kind kind_id, std::span<const K> keys, std::size_t limit,
-             Function& on_result, Check&& check, Destination&& destination, BeforeKey&& before_key) {
+    void run(runtime::handler_id begin, runtime::handler_id keys_handler, bool take, runtime::op_kind kind_id,
+             std::span<const K> keys, std::size_t limit, Function& on_result, Check&& check,
+             Destination&& destination, BeforeKey&& before_key) {
         runtime::engine_lock lock(m_engine);
         m_engine.check_alive(m_engine.op_kind_name(kind_id).data());
         if (m_engine.in_handler())
@@ -128,11 +137,21 @@ public:
             const K& key = keys[index];
             const int to = destination(key);
             before_key(key);
-            const std::size_t bytes = wire_bytes<wire::many_header> + codec<K>::encoded_size(key);
-            byte_writer(m_engine.reserve(to, handler, bytes), bytes)
-                .record(wire::many_header{m_id, static_cast<std::uint32_t>(index), clamped})
-                .encode(key)
-                .finish();
+            peer& owner = m_peers[static_cast<std::size_t>(to)];
+            if (owner.sent_batch != m_id) {
+                owner.sent_batch = m_id;
+                owner.order.clear();
+                byte_writer(m_engine.reserve(to, begin, wire_bytes<wire::many_begin>), wire_bytes<wire::many_begin>)
+                    .record(wire::many_begin{m_id, clamped, take ? 1u : 0u})
+                    .finish();
+            }
+            owner.order.push_back(static_cast<std::uint32_t>(index));
+            if constexpr (codec<K>::fixed_size) {
+                std::memcpy(m_engine.reserve(to, keys_handler, sizeof(K)), &key, sizeof(K));
+            } else {
+                const std::size_t bytes = codec<K>::encoded_size(key);
+                byte_writer(m_engine.reserve(to, keys_handler, bytes), bytes).encode(key).finish();
+            }
         }
         auto& kind = m_engine.stats()[kind_id];
         kind.operations += keys.size();
@@ -147,8 +166,63 @@ public:
         }
     }
 
-    // The find_many_reply handler: {batch, index, count} value × count, or with
-    // count == engine::error_count the owner's reason (thrown by run()).
+    // many_reply_begin {batch}: the answers from `source` that follow are to that batch.
+    void on_reply_begin(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        if (record_bytes != wire_bytes<wire::many_reply_begin>)
+            throw decode_error("mpidict: malformed find_many answer header");
+        peer& owner = m_peers[static_cast<std::size_t>(source)];
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            owner.reply_batch = read_record<wire::many_reply_begin>(records, record_bytes).batch;
+            owner.answered = 0;
+        }
+    }
+
+    // many_value: one value per record, the answer to the next key sent to `source`.
+    void on_value(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        if constexpr (!codec<V>::fixed_size) {
+            throw decode_error("mpidict: a single-value find_many answer for a variable-size value type");
+        } else {
+            if (record_bytes != sizeof(V))
+                throw decode_error("mpidict: malformed find_many answer");
+            peer& owner = m_peers[static_cast<std::size_t>(source)];
+            if (!current(owner))
+                return;  // the answer to a batch abandoned by an exception: drop it
+            for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+                V value;
+                std::memcpy(&value, records, sizeof(V));
+                const std::uint32_t key_index = next_index(owner);
+                --m_pending;
+                m_callback(key_index, std::span<const V>(&value, 1));
+            }
+        }
+    }
+
+    // many_counted: {count} value × count, or {error_count} and the owner's reason
+    // (thrown by run()).
+    void on_counted(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        peer& owner = m_peers[static_cast<std::size_t>(source)];
+        if (!current(owner))
+            return;
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const std::uint32_t n = read_record<wire::count_record>(reader).count;
+            const std::uint32_t key_index = next_index(owner);
+            if (n == runtime::engine::error_count) {
+                if (m_error.empty())
+                    m_error.assign(reinterpret_cast<const char*>(reader.position()), reader.remaining());
+                --m_pending;
+                continue;
+            }
+            m_scratch.clear();
+            for (std::uint32_t i = 0; i < n; ++i)
+                m_scratch.push_back(codec<V>::decode(reader));
+            --m_pending;
+            m_callback(key_index, std::span<const V>(m_scratch));
+        }
+    }
+
+    // The older find_many_reply handler: {batch, index, count} value × count, or
+    // with count == engine::error_count the owner's reason.
     void on_reply(int, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
@@ -170,12 +244,30 @@ public:
     }
 
 private:
+    // Per owner: the batch whose keys were last sent there and their indices in
+    // send order; the batch its answers are to now and how many have come.
+    struct peer {
+        std::uint32_t sent_batch = 0;
+        std::uint32_t reply_batch = 0;
+        std::size_t answered = 0;
+        std::vector<std::uint32_t> order;
+    };
+    bool current(const peer& owner) const {
+        return owner.reply_batch == m_id && owner.sent_batch == m_id && m_pending != 0 && m_callback;
+    }
+    std::uint32_t next_index(peer& owner) {
+        if (owner.answered >= owner.order.size() || m_pending == 0)
+            throw decode_error("mpidict: more find_many answers than keys sent");
+        return owner.order[owner.answered++];
+    }
+
     runtime::engine& m_engine;
     std::function<void(std::size_t, std::span<const V>)> m_callback;
     std::uint32_t m_id = 0;
     std::size_t m_pending = 0;
     std::string m_error;  // first failure reported by an owner during a batch
     std::vector<V> m_scratch;
+    std::vector<peer> m_peers;
 };
 
 }  // namespace mpidict::detail

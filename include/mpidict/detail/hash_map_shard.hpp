@@ -23,6 +23,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <mpi.h>
 
@@ -43,7 +44,8 @@ namespace mpidict::detail {
 struct hash_map_handlers {
     runtime::handler_id insert_one = 0, insert = 0, find = 0, take = 0, erase = 0, insert_if_absent = 0, visit = 0,
                         find_many = 0, find_many_reply = 0, take_many = 0, rejected = 0, visit_failed = 0,
-                        reduce = 0, visit_callable = 0, count = 0, find_from = 0;
+                        reduce = 0, visit_callable = 0, count = 0, find_from = 0, many_begin = 0, many_keys = 0,
+                        many_reply_begin = 0, many_value = 0, many_counted = 0, reduce_op = 0, reduce_pairs = 0;
 };
 
 template <class K, class V, class Hash>
@@ -57,7 +59,7 @@ template <class K, class V, class Hash>
 struct reduce_entry {
     void (*fold)(V& accumulated, const V& incoming);
     void (*run)(hash_map_shard<K, V, Hash>& shard, int source, const std::byte* records, std::uint32_t record_bytes,
-                std::uint32_t count, std::uint32_t& rejected);
+                std::uint32_t count, std::uint32_t& rejected, bool bare);
 };
 template <class K, class V, class Hash>
 using reduce_registry = callable_registry<reduce_entry<K, V, Hash>>;
@@ -77,9 +79,16 @@ public:
     // gave 14% more inserts and about 5% more lookups per second than 8 (2 ranks,
     // 2M keys per rank); 32, 3% more lookups, within the noise.
     static constexpr std::uint32_t prefetch_lookahead = 16;
+    // A streamed find_many/take_many batch of one caller (on_many_begin).
+    struct batch_state {
+        std::uint32_t limit = 0;
+        bool take = false;
+        bool begun = false;
+    };
 
     hash_map_shard(runtime::engine& engine, const hash_map_config& settings, const hash_map_handlers& handlers)
-        : m_engine(engine), m_config(settings), m_handlers(handlers), m_table(table_keys(settings), settings.max_load) {}
+        : m_engine(engine), m_config(settings), m_handlers(handlers), m_table(table_keys(settings), settings.max_load),
+          m_batches(static_cast<std::size_t>(engine.size())), m_reduce_ops(static_cast<std::size_t>(engine.size())) {}
 
     hash_map_shard(const hash_map_shard&) = delete;
     hash_map_shard& operator=(const hash_map_shard&) = delete;
@@ -363,28 +372,52 @@ public:
             while (end < count && op_of(end) == op)
                 ++end;
             operators[op].entry.run(*this, source, records + std::size_t{index} * record_bytes, record_bytes,
-                                    end - index, rejected);
+                                    end - index, rejected, false);
             index = end;
         }
         notify_rejected(source, rejected);
     }
 
-    // A run of reduce records of one operator, `fold(accumulated&, incoming)`:
+    // reduce streamed: reduce_op {op} names the operator of the bare {key value}
+    // reduce_pairs records `source` sends after it (async, no slot).
+    void on_reduce_op(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        if (record_bytes != wire_bytes<wire::reduce_op>)
+            throw decode_error("mpidict: malformed reduce operator record");
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            const std::uint32_t op = read_record<wire::reduce_op>(records, record_bytes).op;
+            if (op >= reducers::entries().size())
+                throw decode_error("mpidict: reduce names operator " + std::to_string(op) + " but this rank has " +
+                                   std::to_string(reducers::entries().size()));
+            m_reduce_ops[static_cast<std::size_t>(source)] = op + 1;
+        }
+    }
+    void on_reduce_pairs(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        const std::uint32_t op = m_reduce_ops[static_cast<std::size_t>(source)];
+        if (op == 0)
+            throw decode_error("mpidict: reduce values before their operator");
+        std::uint32_t rejected = 0;
+        reducers::entries()[op - 1].entry.run(*this, source, records, record_bytes, count, rejected, true);
+        notify_rejected(source, rejected);
+    }
+
+    // A run of reduce records of one operator, `fold(accumulated&, incoming)`
+    // ({slot, op} key value, or `bare`: key value):
     // with fixed-size keys and values and no capacity limit, decoded in bulk,
     // each key hashed once and its slot prefetched a few records ahead (as the
     // insert path does); otherwise record by record through reduce_value.
     template <class Fold>
     void reduce_run(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count, Fold&& fold,
-                    std::uint32_t& rejected) {
-        constexpr std::size_t header = wire_bytes<wire::reduce_header>;
+                    std::uint32_t& rejected, bool bare) {
+        const std::size_t header = bare ? 0 : wire_bytes<wire::reduce_header>;
         if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
             if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0 &&
                 record_bytes == header + sizeof(K) + sizeof(V)) [[likely]] {
                 prefetched_run(records, record_bytes, count, header, [&](const std::byte* record, const K& key,
                                                                           std::uint64_t hash) {
-                    std::uint32_t slot;
+                    std::uint32_t slot = no_slot;
                     V value;
-                    std::memcpy(&slot, record, sizeof slot);
+                    if (!bare)
+                        std::memcpy(&slot, record, sizeof slot);
                     std::memcpy(&value, record + header + sizeof(K), sizeof(V));
                     const std::size_t before = m_table.reduce_hashed(key, hash, value, fold);
                     if (before == 0)
@@ -399,9 +432,11 @@ public:
         }
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
             byte_reader reader(records, record_bytes);
-            const auto slot = read_record<wire::reduce_header>(reader).slot;
+            const std::uint32_t slot = bare ? no_slot : read_record<wire::reduce_header>(reader).slot;
             const K key = codec<K>::decode(reader);
             const V value = codec<V>::decode(reader);
+            if (bare && reader.remaining() != 0)
+                throw decode_error("mpidict: malformed reduce record");
             const std::size_t before = reduce_value(key, value, fold);
             if (slot == no_slot) {
                 rejected += before == refused ? 1 : 0;
@@ -522,6 +557,57 @@ public:
         answer_many(true, source, records, record_bytes, count);
     }
 
+    // find_many and take_many, streamed (wire::many_begin): the batch and limit
+    // of what `source` sends next, acknowledged by a many_reply_begin.
+    void on_many_begin(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        if (record_bytes != wire_bytes<wire::many_begin>)
+            throw decode_error("mpidict: malformed find_many batch header");
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            const auto begin = read_record<wire::many_begin>(records, record_bytes);
+            if (begin.take > 1)
+                throw decode_error("mpidict: malformed find_many batch header");
+            m_batches[static_cast<std::size_t>(source)] = {begin.limit, begin.take == 1, true};
+            byte_writer(m_engine.reserve(source, m_handlers.many_reply_begin, wire_bytes<wire::many_reply_begin>),
+                        wire_bytes<wire::many_reply_begin>)
+                .record(wire::many_reply_begin{begin.batch})
+                .finish();
+        }
+    }
+    // Bare keys of `source`'s current batch, answered in order: a key with
+    // exactly one fixed-size value found by many_value (the value alone),
+    // others by many_counted.  Fixed-size keys are hashed once and their slots
+    // prefetched ahead (prefetched_run).
+    void on_many_keys(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
+        const batch_state state = m_batches[static_cast<std::size_t>(source)];
+        if (!state.begun)
+            throw decode_error("mpidict: find_many keys before their batch header");
+        if constexpr (codec<K>::fixed_size) {
+            if (record_bytes != sizeof(K))
+                throw decode_error("mpidict: malformed find_many key");
+            if constexpr (codec<V>::fixed_size) {
+                if (!state.take && state.limit != 0) {
+                    prefetched_run(records, record_bytes, count, 0, [&](const std::byte*, const K& key,
+                                                                        std::uint64_t hash) {
+                        const values_view found = m_table.find_hashed(key, hash);
+                        if (found.size() == 1)
+                            std::memcpy(m_engine.reserve(source, m_handlers.many_value, sizeof(V)), &found[0],
+                                        sizeof(V));
+                        else
+                            answer_counted(source, key, state);
+                    });
+                    return;
+                }
+            }
+        }
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
+            byte_reader reader(records, record_bytes);
+            const K key = codec<K>::decode(reader);
+            if (reader.remaining() != 0)
+                throw decode_error("mpidict: malformed find_many key");
+            answer_counted(source, key, state);
+        }
+    }
+
     // What a request fails with when the owner is at its capacity limit.
     std::string full_message(const char* operation) const {
         return "mpidict: rank " + std::to_string(m_engine.rank()) + " is at its capacity limit (capacity_values = " +
@@ -612,6 +698,27 @@ private:
         }
     }
 
+    // One key of a streamed batch answered by a many_counted record.
+    void answer_counted(int source, const K& key, const batch_state& state) {
+        constexpr std::size_t header = wire_bytes<wire::count_record>;
+        const std::size_t room = m_engine.max_record_bytes() - header;
+        answer(
+            key, state.limit, state.take, room,
+            [&](std::size_t n, std::size_t bytes) {
+                std::byte* out = m_engine.reserve(source, m_handlers.many_counted, header + bytes);
+                overwrite_record(out, wire::count_record{static_cast<std::uint32_t>(n)});
+                return out + header;
+            },
+            [&](std::string message) {
+                message.resize(std::min(message.size(), room));
+                byte_writer(m_engine.reserve(source, m_handlers.many_counted, header + message.size()),
+                            header + message.size())
+                    .record(wire::count_record{runtime::engine::error_count})
+                    .put_bytes(message)
+                    .finish();
+            });
+    }
+
     // The one way to answer a find or take (single or batched): up to `limit`
     // values of `key`, sized first; an answer over `room` bytes is refused with
     // refuse(message) and nothing is removed (nothing stored is lost), else
@@ -660,6 +767,8 @@ private:
     table_type m_table;
     std::size_t m_stored_bytes = 0;
     std::uint64_t m_local_rejected = 0;
+    std::vector<batch_state> m_batches;  // per caller rank
+    std::vector<std::uint32_t> m_reduce_ops;  // per caller rank: its reduce_pairs' operator + 1 (0: none yet)
 };
 
 }  // namespace mpidict::detail

@@ -503,7 +503,8 @@ public:
     using reducers = reduce_registry<K, V, Hash>;
     static constexpr bool combinable = codec<K>::fixed_size && codec<V>::fixed_size;
 
-    explicit reduce_combiner(runtime::engine& engine) : m_engine(engine) {}
+    explicit reduce_combiner(runtime::engine& engine)
+        : m_engine(engine), m_stream_ops(static_cast<std::size_t>(engine.size())) {}
 
     template <class Op>
     static void apply(V& accumulated, const V& incoming) {
@@ -512,11 +513,11 @@ public:
     // A run of reduce records of operator Op at the owner, Op inlined.
     template <class Op>
     static void run(hash_map_shard<K, V, Hash>& shard, int source, const std::byte* records,
-                    std::uint32_t record_bytes, std::uint32_t count, std::uint32_t& rejected) {
+                    std::uint32_t record_bytes, std::uint32_t count, std::uint32_t& rejected, bool bare) {
         shard.reduce_run(
             source, records, record_bytes, count,
             [](V& accumulated, const V& incoming) { accumulated = Op{}(static_cast<const V&>(accumulated), incoming); },
-            rejected);
+            rejected, bare);
     }
     // The operator's number, the same on every rank (see callable_registry.hpp).
     template <class Op>
@@ -532,17 +533,19 @@ public:
                       "async_reduce: the operator must be callable as V(const V&, const V&).");
     }
 
-    // True if `value` was folded into a waiting reduce of `key` to `destination`
-    // with operator `op` (then nothing is to be sent).
+    struct pending;
+    // nullptr if `value` was folded into a waiting reduce of `key` to
+    // `destination` with operator `op` (then nothing is to be sent), else the
+    // entry to pass to remember() once the record is reserved.
     // Adaptive: a window of `window` reduces in which fewer than one in 64
     // combines pauses the check for `pause_windows` windows (distinct keys:
     // the lookup, a cache miss in a 128 KiB array, bought nothing), after
     // which the array starts empty and one window tries again.
-    bool combine(int destination, std::uint32_t op, const K& key, const V& value) {
+    pending* combine(int destination, std::uint32_t op, const K& key, const V& value) {
         if (m_paused != 0) [[unlikely]] {
             if (--m_paused == 0)
                 std::fill(m_pending.begin(), m_pending.end(), pending{});
-            return false;
+            return &m_unused;
         }
         if (m_pending.empty())
             m_pending.resize(slots);
@@ -561,19 +564,23 @@ public:
             std::memcpy(waiting.value, &combined, sizeof(V));
             ++m_combined;
             ++m_hits;
-            return true;
+            return nullptr;
         }
-        return false;
+        return &waiting;
     }
     // A reduce record just reserved for `destination`, whose value bytes are at
     // `value_bytes`: later reduces of `key` may combine into it (none while the
     // check pauses: the array is emptied before it resumes, so no reduce is
     // ever folded into a record older than another of the same key).
-    void remember(int destination, std::uint32_t op, const K& key, std::byte* value_bytes) {
-        if (m_paused != 0)
+    // `entry`: combine()'s answer for `key` (the array never moves once allocated).
+    void remember(pending* entry, int destination, std::uint32_t op, const K& key, std::byte* value_bytes) {
+        if (entry == &m_unused)
             return;
-        slot_of(key) = pending{key, destination, op, m_engine.outbox_generation(destination), value_bytes};
+        *entry = pending{key, destination, op, m_engine.outbox_generation(destination), value_bytes};
     }
+    // The operator the reduce_pairs records sent to `destination` carry now
+    // (the last reduce_op sent there) + 1; 0 before the first.
+    std::uint32_t& stream_op(int destination) { return m_stream_ops[static_cast<std::size_t>(destination)]; }
     // Any other operation on `key` from this rank must not be overtaken by a
     // later reduce combined into an earlier record: forget that record.
     void forget(const K& key) {
@@ -588,7 +595,6 @@ public:
     }
     std::uint64_t combined() const { return m_combined; }
 
-private:
     struct pending {
         K key{};
         int destination = -1;  // -1: empty
@@ -596,6 +602,8 @@ private:
         std::uint64_t generation = 0;
         std::byte* value = nullptr;  // the record's value bytes
     };
+
+private:
     static constexpr std::size_t slots = 4096;
     static constexpr std::uint32_t window = 1u << 16;
     static constexpr std::uint32_t pause_windows = 15;
@@ -605,10 +613,12 @@ private:
     runtime::engine& m_engine;
     [[no_unique_address]] Hash m_hash;
     std::vector<pending> m_pending;  // empty until the first combinable async_reduce
+    std::vector<std::uint32_t> m_stream_ops;
     std::uint64_t m_combined = 0;
     std::uint32_t m_tried = 0;   // reduces checked in this window
     std::uint32_t m_hits = 0;    // of them combined
     std::uint32_t m_paused = 0;  // reduces left to send without checking
+    pending m_unused;            // combine()'s answer while the check pauses
 };
 
 }  // namespace mpidict::detail

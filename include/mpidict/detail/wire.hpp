@@ -189,6 +189,32 @@ struct hash_map_wire {
             return std::tuple{&many_reply_header::batch, &many_reply_header::index, &many_reply_header::count};
         }
     };
+    // reduce streamed (what async_reduce of fixed-size keys and values sends):
+    // reduce_op {op} names the operator of the reduce_pairs records (key value,
+    // no header) that follow it from the same rank, until the next reduce_op.
+    struct reduce_op {
+        std::uint32_t op;
+        static constexpr auto fields() { return std::tuple{&reduce_op::op}; }
+    };
+    // find_many, take_many streamed (what hash_map's find_many sends): to each
+    // owner one many_begin {batch, limit, take}, then the keys bare (many_keys:
+    // key).  The owner answers in the order of the keys: one many_reply_begin
+    // {batch}, then per key either many_value: value (exactly one value of a
+    // fixed-size type) or many_counted: {count} value × count (count ==
+    // engine::error_count: the reason, raw text).  Per-pair order is the
+    // engine's, so neither side carries a key's index.
+    struct many_begin {
+        std::uint32_t batch;
+        std::uint32_t limit;
+        std::uint32_t take;  // 1: take_many
+        static constexpr auto fields() {
+            return std::tuple{&many_begin::batch, &many_begin::limit, &many_begin::take};
+        }
+    };
+    struct many_reply_begin {
+        std::uint32_t batch;
+        static constexpr auto fields() { return std::tuple{&many_reply_begin::batch}; }
+    };
     // rejected: {count}; visit_failed: {count} then the first failure's text;
     // the insert reply's payload: {count} = values requested.
     struct count_record {
