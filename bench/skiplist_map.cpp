@@ -304,7 +304,7 @@ public:
             mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
             list_insert = timed(n, [&] {
                 const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(keys),
-                                                           std::span<const std::uint64_t>(values));
+                                                           std::span<const std::uint64_t>(values)).added();
                 check(fresh == n, "skiplist insert_many stored " + std::to_string(fresh) + " new keys of " +
                                       std::to_string(n));
             }, [&] { list.flush(); });
@@ -490,7 +490,7 @@ public:
                 }
                 const double rate = timed(n, [&] {
                     const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(ascending),
-                                                               std::span<const std::uint64_t>(ascending_values));
+                                                               std::span<const std::uint64_t>(ascending_values)).added();
                     check(fresh == n, "ascending insert_many stored " + std::to_string(fresh) + " of " + std::to_string(n));
                 }, [&] { list.flush(); });
                 const auto stats = list.local_statistics();

@@ -65,7 +65,7 @@ std::vector<std::uint64_t> box_widths(std::uint64_t dimensions, std::uint64_t li
 
 template <class Map>
 void gather_messages(Map& map, MPI_Comm comm, std::uint64_t& messages) {
-    const skiplist_local_statistics stats = map.local_statistics();
+    const skiplist_map_local_statistics stats = map.local_statistics();
     std::uint64_t local = stats.range_parts + stats.answers;
     MPI_Allreduce(&local, &messages, 1, MPI_UINT64_T, MPI_SUM, comm);
 }
@@ -125,7 +125,9 @@ void run_flat(MPI_Comm comm, int rank, int ranks, const range_experiment_options
             keys.push_back(key);
             values.push_back(value_of(key));
         }
-        map.insert_many(keys, values);
+        if (const mpidict::insert_many_result loaded = map.insert_many(keys, values); !loaded.complete())
+            throw mpidict::error("mpidict ycsb: the list refused " + std::to_string(loaded.refused) +
+                                 " loaded keys (list_full)");
         map.flush();
     }
     result.grid = n;
@@ -261,7 +263,9 @@ void run_dimensions(MPI_Comm comm, int rank, int ranks, const range_experiment_o
             keys.push_back(key);
             values.push_back(value_of(key));
         }
-        map.insert_many(keys, values);
+        if (const mpidict::insert_many_result loaded = map.insert_many(keys, values); !loaded.complete())
+            throw mpidict::error("mpidict ycsb: the list refused " + std::to_string(loaded.refused) +
+                                 " loaded keys (list_full)");
         map.flush();
     }
     map.reset_statistics();

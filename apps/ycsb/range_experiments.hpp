@@ -22,7 +22,7 @@
 // each other) at a uniform position, so it returns exactly prod(w_d) entries.
 //
 // Returned messages: range parts the nodes sent plus point operations answered
-// (skiplist_local_statistics range_parts + answers, over every rank), the
+// (skiplist_map_local_statistics range_parts + answers, over every rank), the
 // seed's "returned messages all the application processes receive".
 //
 // Checks: every range returns keys in ascending order, at or after its start,

@@ -12,6 +12,7 @@
 // for fire-and-forget calls); it is never an exception.
 
 #include <cstddef>
+#include <vector>
 
 #include "mpidict/results.hpp"
 
@@ -23,6 +24,7 @@ struct insert_many_result {
     std::size_t stored = 0;    // pairs stored: a new key, a replaced value, or (hash_map) a value appended
     std::size_t replaced = 0;  // of those, pairs that replaced a key's value (single-valued maps; hash_map: 0)
     std::size_t refused = 0;   // pairs the owner refused for capacity: nothing of them was stored
+    std::vector<std::size_t> refused_indexes;  // which: indexes into the call's keys, ascending
     bool complete() const { return refused == 0; }
     // Keys that were not there before (single-valued maps).
     std::size_t added() const { return stored - replaced; }

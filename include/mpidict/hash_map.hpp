@@ -244,7 +244,7 @@ public:
         detail::windowed_batch(
             keys.size(), m_engine->settings().blocking_factor,
             [&](std::size_t index) { return insert(keys[index], std::span<const V>(&values[index], 1)); },
-            [&](std::size_t, const insert_result& one) { detail::count_insert(totals, one); });
+            [&](std::size_t index, const insert_result& one) { detail::count_insert(totals, index, one); });
         return totals;
     }
 
@@ -351,8 +351,10 @@ public:
     void async_insert_or_assign(target_rank target, const K& key, const V& value) {
         async_reduce(target, key, value, detail::replace_with_new{});
     }
-    // The request form yields true if the key was new.  A refusal by the
-    // owner's capacity limit fails the request (get() throws); the key is unchanged.
+    // The request form yields true if the key was new and is now stored, false
+    // if it was there (its value replaced) or the owner's capacity limit refused
+    // it (the key is unchanged; the owner counts it in local_rejected()): a
+    // refusal is a result, never an exception (docs/architecture.md, "Contracts").
     request<bool> insert_or_assign(const K& key, const V& value) {
         return insert_or_assign(target_rank{owner(key)}, key, value);
     }

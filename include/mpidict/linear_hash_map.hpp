@@ -180,7 +180,7 @@ public:
         insert_many_result totals;
         detail::windowed_batch(
             keys.size(), batch_window(), [&](std::size_t index) { return insert(keys[index], values[index]); },
-            [&](std::size_t, const replace_result& one) { detail::count_insert(totals, one); });
+            [&](std::size_t index, const replace_result& one) { detail::count_insert(totals, index, one); });
         return totals;
     }
 

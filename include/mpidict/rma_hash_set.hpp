@@ -194,8 +194,13 @@ public:
     // refused (the owner's table is full; never thrown).  insert_if_absent_many
     // says the same per object.
     insert_many_result insert_many(std::span<const T> objects) {
-        const insert_if_absent_many_result each = insert_if_absent_many(objects);
-        return insert_many_result{each.inserted + each.present, each.present, each.not_inserted};
+        insert_if_absent_many_result each = insert_if_absent_many(objects);
+        insert_many_result result;
+        result.stored = each.inserted + each.present;
+        result.replaced = each.present;
+        result.refused = each.not_inserted;
+        result.refused_indexes = std::move(each.not_inserted_indices);
+        return result;
     }
     // Calls on_result(index, bool present) once per object, in index order, on
     // this rank; returns when all are answered (one-sided: as they are probed).

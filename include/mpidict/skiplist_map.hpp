@@ -121,6 +121,7 @@
 
 #include <mpi.h>
 
+#include "mpidict/batch_results.hpp"
 #include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/collectives.hpp"
 #include "mpidict/detail/payload.hpp"
@@ -152,9 +153,13 @@ struct range_options {
     bool before_hi = false;    // range(lo, hi) only
 };
 
-// insert_many hit list_full: some keys were stored, these were not (issue 48,
-// item 17).  An invalid_argument_error, as a single insert's list_full.
-class list_full_error : public invalid_argument_error {
+// No longer thrown: a full list's refusal is a result (docs/architecture.md,
+// "Contracts"): insert's replace_result has stored = false, insert_if_absent's
+// bool is false, insert_many's insert_many_result counts it in refused and
+// names it in refused_indexes.  Kept so that code catching it still compiles.
+class [[deprecated("mpidict: skiplist_map reports list_full in the result (insert: stored = false; insert_many: "
+                   "insert_many_result::refused / refused_indexes), never by throwing")]] list_full_error
+    : public invalid_argument_error {
 public:
     list_full_error(std::string message, std::size_t stored, std::vector<std::size_t> not_stored)
         : invalid_argument_error(std::move(message)), m_stored(stored), m_not_stored(std::move(not_stored)) {}
@@ -275,8 +280,9 @@ public:
 
     // ---- point operations --------------------------------------------------
 
-    // Inserts or replaces.  Throws (from get()) list_full when the key needed a
-    // new node and none was free anywhere.
+    // Inserts or replaces.  stored = false (nothing changed, nothing stored is
+    // lost) when the key needed a new node and none was free anywhere
+    // (list_full); a refusal is a result, never an exception.
     request<replace_result> insert(const K& key, const V& value) { return insert(key, value, never); }
     request<replace_result> insert(const K& key, const V& value, clock::time_point expires_at) {
         return start<replace_result>(skiplist_map_op::insert, detail::skiplist_core::op::insert, key,
@@ -287,7 +293,8 @@ public:
         start_async(skiplist_map_op::insert, detail::skiplist_core::op::insert, key, detail::payload_of(value),
                     expiry_of(expires_at));
     }
-    // True if the key was new and is now stored; false if it was there (unchanged).
+    // True if the key was new and is now stored; false if it was there
+    // (unchanged) or the list was full (insert tells the two apart).
     request<bool> insert_if_absent(const K& key, const V& value) { return insert_if_absent(key, value, never); }
     request<bool> insert_if_absent(const K& key, const V& value, clock::time_point expires_at) {
         return start<bool>(skiplist_map_op::insert_if_absent, detail::skiplist_core::op::insert_if_absent, key,
@@ -341,22 +348,28 @@ public:
                 [&](std::size_t index) { on_result(index, std::as_const(found[index % window])); });
     }
     // Inserts (or replaces) keys[i] -> values[i], in index order where a key
-    // repeats; returns how many keys were new.  Throws list_full_error (after
-    // every answer arrived) if a key needed a new node and none was free: the
-    // other keys are stored, and the error says how many and which were not.
-    std::size_t insert_many(std::span<const K> keys, std::span<const V> values) {
+    // repeats, and returns once every pair is answered (docs/architecture.md,
+    // "Contracts"): stored, of them replaced, and refused (list_full: the key
+    // needed a new node and none was free; the other keys are stored) with
+    // refused_indexes.  Never throws for a full list.  (It used to return the
+    // count of new keys: result.added(); the conversion is kept, deprecated.)
+    insert_many_result insert_many(std::span<const K> keys, std::span<const V> values) {
         if (keys.size() != values.size())
             throw invalid_argument_error("mpidict: skiplist_map insert_many got " + std::to_string(keys.size()) +
                                          " keys and " + std::to_string(values.size()) + " values");
         if (keys.size() >= sorted_insert_minimum && m_core->direct_finds())
             return insert_many_sorted(keys, values);
-        std::size_t fresh = 0;
-        batched(skiplist_map_op::insert, detail::skiplist_op::insert, keys.size(), encode_each(keys), &values, true,
-                [&](std::size_t, std::uint8_t status, std::string_view) {
-                    fresh += status == detail::skiplist_status::stored;
-                },
-                no_delivery{});
-        return fresh;
+        insert_many_result result;
+        result.refused_indexes =
+            batched(skiplist_map_op::insert, detail::skiplist_op::insert, keys.size(), encode_each(keys), &values,
+                    true,
+                    [&](std::size_t, std::uint8_t status, std::string_view) {
+                        result.replaced += status == detail::skiplist_status::replaced;
+                    },
+                    no_delivery{});
+        result.refused = result.refused_indexes.size();
+        result.stored = keys.size() - result.refused;
+        return result;
     }
 
     // ---- ordered queries -----------------------------------------------------
@@ -521,7 +534,7 @@ public:
             "the list has no free node (node_slots_per_rank)");
     }
 
-    skiplist_local_statistics local_statistics() const {
+    skiplist_map_local_statistics local_statistics() const {
         runtime::engine_lock lock(m_core->engine());
         return m_core->local_statistics();
     }
@@ -771,7 +784,9 @@ private:
     // insert_many in the shortcut modes: keys sorted, a repeated one sent once with its last value
     // (skiplist_sorted_batch.hpp), so each node merges its keys as one run ("Batch inserts" in skiplist_map.md).
     static constexpr std::size_t sorted_insert_minimum = 2;
-    std::size_t insert_many_sorted(std::span<const K> keys, std::span<const V> values) {
+    // A key that repeats is sent once (its last value); its other occurrences are
+    // stored (replaced) with it or refused with it, as a sequence of inserts would be.
+    insert_many_result insert_many_sorted(std::span<const K> keys, std::span<const V> values) {
         detail::sorted_batch batch;
         batch.build(keys.size(), [&](std::size_t index, std::string& out) { ordered_codec<K>::encode(keys[index], out); });
         std::vector<V> sorted_values;
@@ -779,20 +794,20 @@ private:
         for (std::size_t position = 0; position < batch.distinct(); ++position)
             sorted_values.push_back(values[batch.value_index(position)]);
         const std::span<const V> value_span(sorted_values);
-        std::size_t fresh = 0;
-        try {
+        std::size_t fresh = 0;  // distinct keys that were not there
+        const std::vector<std::size_t> refused =
             batched(skiplist_map_op::insert, detail::skiplist_op::insert, batch.distinct(),
                     [&](std::size_t position, std::string&) { return batch.key(position); }, &value_span, false,
                     [&](std::size_t, std::uint8_t status, std::string_view) {
                         fresh += status == detail::skiplist_status::stored;
                     },
                     no_delivery{});
-        } catch (const list_full_error& refused) {
-            auto [message, not_stored] = batch.refusal(refused.what(), refused.not_stored());
-            const std::size_t stored = keys.size() - not_stored.size();
-            throw list_full_error(std::move(message), stored, std::move(not_stored));
-        }
-        return fresh;
+        insert_many_result result;
+        result.refused_indexes = batch.indexes_of(refused);
+        result.refused = result.refused_indexes.size();
+        result.stored = keys.size() - result.refused;
+        result.replaced = result.stored - fresh;
+        return result;
     }
 
     // The key source of an unsorted batch: keys[index], encoded into `scratch`.
@@ -821,9 +836,10 @@ private:
     // (the core calls the batch's sink, which calls store); deliver(index) in
     // index order.  With distinct, a key is never in flight twice (a repeated
     // key waits until its earlier occurrence is answered), so repeated inserts
-    // take effect in index order.
+    // take effect in index order.  Returns the indexes a node refused
+    // (list_full), ascending; store is not called for them.
     template <class KeyAt, class Store, class Deliver>
-    void batched(runtime::op_kind kind, detail::skiplist_op operation, std::size_t count, KeyAt&& key_at,
+    std::vector<std::size_t> batched(runtime::op_kind kind, detail::skiplist_op operation, std::size_t count, KeyAt&& key_at,
                  const std::span<const V>* values, bool distinct, Store&& store, Deliver&& deliver) {
         auto& engine = m_core->engine();
         runtime::engine_lock lock(engine);
@@ -838,8 +854,7 @@ private:
         const double started = runtime::now_seconds();
         m_window_control.start_batch(started);
         // The answers' side: a ring of "answered" marks of a power-of-two
-        // length (a mask, not a division, per key), the first refusal and
-        // the indexes refused.
+        // length (a mask, not a division, per key) and the indexes refused.
         struct sink final : detail::skiplist_batch_sink {
             sink(std::size_t length, Store& store, detail::window_control& control, bool adaptive)
                 : ready(length, 0), ring(length - 1), store(store), control(control), adaptive(adaptive) {}
@@ -851,8 +866,6 @@ private:
                 if (adaptive && control.answered())
                     control.end_epoch(runtime::now_seconds());
                 if (status == detail::skiplist_status::full) {
-                    if (failure.empty())
-                        failure.assign(value);
                     refused.push_back(index);  // indexes answered list_full
                     return;
                 }
@@ -864,7 +877,6 @@ private:
             detail::window_control& control;
             bool adaptive;
             std::size_t sent = 0, done = 0;
-            std::string failure;
             std::vector<std::size_t> refused;
         } answers(std::bit_ceil(std::min(window, std::max<std::size_t>(count, 1))), store, m_window_control,
                   adaptive);
@@ -919,37 +931,18 @@ private:
         const double waiting = runtime::now_seconds();
         engine.wait_until([&] { return deliver_ready() == count; });
         statistics.completion_seconds += runtime::now_seconds() - waiting;
-        if (std::string& failure = answers.failure; !failure.empty()) {
-            std::vector<std::size_t>& refused = answers.refused;
-            std::sort(refused.begin(), refused.end());
-            if (const std::size_t cut = failure.find("; the insert was not applied"); cut != std::string::npos)
-                failure.resize(cut);
-            failure += "; insert_many stored " + std::to_string(count - refused.size()) + " of its " +
-                       std::to_string(count) + " keys, " + std::to_string(refused.size()) +
-                       " were not (indexes ";
-            for (std::size_t i = 0; i < refused.size() && i < 10; ++i)
-                failure += (i ? ", " : "") + std::to_string(refused[i]);
-            failure += refused.size() > 10 ? ", ...; list_full_error::not_stored() has all)" : ")";
-            const std::size_t stored = count - refused.size();
-            throw list_full_error(std::move(failure), stored, std::move(refused));
-        }
+        std::sort(answers.refused.begin(), answers.refused.end());
+        return std::move(answers.refused);
     }
 
-    // A node answered list_full: the rest of the answer is the message.
-    static std::uint8_t read_status(byte_reader& reader) {
-        const auto status = reader.read<std::uint8_t>();
-        if (status == detail::skiplist_status::full) {
-            const std::size_t bytes = reader.remaining();
-            throw invalid_argument_error(std::string(reinterpret_cast<const char*>(reader.take(bytes)), bytes));
-        }
-        return status;
-    }
+    // A node that answered list_full (status full) refused the insert; the rest
+    // of its answer, the node's explanation, is not part of the result.
     static replace_result decode_insert(std::uint32_t, byte_reader& reader, const void*) {
-        const auto status = read_status(reader);
-        return replace_result{true, status == detail::skiplist_status::replaced};
+        const auto status = reader.read<std::uint8_t>();
+        return replace_result{status != detail::skiplist_status::full, status == detail::skiplist_status::replaced};
     }
     static bool decode_inserted(std::uint32_t, byte_reader& reader, const void*) {
-        return read_status(reader) == detail::skiplist_status::stored;
+        return reader.read<std::uint8_t>() == detail::skiplist_status::stored;
     }
     static bool decode_hit(std::uint32_t, byte_reader& reader, const void*) {
         return reader.read<std::uint8_t>() == detail::skiplist_status::hit;

@@ -93,7 +93,8 @@ struct skiplist_node_id {
     friend bool operator==(const skiplist_node_id&, const skiplist_node_id&) = default;
 };
 
-struct skiplist_local_statistics {
+// This rank's counters (local_statistics()): the name every container uses.
+struct skiplist_map_local_statistics {
     std::uint64_t nodes = 0;             // live nodes hosted here
     std::uint64_t entries = 0;           // key-value pairs held by them
     std::uint64_t payload_bytes = 0;     // key + value bytes held
@@ -116,5 +117,8 @@ struct skiplist_local_statistics {
     std::uint64_t held_back = 0;         // replies the hold-back queue delayed (sequential)
     std::uint64_t hold_back_peak = 0;    // the most replies waiting in it at once
 };
+
+using skiplist_local_statistics [[deprecated("mpidict: renamed skiplist_map_local_statistics")]] =
+    skiplist_map_local_statistics;
 
 }  // namespace mpidict

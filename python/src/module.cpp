@@ -761,27 +761,6 @@ public:
         m = std::make_unique<map_type>(c.comm, config);
     }
 
-    // (stored, replaced, refused) as py_single_valued::insert_many; skiplist_map's
-    // insert_many returns the count of new keys and throws list_full.
-    nb::tuple insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
-        auto k = kind<K>::open(keys);
-        auto v = kind<V>::open(values);
-        same_length(k, v);
-        std::vector<K> ks;
-        std::vector<V> vs;
-        ks.reserve(k.size());
-        vs.reserve(k.size());
-        for (std::size_t i = 0; i < k.size(); ++i) {
-            ks.push_back(k.at(i));
-            vs.push_back(v.at(i));
-        }
-        std::size_t added = 0;
-        {
-            nb::gil_scoped_release released;
-            added = m->insert_many(std::span<const K>(ks), std::span<const V>(vs));
-        }
-        return nb::make_tuple(ks.size(), ks.size() - added, std::size_t{0});
-    }
     // (keys, values) of [lo, hi] (limit 0: all), ascending or descending.
     nb::tuple range(const typename kind<K>::arg& lo_in, const typename kind<K>::arg& hi_in, std::uint64_t limit, bool descending) {
         const K lo = kind<K>::value(lo_in), hi = kind<K>::value(hi_in);

@@ -100,7 +100,7 @@ template <class Map>
 double skiplist_insert(Map& m, std::span<const std::int64_t> keys) {
     return timed("skiplist_map insert_many", [&] {
         std::vector<std::uint64_t> values(keys.begin(), keys.end());
-        const std::size_t stored = m.insert_many(keys, std::span<const std::uint64_t>(values));
+        const std::size_t stored = m.insert_many(keys, std::span<const std::uint64_t>(values)).added();
         m.flush();
         return std::uint64_t{stored != keys.size()};
     });

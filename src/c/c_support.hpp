@@ -54,10 +54,7 @@ int guarded(const char* function, Body&& body) noexcept {
     } catch (const mpidict::use_after_destroy_error& problem) {
         return fail(MPIDICT_ERR_DESTROYED, function, strip_prefix(problem.what()));
     } catch (const mpidict::invalid_argument_error& problem) {
-        // skiplist_map's full list arrives as the answering node's error text.
-        const std::string_view text = problem.what();
-        return fail(text.find("(list_full)") != std::string_view::npos ? MPIDICT_ERR_FULL : MPIDICT_ERR_ARGUMENT,
-                    function, strip_prefix(text));
+        return fail(MPIDICT_ERR_ARGUMENT, function, strip_prefix(problem.what()));
     } catch (const mpidict::collective_mismatch_error& problem) {
         return fail(MPIDICT_ERR_MISMATCH, function, strip_prefix(problem.what()));
     } catch (const mpidict::mpi_error& problem) {

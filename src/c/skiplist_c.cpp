@@ -91,6 +91,16 @@ std::string as_string(const void* data, std::size_t size) {
     return size == 0 ? std::string() : std::string(static_cast<const char*>(data), size);
 }
 
+// A refused insert (list_full): MPIDICT_ERR_FULL with what to change.
+template <class Map>
+int full(const Map& map, const char* function) {
+    const auto& config = map.settings();
+    return fail(MPIDICT_ERR_FULL, function,
+                "the list is full (list_full): no free node on any server rank (node_slots_per_rank = " +
+                    std::to_string(config.node_slots_per_rank) + ", G = " + std::to_string(config.granularity) +
+                    " keys per node); the insert was not applied");
+}
+
 template <class Map, class Key>
 int insert(mpidict_skiplist* list, Map& map, const Key& key, const void* value, std::size_t value_bytes,
            int* replaced, const char* function) {
@@ -98,6 +108,8 @@ int insert(mpidict_skiplist* list, Map& map, const Key& key, const void* value, 
         return code;
     return guarded(function, [&] {
         const auto result = map.insert(key, as_string(value, value_bytes)).get();
+        if (!result.stored)  // C's form of stored = false: this function has no other way to say it
+            return full(map, function);
         if (replaced != nullptr)
             *replaced = result.replaced ? 1 : 0;
         return MPIDICT_OK;

@@ -174,7 +174,7 @@ void skiplist_core::reset_local_statistics() {
     const auto nodes = stats.nodes;
     const auto entries = stats.entries;
     const auto payload = stats.payload_bytes;
-    stats = skiplist_local_statistics{};
+    stats = skiplist_map_local_statistics{};
     stats.nodes = nodes;
     stats.entries = entries;
     stats.payload_bytes = payload;

@@ -109,8 +109,8 @@ void check_collectives(Map& map, int rank, int size, const char* container) {
 //   erase and contains are requests (request<bool>; hash_map::erase is
 //     request<std::size_t>, the values removed);
 //   a capacity refusal is a result, never an exception: stored + refused is
-//     every pair, and what the results say was stored is what the container
-//     holds (skiplist_map: still list_full_error, the documented exception);
+//     every pair, refused_indexes names the refused ones (absent after), and
+//     what the results say was stored is what the container holds;
 //   this rank's counters are <container>_local_statistics where there are any.
 namespace contract {
 
@@ -198,7 +198,7 @@ struct skiplist_map_kind {
     static constexpr bool single_valued = true;
     static constexpr bool has_erase = true;
     static constexpr bool has_contains = false;
-    static constexpr bool capacity_is_a_result = false;  // list_full_error (docs/architecture.md, "Not yet")
+    static constexpr bool capacity_is_a_result = true;  // list_full: a result since issue 40
     static std::unique_ptr<type> make(std::size_t room, int) {
         mpidict::skiplist_map_config config;
         if (room != 0) {
@@ -207,11 +207,9 @@ struct skiplist_map_kind {
         }
         return std::make_unique<type>(MPI_COMM_WORLD, config);
     }
-    // Not yet the contract's result: the count of new keys (docs/architecture.md, "Not yet").
     static mpidict::insert_many_result insert_many(type& c, std::span<const u64> keys) {
         const std::vector<u64> values = values_of(keys);
-        const std::size_t fresh = c.insert_many(keys, std::span<const u64>(values));
-        return mpidict::insert_many_result{keys.size(), keys.size() - fresh, 0};
+        return c.insert_many(keys, std::span<const u64>(values));
     }
     template <class F>
     static void find_many(type& c, std::span<const u64> keys, F&& on_result) {
@@ -312,25 +310,28 @@ void check_contract(int rank, int size) {
         std::vector<u64> keys;
         for (u64 index = 0; index < 500; ++index)
             keys.push_back(key_of(rank, index));
-        if constexpr (Kind::capacity_is_a_result) {
-            const mpidict::insert_many_result result = Kind::insert_many(c, keys);
-            MPIDICT_CHECK_MSG(result.stored + result.refused == keys.size() && result.replaced == 0,
-                              name + " at capacity: every pair answered");
-            c.flush();  // before an MPI collective of the test's own: others may still need answers
-            MPIDICT_CHECK_MSG(sum_over_ranks(result.refused) > 0 && result.complete() == (result.refused == 0),
-                              name + " at capacity: refusals reported");
-            MPIDICT_CHECK_MSG(Kind::held(c) == sum_over_ranks(result.stored),
-                              name + " at capacity: what the results say was stored is what is there");
-        } else {
-            bool thrown = false;
-            try {
-                (void)Kind::insert_many(c, keys);
-            } catch (const mpidict::list_full_error&) {
-                thrown = true;
-            }
-            c.flush();
-            MPIDICT_CHECK_MSG(sum_over_ranks(thrown ? 1 : 0) > 0, name + " at capacity: list_full_error (not yet a result)");
-        }
+        static_assert(Kind::capacity_is_a_result, "every container reports a capacity refusal in its result");
+        const mpidict::insert_many_result result = Kind::insert_many(c, keys);
+        MPIDICT_CHECK_MSG(result.stored + result.refused == keys.size() && result.replaced == 0,
+                          name + " at capacity: every pair answered");
+        MPIDICT_CHECK_MSG(result.refused_indexes.size() == result.refused &&
+                              std::is_sorted(result.refused_indexes.begin(), result.refused_indexes.end()) &&
+                              (result.refused_indexes.empty() || result.refused_indexes.back() < keys.size()),
+                          name + " at capacity: refused_indexes name the refused pairs, ascending");
+        // What the indexes say was refused is absent; everything else is there.
+        std::size_t disagree = 0;
+        Kind::find_many(c, keys, [&](std::size_t index, const std::optional<u64>& value) {
+            const bool refused =
+                std::binary_search(result.refused_indexes.begin(), result.refused_indexes.end(), index);
+            disagree += value.has_value() == refused ? 1 : 0;
+        });
+        MPIDICT_CHECK_MSG(disagree == 0, name + " at capacity: " + std::to_string(disagree) +
+                                             " keys disagree with refused_indexes");
+        c.flush();  // before an MPI collective of the test's own: others may still need answers
+        MPIDICT_CHECK_MSG(sum_over_ranks(result.refused) > 0 && result.complete() == (result.refused == 0),
+                          name + " at capacity: refusals reported");
+        MPIDICT_CHECK_MSG(Kind::held(c) == sum_over_ranks(result.stored),
+                          name + " at capacity: what the results say was stored is what is there");
         c.destroy();
     }
 }

@@ -65,6 +65,17 @@ def test_capacity_is_a_result(rank, size):
         mine = np.array([k for k in range(rank, 40 * size, size) if m.owner(k) == rank][:8], dtype=np.int64)
         result = m.insert_many(mine, mine)
         assert result.stored == min(5, len(mine)) and result.refused == len(mine) - result.stored
+    # skiplist_map: room for a few nodes of 4 keys; list_full is counted, nothing raised.
+    with mpidict.skiplist_map("int64", "int64", granularity=4, node_slots_per_rank=4) as m:
+        result = m.insert_many(keys, keys)
+        assert result.stored + result.refused == len(keys)
+        assert total(result.refused) > 0
+        m.flush()
+        assert m.global_size() == total(result.stored)
+        # One more insert into the full list: get() is False if refused (True if it
+        # replaced a stored key), never an exception.
+        assert m.insert(keys[-1], keys[-1]).get() in (True, False)
+        m.flush()
     # rma_hash_set: a full owner says "not inserted" (-1), nothing raised.
     with mpidict.rma_hash_set("int64", slots_per_rank=8) as s:
         status = s.insert_if_absent_many(np.arange(rank * 100, rank * 100 + 64, dtype=np.int64))

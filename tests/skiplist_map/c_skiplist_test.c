@@ -348,6 +348,12 @@ static void test_list_full(void) {
         CHECK(strstr(mpidict_last_error(), "list_full") != NULL);
         CHECK(strstr(mpidict_last_error(), "node_slots_per_rank = 3") != NULL);
         CHECK(strcmp(mpidict_error_name(MPIDICT_ERR_FULL), "MPIDICT_ERR_FULL") == 0);
+        {
+            /* insert_if_absent: the refusal is a result, as for a key already there. */
+            int inserted = 1;
+            CHECK_OK(mpidict_skiplist_insert_if_absent_i64(list, stored * 10, &key, sizeof key, &inserted));
+            CHECK(inserted == 0);
+        }
         /* Everything stored before is still there. */
         for (key = 0; key < stored; ++key) {
             int64_t value = -1;

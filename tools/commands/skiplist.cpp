@@ -321,7 +321,9 @@ private:
         }
         case op_insert: {
             const replace_result result = op.insert->get();
-            if (result.replaced != op.expect)
+            if (!result.stored)
+                fail("insert of key " + std::to_string(op.key) + " refused (list_full)");
+            else if (result.replaced != op.expect)
                 fail("insert of key " + std::to_string(op.key) + (op.expect ? " did not replace" : " replaced"));
             break;
         }
@@ -373,7 +375,7 @@ private:
 
     // Collective.  Entries and nodes per rank.
     balance measure_balance(map_type& map) {
-        const skiplist_local_statistics local = map.local_statistics();
+        const skiplist_map_local_statistics local = map.local_statistics();
         const std::uint64_t mine[5] = {local.entries, local.nodes, local.payload_bytes, local.hops, local.handled};
         std::uint64_t maxima[5] = {};
         std::uint64_t sums[5] = {};

@@ -33,7 +33,11 @@
  * returns MPIDICT_OK).  *count (may be NULL) gets the number of entries visited.
  *
  * Full list.  An insert that needs a new node when no server rank has a free
- * slot returns MPIDICT_ERR_FULL and is not applied; nothing stored is lost.
+ * slot is refused and not applied; nothing stored is lost.  insert returns
+ * MPIDICT_ERR_FULL (the C form of the C++ result's stored = false: it has no
+ * other output for it); insert_if_absent returns MPIDICT_OK with *inserted = 0,
+ * as for a key already there (docs/architecture.md, "Contracts"); async
+ * inserts are counted by mpidict_skiplist_async_rejected.
  *
  * Threads.  One thread at a time calls functions on a given list.  Collective
  * functions (create, destroy, free, flush, global_size) must be called by every

@@ -37,19 +37,22 @@ void windowed_batch(std::size_t count, std::size_t window, Start&& start, Done&&
     }
 }
 
-// Counts one replace_result into an insert_many_result.
-inline void count_insert(insert_many_result& totals, const replace_result& one) {
+// Counts the answer of the index'th pair (answers come in index order).
+inline void count_insert(insert_many_result& totals, std::size_t index, const replace_result& one) {
     if (!one.stored) {
         ++totals.refused;
+        totals.refused_indexes.push_back(index);
         return;
     }
     ++totals.stored;
     totals.replaced += one.replaced ? 1 : 0;
 }
-// hash_map's insert_result: values appended (never replaced), the rest refused.
-inline void count_insert(insert_many_result& totals, const insert_result& one) {
+// hash_map's insert_result (one value per pair): appended (never replaced) or refused.
+inline void count_insert(insert_many_result& totals, std::size_t index, const insert_result& one) {
     totals.stored += one.stored;
     totals.refused += one.not_stored();
+    if (one.not_stored() != 0)
+        totals.refused_indexes.push_back(index);
 }
 
 }  // namespace mpidict::detail

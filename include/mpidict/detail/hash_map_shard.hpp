@@ -438,13 +438,10 @@ public:
             if (bare && reader.remaining() != 0)
                 throw decode_error("mpidict: malformed reduce record");
             const std::size_t before = reduce_value(key, value, fold);
-            if (slot == no_slot) {
+            if (slot == no_slot)
                 rejected += before == refused ? 1 : 0;
-            } else if (before == refused) {
-                m_engine.reply_error(source, slot, full_message("insert_or_assign"));
-            } else {
+            else  // a refusal is a result (false: not a new key), never an error
                 m_engine.reserve_reply(source, slot, before == 0 ? 1 : 0, 0);
-            }
         }
     }
 
@@ -606,13 +603,6 @@ public:
                 throw decode_error("mpidict: malformed find_many key");
             answer_counted(source, key, state);
         }
-    }
-
-    // What a request fails with when the owner is at its capacity limit.
-    std::string full_message(const char* operation) const {
-        return "mpidict: rank " + std::to_string(m_engine.rank()) + " is at its capacity limit (capacity_values = " +
-               std::to_string(m_config.capacity_values) + ", capacity_bytes = " +
-               std::to_string(m_config.capacity_bytes) + "): " + operation + " refused, the key is unchanged";
     }
 
 private:

@@ -122,7 +122,7 @@ public:
     }
     // Local.  Removes expired entries from every node hosted here.
     std::size_t sweep_expired() { return m_nodes.sweep_expired(); }
-    skiplist_local_statistics local_statistics() const { return m_shared.stats; }
+    skiplist_map_local_statistics local_statistics() const { return m_shared.stats; }
     void reset_local_statistics();
     std::size_t local_size() const { return m_nodes.local_size(); }
 

@@ -53,7 +53,7 @@ struct skiplist_shared {
     std::vector<int> servers;
     int server_index = -1;  // position of this rank in servers, -1: hosts no nodes
     skiplist_node_id head{};
-    skiplist_local_statistics stats{};
+    skiplist_map_local_statistics stats{};
 
     struct handler_ids {
         runtime::handler_id point = 0, range = 0, range_part = 0, range_split = 0, range_piece = 0, alloc = 0,

@@ -102,24 +102,15 @@ public:
     // The call's index whose value the at'th key carries (its last occurrence).
     std::uint32_t value_index(std::size_t at) const { return last_index(m_send[at]); }
 
-    // A refusal by positions, as the call's indexes (every occurrence of a
-    // refused key, ascending), and its message saying so.
-    std::pair<std::string, std::vector<std::size_t>> refusal(std::string message,
-                                                             const std::vector<std::size_t>& positions) const {
+    // The call's indexes of the keys sent at `positions` (every occurrence of
+    // each, ascending): what a refusal of those positions refuses.
+    std::vector<std::size_t> indexes_of(const std::vector<std::size_t>& positions) const {
         std::vector<std::size_t> indexes;
         for (const std::size_t sent : positions)
             for (std::uint32_t at = m_group[m_send[sent]]; at < m_group[m_send[sent] + 1]; ++at)
                 indexes.push_back(m_order[at].second);
         std::sort(indexes.begin(), indexes.end());
-        const std::size_t count = m_order.size();
-        if (const std::size_t cut = message.find("; insert_many stored "); cut != std::string::npos)
-            message.resize(cut);
-        message += "; insert_many stored " + std::to_string(count - indexes.size()) + " of its " +
-                   std::to_string(count) + " keys, " + std::to_string(indexes.size()) + " were not (indexes ";
-        for (std::size_t i = 0; i < indexes.size() && i < 10; ++i)
-            message += (i ? ", " : "") + std::to_string(indexes[i]);
-        message += indexes.size() > 10 ? ", ...; list_full_error::not_stored() has all)" : ")";
-        return {std::move(message), std::move(indexes)};
+        return indexes;
     }
 
 private:
