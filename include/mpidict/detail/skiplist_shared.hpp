@@ -16,6 +16,7 @@
 
 #include "mpidict/detail/skiplist_wire.hpp"
 #include "mpidict/runtime/engine.hpp"
+#include "mpidict/runtime/member_handler.hpp"
 #include "mpidict/skiplist_map_types.hpp"
 
 namespace mpidict::detail {
@@ -26,17 +27,6 @@ enum class skiplist_op : std::uint8_t { find = 0, insert = 1, insert_if_absent =
 struct skiplist_status {
     static constexpr std::uint8_t miss = 0, hit = 1, stored = 2, replaced = 3, duplicate = 4, full = 5;
 };
-
-// Registers `Member` (void (Class::*)(int source, std::string_view record)) as
-// an engine handler: the trampoline walks the group's records.
-template <auto Member, class Class>
-void handle_each(void* self, int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count) {
-    auto* object = static_cast<Class*>(self);
-    for (std::uint32_t index = 0; index < count; ++index)
-        (object->*Member)(source, std::string_view(reinterpret_cast<const char*>(records) +
-                                                       std::size_t(index) * record_bytes,
-                                                   record_bytes));
-}
 
 struct skiplist_shared {
     using wire = skiplist_wire;
@@ -62,9 +52,12 @@ struct skiplist_shared {
                             insert_direct = 0, bulk_reserve = 0, bulk_reserved = 0, bulk_fill = 0;
     } handlers;
 
+    // Registers `Member` (void (Class::*)(int source, std::string_view record))
+    // through the engine's member-function helper (runtime/member_handler.hpp),
+    // which walks the group's records.
     template <auto Member, class Class>
     runtime::handler_id add_handler(std::string_view name, Class* object) {
-        return engine->register_handler(name, &handle_each<Member, Class>, object);
+        return runtime::register_handler<Member>(*engine, name, object);
     }
 
     int rank() const { return engine->rank(); }

@@ -9,6 +9,7 @@
 //     void C::on_x(int source, const std::byte* records, std::uint32_t record_bytes, std::uint32_t count)
 // or one record at a time, called for each record of the group in order,
 //     void C::on_x(int source, std::span<const std::byte> record)
+//     void C::on_x(int source, std::string_view record)      (the same, as chars)
 // It may be private (taking its address inside C is enough).  `object` must
 // outlive the engine's use of it, as a context pointer must.  Registration
 // order and names are what they would be with engine::register_handler.
@@ -31,11 +32,14 @@ void member_handler(void* context, int source, const std::byte* records, std::ui
     C& object = *static_cast<C*>(context);
     if constexpr (std::is_invocable_v<decltype(Member), C&, int, const std::byte*, std::uint32_t, std::uint32_t>) {
         (object.*Member)(source, records, record_bytes, count);
+    } else if constexpr (std::is_invocable_v<decltype(Member), C&, int, std::string_view>) {
+        for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
+            (object.*Member)(source, std::string_view(reinterpret_cast<const char*>(records), record_bytes));
     } else {
         static_assert(std::is_invocable_v<decltype(Member), C&, int, std::span<const std::byte>>,
                       "register_handler<Member>: Member takes (int source, const std::byte* records, "
-                      "std::uint32_t record_bytes, std::uint32_t count) or (int source, "
-                      "std::span<const std::byte> record)");
+                      "std::uint32_t record_bytes, std::uint32_t count), (int source, "
+                      "std::span<const std::byte> record) or (int source, std::string_view record)");
         for (std::uint32_t index = 0; index < count; ++index, records += record_bytes)
             (object.*Member)(source, std::span<const std::byte>(records, record_bytes));
     }
