@@ -109,6 +109,16 @@ void run_windowed(MPI_Comm comm, Map& map, const range_experiment_options& optio
     gather_messages(map, comm, result.messages);
 }
 
+// Inserts the experiment's keys and flushes; a key the list refuses (list_full)
+// fails the run.
+template <class Map, class Key>
+void load(Map& map, const std::vector<Key>& keys, const std::vector<std::uint64_t>& values) {
+    if (const mpidict::insert_many_result loaded = map.insert_many(keys, values); !loaded.complete())
+        throw mpidict::error("mpidict ycsb: the list refused " + std::to_string(loaded.refused) +
+                             " loaded keys (list_full)");
+    map.flush();
+}
+
 // ---- size and mix -------------------------------------------------------------
 
 void run_flat(MPI_Comm comm, int rank, int ranks, const range_experiment_options& options,
@@ -125,10 +135,7 @@ void run_flat(MPI_Comm comm, int rank, int ranks, const range_experiment_options
             keys.push_back(key);
             values.push_back(value_of(key));
         }
-        if (const mpidict::insert_many_result loaded = map.insert_many(keys, values); !loaded.complete())
-            throw mpidict::error("mpidict ycsb: the list refused " + std::to_string(loaded.refused) +
-                                 " loaded keys (list_full)");
-        map.flush();
+        load(map, keys, values);
     }
     result.grid = n;
     map.reset_statistics();
@@ -263,10 +270,7 @@ void run_dimensions(MPI_Comm comm, int rank, int ranks, const range_experiment_o
             keys.push_back(key);
             values.push_back(value_of(key));
         }
-        if (const mpidict::insert_many_result loaded = map.insert_many(keys, values); !loaded.complete())
-            throw mpidict::error("mpidict ycsb: the list refused " + std::to_string(loaded.refused) +
-                                 " loaded keys (list_full)");
-        map.flush();
+        load(map, keys, values);
     }
     map.reset_statistics();
     random_source random(options.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) + 11);

@@ -70,6 +70,7 @@
 #include "mpidict/detail/batches.hpp"
 #include "mpidict/detail/callable_registry.hpp"
 #include "mpidict/detail/collectives.hpp"
+#include "mpidict/detail/facade.hpp"
 #include "mpidict/detail/hash_map_caller.hpp"
 #include "mpidict/detail/hash_map_shard.hpp"
 #include "mpidict/detail/hash_map_visitors.hpp"
@@ -156,15 +157,7 @@ public:
 
     // Collective when the map is still alive and no exception is unwinding (the
     // scoped form of destroy()); otherwise it abandons without waiting.
-    ~hash_map() {
-        if (m_engine && !m_engine->destroyed() && std::uncaught_exceptions() == 0) {
-            try {
-                destroy();
-            } catch (const std::exception& problem) {
-                std::fprintf(stderr, "mpidict: hash_map teardown on rank %d failed: %s\n", rank(), problem.what());
-            }
-        }
-    }
+    ~hash_map() { detail::destroy_from_destructor(m_engine.get(), "hash_map", [&] { destroy(); }); }
 
     // Collective.  Applies everything pending and releases the communicator.
     void destroy() {
@@ -712,8 +705,7 @@ private:
     // Registration order is part of the wire format (handler ids; the fuzz seeds,
     // tests/fuzz/seeds.cpp, name them by position): add new handlers at the end.
     void register_handlers() {
-        for (const std::string_view name : hash_map_op::names)
-            m_engine->register_op_kind(name);
+        detail::register_op_kinds(*m_engine, hash_map_op::names);
         auto& h = m_handlers;
         shard_type* shard = &m_shard;
         visitors* visit = &m_visitors;

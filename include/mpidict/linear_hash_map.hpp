@@ -59,6 +59,7 @@
 #include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/batches.hpp"
 #include "mpidict/detail/collectives.hpp"
+#include "mpidict/detail/facade.hpp"
 #include "mpidict/detail/lh_core.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/codec.hpp"
@@ -96,14 +97,8 @@ public:
     // Collective.  Creates the file over an engine it takes over (e.g. a simulated one).
     linear_hash_map(std::unique_ptr<runtime::engine> engine, const linear_hash_map_config& settings)
         : m_core(std::make_unique<detail::lh_core>(std::move(engine), settings)) {
-        for (const std::string_view name : linear_hash_map_op::names)
-            m_core->engine().register_op_kind(name);
-        if constexpr (!std::is_same_v<V, std::string> && !std::is_same_v<V, std::vector<std::byte>>) {
-            if (sizeof(V) > settings.max_value_bytes)
-                throw invalid_argument_error("mpidict: linear_hash_map value type of " + std::to_string(sizeof(V)) +
-                                             " bytes exceeds max_value_bytes = " +
-                                             std::to_string(settings.max_value_bytes));
-        }
+        detail::register_op_kinds(m_core->engine(), linear_hash_map_op::names);
+        detail::check_value_type<V>("linear_hash_map", settings.max_value_bytes);
     }
 
     linear_hash_map(const linear_hash_map&) = delete;
@@ -111,14 +106,8 @@ public:
 
     // Collective unless an exception is unwinding (then it abandons without waiting).
     ~linear_hash_map() {
-        if (m_core && !m_core->engine().destroyed() && std::uncaught_exceptions() == 0) {
-            try {
-                m_core->destroy();
-            } catch (const std::exception& problem) {
-                std::fprintf(stderr, "mpidict: linear_hash_map teardown on rank %d failed: %s\n", rank(),
-                             problem.what());
-            }
-        }
+        detail::destroy_from_destructor(m_core ? &m_core->engine() : nullptr, "linear_hash_map",
+                                        [&] { m_core->destroy(); });
     }
 
     // Collective.  Applies everything pending (splits included) and releases the communicator.
@@ -243,15 +232,9 @@ public:
     }
 
     // A copy: with a progress thread the counters move while you read them.
-    linear_hash_map_local_statistics local_statistics() const {
-        runtime::engine_lock lock(m_core->engine());
-        return m_core->local_statistics();
-    }
-    void reset_statistics() {
-        runtime::engine_lock lock(m_core->engine());
-        m_core->engine().reset_statistics();
-        m_core->reset_local_statistics();
-    }
+    linear_hash_map_local_statistics local_statistics() const { return detail::locked_local_statistics(*m_core); }
+    // This rank's counters and the engine's, zeroed.
+    void reset_statistics() { detail::reset_statistics(*m_core); }
     // Collective.  Flushes, then gathers every rank's counters, splits and servers.
     linear_hash_map_statistics gather_statistics() { return m_core->gather_statistics(); }
 

@@ -124,6 +124,7 @@
 #include "mpidict/batch_results.hpp"
 #include "mpidict/checkpoint.hpp"
 #include "mpidict/detail/collectives.hpp"
+#include "mpidict/detail/facade.hpp"
 #include "mpidict/detail/payload.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
 #include "mpidict/detail/skiplist_sorted_batch.hpp"
@@ -224,27 +225,16 @@ public:
           m_window_control(std::min<std::size_t>(8, settings.caller_window), std::max<std::size_t>(1, settings.caller_window),
                            settings.adaptive_window ? std::min<std::size_t>(32, settings.caller_window)
                                                     : settings.caller_window) {
-        for (const std::string_view name : skiplist_map_op::names)
-            m_core->engine().register_op_kind(name);
-        if constexpr (!std::is_same_v<V, std::string> && !std::is_same_v<V, std::vector<std::byte>>) {
-            if (sizeof(V) > settings.max_value_bytes)
-                throw invalid_argument_error("mpidict: skiplist_map value type of " + std::to_string(sizeof(V)) +
-                                             " bytes exceeds max_value_bytes = " +
-                                             std::to_string(settings.max_value_bytes));
-        }
+        detail::register_op_kinds(m_core->engine(), skiplist_map_op::names);
+        detail::check_value_type<V>("skiplist_map", settings.max_value_bytes);
     }
     skiplist_map(const skiplist_map&) = delete;
     skiplist_map& operator=(const skiplist_map&) = delete;
 
     // Collective unless an exception is unwinding (then it abandons without waiting).
     ~skiplist_map() {
-        if (m_core && !m_core->engine().destroyed() && std::uncaught_exceptions() == 0) {
-            try {
-                m_core->destroy();
-            } catch (const std::exception& problem) {
-                std::fprintf(stderr, "mpidict: skiplist_map teardown on rank %d failed: %s\n", rank(), problem.what());
-            }
-        }
+        detail::destroy_from_destructor(m_core ? &m_core->engine() : nullptr, "skiplist_map",
+                                        [&] { m_core->destroy(); });
     }
 
     // Collective.  Applies everything pending and releases the communicator.
@@ -534,15 +524,10 @@ public:
             "the list has no free node (node_slots_per_rank)");
     }
 
-    skiplist_map_local_statistics local_statistics() const {
-        runtime::engine_lock lock(m_core->engine());
-        return m_core->local_statistics();
-    }
-    void reset_statistics() {
-        runtime::engine_lock lock(m_core->engine());
-        m_core->engine().reset_statistics();
-        m_core->reset_local_statistics();
-    }
+    // A copy: with a progress thread the counters move while you read them.
+    skiplist_map_local_statistics local_statistics() const { return detail::locked_local_statistics(*m_core); }
+    // This rank's counters and the engine's, zeroed.
+    void reset_statistics() { detail::reset_statistics(*m_core); }
     // Test support: empty if the nodes hosted here are well formed (call after flush()).
     std::string check_local_invariants() const {
         runtime::engine_lock lock(m_core->engine());

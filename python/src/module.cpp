@@ -251,6 +251,37 @@ request_handle wrap(mpidict::request<T>&& pending, Convert convert) {
     return {std::make_shared<request_impl<T, Convert>>(std::move(pending), std::move(convert))};
 }
 
+// Keys and values collected as two columns (numpy arrays, or lists of bytes/str),
+// returned as (keys, values).
+template <class K, class V>
+struct pair_columns {
+    typename kind<K>::out keys;
+    typename kind<V>::out values;
+    void add(const K& key, const V& value) {
+        keys.add(key);
+        values.add(value);
+    }
+    nb::tuple release() { return nb::make_tuple(keys.release(), values.release()); }
+};
+
+// The batch contract's result (docs/architecture.md, "Contracts") as Python's
+// InsertManyResult fields: (stored, replaced, refused).
+inline nb::tuple insert_many_out(const mpidict::insert_many_result& result) {
+    return nb::make_tuple(result.stored, result.replaced, result.refused);
+}
+
+// Fire and forget: every pair's async_insert, complete at the next flush()
+// (refusals in async_rejected()).
+template <class K, class V, class Map>
+void async_insert_pairs(Map& map, const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
+    auto k = kind<K>::open(keys);
+    auto v = kind<V>::open(values);
+    same_length(k, v);
+    nb::gil_scoped_release released;
+    for (std::size_t i = 0; i < k.size(); ++i)
+        map.async_insert(k.at(i), v.at(i));
+}
+
 // What every container class here shares: the collective calls (the GIL
 // released while they wait), ranks, sizes and checkpoints.
 template <class Map>
@@ -282,6 +313,14 @@ public:
     Map& map() { return *m; }  // for the C++ references (reference.hpp)
 
 protected:
+    // A container collected without destroy() (no `with`, or an exception on
+    // its way out): never collective here, other ranks may be elsewhere.
+    void abandon_if_alive(const char* container) {
+        if (m && !m->engine().destroyed())
+            m->engine().abandon(std::string("a ") + container +
+                                " was garbage-collected without destroy() (use `with` or call destroy() on every rank)");
+    }
+
     std::unique_ptr<Map> m;
 };
 
@@ -335,16 +374,10 @@ public:
             nb::gil_scoped_release released;
             result = this->m->insert_many(std::span<const K>(ks), std::span<const V>(vs));
         }
-        return nb::make_tuple(result.stored, result.replaced, result.refused);
+        return insert_many_out(result);
     }
-    // Fire and forget: complete at the next flush(), refusals in async_rejected().
     void async_insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
-        auto k = kind<K>::open(keys);
-        auto v = kind<V>::open(values);
-        same_length(k, v);
-        nb::gil_scoped_release released;
-        for (std::size_t i = 0; i < k.size(); ++i)
-            this->m->async_insert(k.at(i), v.at(i));
+        async_insert_pairs<K, V>(*this->m, keys, values);
     }
     // (found: bool[n], values of the found keys in key order)
     nb::tuple find_many(const typename kind<K>::batch& keys) {
@@ -390,12 +423,7 @@ class py_hash_map : public py_container<mpidict::hash_map<K, V>> {
 public:
     using map_type = mpidict::hash_map<K, V>;
     using py_container<map_type>::m;
-    // Collected without destroy() (no `with`, or an exception on its way out):
-    // never collective here, other ranks may be elsewhere.
-    ~py_hash_map() {
-        if (m && !m->engine().destroyed())
-            m->engine().abandon("a hash_map was garbage-collected without destroy() (use `with` or call destroy() on every rank)");
-    }
+    ~py_hash_map() { this->abandon_if_alive("hash_map"); }
     py_hash_map(const py_hash_map&) = delete;
     py_hash_map& operator=(const py_hash_map&) = delete;
     py_hash_map(communicator c, mpidict::hash_map_config config) { m = std::make_unique<map_type>(c.comm, config); }
@@ -420,16 +448,10 @@ public:
                     result.refused += r.not_stored();
                 });
         }
-        return nb::make_tuple(result.stored, result.replaced, result.refused);
+        return insert_many_out(result);
     }
-    // Fire and forget: applied by the next flush(), refusals in async_rejected().
     void async_insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
-        auto k = kind<K>::open(keys);
-        auto v = kind<V>::open(values);
-        same_length(k, v);
-        nb::gil_scoped_release released;
-        for (std::size_t i = 0; i < k.size(); ++i)
-            m->async_insert(k.at(i), v.at(i));
+        async_insert_pairs<K, V>(*m, keys, values);
     }
     // async_reduce of every pair with a named operator (Python callables cannot
     // run at the owner): sum (bytes: concatenation), min, max, replace.  Numbers
@@ -699,12 +721,7 @@ class py_linear_hash_map : public py_single_valued<mpidict::linear_hash_map<K, V
 public:
     using map_type = mpidict::linear_hash_map<K, V>;
     using py_container<map_type>::m;
-    // Collected without destroy() (no `with`, or an exception on its way out):
-    // never collective here, other ranks may be elsewhere.
-    ~py_linear_hash_map() {
-        if (m && !m->engine().destroyed())
-            m->engine().abandon("a linear_hash_map was garbage-collected without destroy() (use `with` or call destroy() on every rank)");
-    }
+    ~py_linear_hash_map() { this->abandon_if_alive("linear_hash_map"); }
     py_linear_hash_map(const py_linear_hash_map&) = delete;
     py_linear_hash_map& operator=(const py_linear_hash_map&) = delete;
     py_linear_hash_map(communicator c, mpidict::linear_hash_map_config config) {
@@ -712,13 +729,9 @@ public:
     }
 
     nb::tuple local_items() {
-        typename kind<K>::out keys;
-        typename kind<V>::out values;
-        m->local_for_each([&](const K& key, const V& value) {
-            keys.add(key);
-            values.add(value);
-        });
-        return nb::make_tuple(keys.release(), values.release());
+        pair_columns<K, V> out;
+        m->local_for_each([&](const K& key, const V& value) { out.add(key, value); });
+        return out.release();
     }
 };
 
@@ -749,12 +762,7 @@ class py_skiplist_map : public py_single_valued<mpidict::skiplist_map<K, V>, K, 
 public:
     using map_type = mpidict::skiplist_map<K, V>;
     using py_container<map_type>::m;
-    // Collected without destroy() (no `with`, or an exception on its way out):
-    // never collective here, other ranks may be elsewhere.
-    ~py_skiplist_map() {
-        if (m && !m->engine().destroyed())
-            m->engine().abandon("a skiplist_map was garbage-collected without destroy() (use `with` or call destroy() on every rank)");
-    }
+    ~py_skiplist_map() { this->abandon_if_alive("skiplist_map"); }
     py_skiplist_map(const py_skiplist_map&) = delete;
     py_skiplist_map& operator=(const py_skiplist_map&) = delete;
     py_skiplist_map(communicator c, mpidict::skiplist_map_config config) {
@@ -790,13 +798,10 @@ public:
 
 private:
     static nb::tuple entries_out(const typename map_type::entry_list& entries) {
-        typename kind<K>::out keys;
-        typename kind<V>::out values;
-        for (const auto& [k, v] : entries) {
-            keys.add(k);
-            values.add(v);
-        }
-        return nb::make_tuple(keys.release(), values.release());
+        pair_columns<K, V> out;
+        for (const auto& [k, v] : entries)
+            out.add(k, v);
+        return out.release();
     }
 };
 
