@@ -457,9 +457,28 @@ void run_batches(int rank, int size) {
         keys.push_back(i * size + rank);
         values.push_back(value_for(i * size + rank, 2));
     }
+    // Ten keys again with a newer value: stored or refused with their first
+    // occurrence (sequential sends a batch sorted: a repeated key once).
+    for (key_type i = 0; i < 40; i += 4) {
+        keys.push_back(i * size + rank);
+        values.push_back(value_for(i * size + rank, 3));
+    }
     const mpidict::insert_many_result result =
         map.insert_many(std::span<const key_type>(keys), std::span<const std::uint64_t>(values));
     MPIDICT_CHECK(result.stored + result.refused == keys.size() && result.refused_indexes.size() == result.refused);
+    MPIDICT_CHECK(std::is_sorted(result.refused_indexes.begin(), result.refused_indexes.end()));
+    MPIDICT_CHECK_MSG(result.added() == 40 - result.refused_indexes.size() +
+                                            static_cast<std::size_t>(std::count_if(
+                                                result.refused_indexes.begin(), result.refused_indexes.end(),
+                                                [](std::size_t index) { return index >= 40; })),
+                      "insert_many: added() counts each stored key once");
+    for (std::size_t index = 40; index < keys.size(); ++index) {
+        const auto refused = [&](std::size_t at) {
+            return std::binary_search(result.refused_indexes.begin(), result.refused_indexes.end(), at);
+        };
+        MPIDICT_CHECK_MSG(refused(index) == refused((index - 40) * 4),
+                          "a repeated key refused or stored with its first occurrence");
+    }
     map.flush();
     MPIDICT_CHECK(global_sum(static_cast<std::int64_t>(result.refused)) > 0);
     // Whatever was stored is intact and findable.
@@ -470,8 +489,10 @@ void run_batches(int rank, int size) {
         MPIDICT_CHECK_MSG(value.has_value() != refused_here, "key " + std::to_string(keys[index]) +
                                                                  ": found exactly when insert_many stored it");
         if (value) {
-            MPIDICT_CHECK(*value == values[index]);
-            ++found;
+            const bool repeated = index >= 40 || index % 4 == 0;
+            const std::size_t last = index >= 40 ? index : repeated ? 40 + index / 4 : index;
+            MPIDICT_CHECK_MSG(*value == values[last], "key " + std::to_string(keys[index]) + ": not its last value");
+            found += index < 40;
         }
     });
     map.flush();
