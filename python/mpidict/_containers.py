@@ -323,12 +323,15 @@ class InsertManyResult:
     """What insert_many returns in every container (docs/architecture.md, "Contracts"):
     stored pairs (new keys, replaced values, or hash_map's appended values), of them
     the ones that replaced a value (single-valued maps), and the pairs the owners
-    refused for capacity (nothing of them stored; never raised)."""
+    refused for capacity (nothing of them stored; never raised), and which: refused_indexes,
+    the refused pairs' indexes into the call's keys, ascending (an int64 array)."""
 
-    __slots__ = ("stored", "replaced", "refused")
+    __slots__ = ("stored", "replaced", "refused", "refused_indexes")
 
-    def __init__(self, stored: int, replaced: int, refused: int):
+    def __init__(self, stored: int, replaced: int, refused: int, refused_indexes=None):
         self.stored, self.replaced, self.refused = int(stored), int(replaced), int(refused)
+        self.refused_indexes = (np.zeros(0, dtype=np.int64) if refused_indexes is None
+                                else np.asarray(refused_indexes, dtype=np.int64))
 
     @property
     def complete(self) -> bool:
@@ -583,7 +586,8 @@ class rma_hash_set(_Container):
         """The batch contract of every container (docs/architecture.md, "Contracts"):
         stored (in the set now), of them replaced (already there), refused (owner full)."""
         status = self.insert_if_absent_many(objects)
-        return InsertManyResult(int((status >= 0).sum()), int((status == 0).sum()), int((status < 0).sum()))
+        return InsertManyResult(int((status >= 0).sum()), int((status == 0).sum()), int((status < 0).sum()),
+                                np.flatnonzero(status < 0))
 
     def find_many(self, objects):
         """found[i]: objects[i] is in the set (contains_many, under the contract's name)."""

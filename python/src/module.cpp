@@ -265,9 +265,10 @@ struct pair_columns {
 };
 
 // The batch contract's result (docs/architecture.md, "Contracts") as Python's
-// InsertManyResult fields: (stored, replaced, refused).
+// InsertManyResult fields: (stored, replaced, refused, refused_indexes (int64 array)).
 inline nb::tuple insert_many_out(const mpidict::insert_many_result& result) {
-    return nb::make_tuple(result.stored, result.replaced, result.refused);
+    std::vector<std::int64_t> refused(result.refused_indexes.begin(), result.refused_indexes.end());
+    return nb::make_tuple(result.stored, result.replaced, result.refused, to_numpy(std::move(refused)));
 }
 
 // Fire and forget: every pair's async_insert, complete at the next flush()
@@ -356,7 +357,7 @@ public:
     }
     void async_erase(const typename kind<K>::arg& key_in) { this->m->async_erase(kind<K>::value(key_in)); }
     // Batches (docs/architecture.md, "Contracts"): blocking, answered once every
-    // key has been, results in key order.  insert_many: (stored, replaced, refused).
+    // key has been, results in key order.  insert_many: (stored, replaced, refused, refused_indexes).
     nb::tuple insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
         auto k = kind<K>::open(keys);
         auto v = kind<V>::open(values);
@@ -429,7 +430,7 @@ public:
     py_hash_map(communicator c, mpidict::hash_map_config config) { m = std::make_unique<map_type>(c.comm, config); }
 
     // The batch contract (docs/architecture.md, "Contracts"): blocking;
-    // (stored, replaced (always 0: values are appended), refused).
+    // (stored, replaced (always 0: values are appended), refused, refused_indexes).
     nb::tuple insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
         auto k = kind<K>::open(keys);
         auto v = kind<V>::open(values);
@@ -443,10 +444,7 @@ public:
                     const V value = v.at(i);
                     return m->insert(k.at(i), std::span<const V>(&value, 1));
                 },
-                [&](std::size_t, const mpidict::insert_result& r) {
-                    result.stored += r.stored;
-                    result.refused += r.not_stored();
-                });
+                [&](std::size_t i, const mpidict::insert_result& r) { mpidict::detail::count_insert(result, i, r); });
         }
         return insert_many_out(result);
     }

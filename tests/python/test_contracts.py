@@ -48,12 +48,25 @@ def test_batches(container, rank, size):
         assert m.global_size() == total(200 + 20 - 1)
 
 
+def check_refused_indexes(m, keys, result):
+    """refused_indexes: the refused pairs, ascending, as many as refused; exactly those keys are absent."""
+    indexes = result.refused_indexes
+    assert indexes.dtype == np.int64 and len(indexes) == result.refused
+    assert (np.diff(indexes) > 0).all() and (len(indexes) == 0 or 0 <= indexes[0] <= indexes[-1] < len(keys))
+    refused = np.zeros(len(keys), dtype=bool)
+    refused[indexes] = True
+    answer = m.find_many(keys)   # (found or counts, values); rma_hash_set: found
+    present = np.asarray(answer[0] if isinstance(answer, tuple) else answer)
+    assert ((present > 0) == ~refused).all()
+
+
 def test_capacity_is_a_result(rank, size):
     # linear_hash_map: every rank a server from the start, room for a few dozen entries.
     keys = np.arange(rank * 1000, rank * 1000 + 500, dtype=np.int64)
     with mpidict.linear_hash_map("int64", "int64", initial_servers=size, server_capacity_bytes=1024) as m:
         result = m.insert_many(keys, keys)
         assert result.stored + result.refused == len(keys)
+        check_refused_indexes(m, keys, result)
         assert total(result.refused) > 0
         assert not result.complete or total(result.refused) > 0
         m.async_insert_many(keys + 500, keys)
@@ -65,10 +78,12 @@ def test_capacity_is_a_result(rank, size):
         mine = np.array([k for k in range(rank, 40 * size, size) if m.owner(k) == rank][:8], dtype=np.int64)
         result = m.insert_many(mine, mine)
         assert result.stored == min(5, len(mine)) and result.refused == len(mine) - result.stored
+        check_refused_indexes(m, mine, result)
     # skiplist_map: room for a few nodes of 4 keys; list_full is counted, nothing raised.
     with mpidict.skiplist_map("int64", "int64", granularity=4, node_slots_per_rank=4) as m:
         result = m.insert_many(keys, keys)
         assert result.stored + result.refused == len(keys)
+        check_refused_indexes(m, keys, result)
         assert total(result.refused) > 0
         m.flush()
         assert m.global_size() == total(result.stored)
@@ -84,6 +99,7 @@ def test_capacity_is_a_result(rank, size):
         # The contract's names: the same objects again are all there or refused.
         again = s.insert_many(np.arange(rank * 100, rank * 100 + 64, dtype=np.int64))
         assert again.stored + again.refused == 64 and again.replaced == again.stored
+        check_refused_indexes(s, np.arange(rank * 100, rank * 100 + 64, dtype=np.int64), again)
         assert total(again.stored) == s.global_size()
 
 
