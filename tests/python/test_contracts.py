@@ -56,6 +56,7 @@ def check_refused_indexes(m, keys, result):
     refused = np.zeros(len(keys), dtype=bool)
     refused[indexes] = True
     answer = m.find_many(keys)   # (found or counts, values); rma_hash_set: found
+    m.flush()                    # other ranks' find_many may still need this rank's answers
     present = np.asarray(answer[0] if isinstance(answer, tuple) else answer)
     assert ((present > 0) == ~refused).all()
 
