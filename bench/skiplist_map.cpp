@@ -17,6 +17,16 @@
 // value is a function of its key; ranges must return R ordered entries in
 // range); a wrong answer makes the run exit 1.
 //
+// --latest-entries E runs only the "latest N" phase (issue 49): --latest-prefixes
+// key prefixes (the high 24 bits of a key, a sensor of a time series) of E
+// entries each (the low 40 bits, its time stamps), inserted by all ranks; then
+// each rank runs, one query at a time, first-N (range of one prefix, limit N),
+// latest-N (the same, descending) and, as the baseline of the same process,
+// latest-N the way it cost before: the whole prefix collected and cut (range
+// without a limit, keep the last N).  Rounds alternate the order of the three
+// kinds; per kind the median over rounds of the slowest rank's time per query,
+// and the range parts the nodes sent per query.
+//
 // The baseline a user would otherwise write: keys range-partitioned by p - 1
 // splitters chosen from a sample of every rank's keys, one absl::btree_map per
 // rank, operations as runtime records through the same engine (inserts fire
@@ -69,6 +79,11 @@ struct settings {
     std::uint64_t route_cache = 1u << 16;
     std::string consistency = "sequential";
     std::uint64_t seed = 1;
+    std::uint64_t latest_entries = 0;
+    std::uint64_t latest_prefixes = 4;
+    std::uint64_t latest_limit = 10;
+    std::uint64_t latest_queries = 200;
+    std::uint64_t latest_rounds = 5;
 };
 
 void declare(mpidict::support::option_parser& parser, settings& s) {
@@ -90,7 +105,14 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_count("ascending", &s.ascending, "1: run the ascending-key phase; 0: skip it", 0, 1, "A")
         .add_count("find-rounds", &s.find_rounds,
                    "times the find phase runs (skiplist_map and hash_map); the median rate is reported", 1, 1000, "F")
-        .add_count("seed", &s.seed, "keys and tower heights", 0, UINT64_MAX, "S");
+        .add_count("seed", &s.seed, "keys and tower heights", 0, UINT64_MAX, "S")
+        .add_count("latest-entries", &s.latest_entries,
+                   "run only the latest-N phase: entries per key prefix (0: the other phases)", 0, 1ULL << 40, "E")
+        .add_count("latest-prefixes", &s.latest_prefixes, "latest-N phase: key prefixes", 1, 1u << 20, "P")
+        .add_count("latest-limit", &s.latest_limit, "latest-N phase: N, the entries a query returns", 1, 4096, "N")
+        .add_count("latest-queries", &s.latest_queries, "latest-N phase: queries of each kind per rank and round", 1,
+                   UINT64_MAX, "Q")
+        .add_count("latest-rounds", &s.latest_rounds, "latest-N phase: rounds (the median is reported)", 1, 1000, "R");
 }
 
 constexpr std::uint64_t value_of(std::uint64_t key) { return mpidict::mix64(key ^ 0x5bd1e9955bd1e995ULL); }
@@ -283,6 +305,8 @@ public:
             .add("consistency", m_s.consistency)
             .add("range_results", m_s.range_results)
             .add("load_average", mpidict::support::read_load_average());
+        if (m_s.latest_entries > 0)
+            return run_latest();
         const std::uint64_t n = m_s.keys_per_rank;
         std::vector<std::uint64_t> keys(n);
         std::vector<std::uint64_t> values(n);
@@ -536,6 +560,94 @@ public:
     }
 
 private:
+    // The latest-N phase (--latest-entries; see the top of this file).
+    int run_latest() {
+        using list_type = mpidict::skiplist_map<std::uint64_t, std::uint64_t>;
+        const std::uint64_t entries = m_s.latest_entries, prefixes = m_s.latest_prefixes, limit = m_s.latest_limit;
+        const auto p = static_cast<std::uint64_t>(m_w.size), rank = static_cast<std::uint64_t>(m_w.rank);
+        auto key_of = [](std::uint64_t prefix, std::uint64_t stamp) { return prefix << 40 | stamp; };
+        mpidict::skiplist_map_config config = list_config();
+        config.node_slots_per_rank = static_cast<std::size_t>(
+            std::max<std::uint64_t>(config.node_slots_per_rank, 8 * entries * prefixes / p / m_s.granularity + 64));
+        list_type list(m_w.comm, config);
+        std::vector<std::uint64_t> keys, values;
+        for (std::uint64_t prefix = 0; prefix < prefixes; ++prefix)
+            for (std::uint64_t stamp = rank; stamp < entries; stamp += p) {
+                keys.push_back(key_of(prefix, stamp));
+                values.push_back(value_of(keys.back()));
+            }
+        const double load_rate = timed(keys.size(), [&] {
+            (void)list.insert_many(std::span<const std::uint64_t>(keys), std::span<const std::uint64_t>(values));
+        }, [&] { list.flush(); });
+        check(list.global_size() == entries * prefixes, "latest: the list does not hold every entry");
+        std::mt19937_64 random(m_s.seed * 131 + rank);
+        // One query: its entries must be the first (or last) `limit` stamps of the prefix.
+        enum kind { first, latest, collect_all };
+        const char* names[] = {"first", "latest", "latest_collect_all"};
+        auto query = [&](kind what) {
+            const std::uint64_t prefix = random() % prefixes;
+            const std::uint64_t lo = key_of(prefix, 0), hi = key_of(prefix, (std::uint64_t{1} << 40) - 1);
+            list_type::entry_list got;
+            if (what == collect_all) {
+                got = list.range(lo, hi).get();
+                std::reverse(got.begin(), got.end());
+                got.resize(std::min<std::size_t>(got.size(), limit));
+            } else {
+                got = list.range(lo, hi, {.limit = limit, .descending = what == latest}).get();
+            }
+            bool ok = got.size() == std::min(limit, entries);
+            for (std::size_t i = 0; ok && i < got.size(); ++i) {
+                const std::uint64_t stamp = what == first ? i : entries - 1 - i;
+                ok = got[i].first == key_of(prefix, stamp) && got[i].second == value_of(got[i].first);
+            }
+            check(ok, std::string("latest: a ") + names[what] + " query returned wrong entries");
+        };
+        // collect_all costs the whole prefix: a twentieth of the queries.
+        const std::uint64_t counts[] = {m_s.latest_queries, m_s.latest_queries,
+                                        std::max<std::uint64_t>(1, m_s.latest_queries / 20)};
+        std::vector<double> seconds[3], parts[3], ratios;
+        for (std::uint64_t round = 0; round < m_s.latest_rounds; ++round) {
+            const kind orders[3][3] = {{first, latest, collect_all}, {latest, collect_all, first},
+                                       {collect_all, first, latest}};
+            double per_query[3] = {0, 0, 0};
+            for (const kind what : orders[round % 3]) {
+                const double before = total(static_cast<double>(list.local_statistics().range_parts));
+                const double spent = timed_seconds([&] {
+                    for (std::uint64_t q = 0; q < counts[what]; ++q)
+                        query(what);
+                }, [&] { list.flush(); });
+                const double after = total(static_cast<double>(list.local_statistics().range_parts));
+                per_query[what] = max_over_ranks(spent) / static_cast<double>(counts[what]);
+                seconds[what].push_back(per_query[what]);
+                parts[what].push_back((after - before) / static_cast<double>(counts[what] * p));
+            }
+            ratios.push_back(per_query[latest] / per_query[first]);
+        }
+        auto median = [](std::vector<double> values) {
+            std::sort(values.begin(), values.end());
+            return values[values.size() / 2];
+        };
+        m_out.figure("latest_load_rate", load_rate, "ops/s",
+                     mpidict::bench::json_object().add("entries", static_cast<double>(entries * prefixes)));
+        for (const kind what : {first, latest, collect_all}) {
+            m_out.figure(std::string(names[what]) + "_seconds_per_query", median(seconds[what]), "s",
+                         mpidict::bench::json_object().add("queries_per_rank_and_round", static_cast<double>(counts[what]))
+                             .add("limit", static_cast<double>(limit)));
+            m_out.figure(std::string(names[what]) + "_parts_per_query", median(parts[what]), "parts");
+        }
+        m_out.figure("latest_over_first", median(ratios), "ratio",
+                     mpidict::bench::json_object().add("target", 2.0).add("rounds", static_cast<double>(ratios.size())));
+        m_out.figure("collect_all_over_latest", median(seconds[collect_all]) / median(seconds[latest]), "ratio");
+        m_out.figure("load_average_after", mpidict::support::read_load_average(), "load");
+        list.destroy();
+        std::uint64_t failures = 0;
+        MPI_Allreduce(&m_failures, &failures, 1, MPI_UINT64_T, MPI_SUM, m_w.comm);
+        m_out.figure("verified", failures == 0 ? 1 : 0, "bool",
+                     mpidict::bench::json_object().add("failures", static_cast<double>(failures)));
+        m_out.print_table();
+        return failures == 0 ? 0 : 1;
+    }
+
     mpidict::skiplist_map_config list_config() const {
         mpidict::skiplist_map_config config;
         config.granularity = m_s.granularity;

@@ -34,6 +34,8 @@
 //                      jump over the gaps between matching runs (lexicographic
 //                      order keeps only the last dimension's matches
 //                      contiguous, Section 3.3).
+//   prev_candidate(k)  the largest encoded key < k that can match, or none
+//                      (a descending query jumps with it).
 // serialize / deserialize: a self-describing wire form (it travels inside
 // runtime records); deserialize throws decode_error on anything malformed.
 
@@ -129,6 +131,19 @@ inline bool increment_field(std::string& field) {
             return true;
         }
         byte = 0;
+    }
+    return false;
+}
+
+// Subtracts one from a big-endian field; false if it was all 0x00 (no predecessor).
+inline bool decrement_field(std::string& field) {
+    for (std::size_t index = field.size(); index-- > 0;) {
+        auto& byte = reinterpret_cast<unsigned char&>(field[index]);
+        if (byte != 0) {
+            --byte;
+            return true;
+        }
+        byte = 0xff;
     }
     return false;
 }
@@ -323,6 +338,66 @@ public:
             out += field;
             for (std::size_t rest = j + 1; rest < m_dims.size(); ++rest)
                 out += m_dims[rest].lo;
+            return out;
+        }
+        return std::nullopt;
+    }
+
+    // The largest byte string m < key (std::string ordering) with matches(m).
+    std::optional<std::string> prev_candidate(std::string_view key) const {
+        // Reduce "< key" to "<= target" for a target of exactly key_width() bytes.
+        std::string target(key.substr(0, std::min(key.size(), m_width)));
+        if (key.size() <= m_width) {
+            // m < key: m of key_width() bytes is below key at one of key's bytes
+            // (m == key[0, width) is not below key when key is that long; a
+            // longer m that starts with key is above it).
+            if (!detail::decrement_field(target))
+                return std::nullopt;
+            target.resize(m_width, '\xff');
+        }
+        // A longer key: m <= key[0, width) is below it (a proper prefix or smaller).
+        return prev_at_or_before(target);
+    }
+    // The largest m <= target with matches(m) (target of key_width() bytes).
+    std::optional<std::string> prev_at_or_before(std::string_view target) const {
+        MPIDICT_ASSERT(target.size() == m_width, "prev_at_or_before needs a key of the pattern's width");
+        std::size_t inside = 0;
+        std::size_t offset = 0;
+        std::vector<std::size_t> offsets;
+        offsets.reserve(m_dims.size());
+        for (const auto& dim : m_dims) {
+            offsets.push_back(offset);
+            offset += dim.type.width;
+        }
+        while (inside < m_dims.size()) {
+            const auto& dim = m_dims[inside];
+            const std::string_view field = target.substr(offsets[inside], dim.type.width);
+            if (field < std::string_view(dim.lo) || field > std::string_view(dim.hi))
+                break;
+            ++inside;
+        }
+        if (inside == m_dims.size())
+            return std::string(target);
+        // Keep target's first j dimensions, lower dimension j to the largest
+        // value below target's (at most hi), and take hi for the rest; the
+        // longest j that works gives the largest result.
+        for (std::size_t j = inside + 1; j-- > 0;) {
+            const auto& dim = m_dims[j];
+            std::string field(target.substr(offsets[j], dim.type.width));
+            if (j == inside && field > dim.hi) {
+                field = dim.hi;
+            } else {
+                if (!detail::decrement_field(field))
+                    continue;
+                if (field > dim.hi)
+                    field = dim.hi;
+            }
+            if (field < dim.lo)
+                continue;
+            std::string out(target.substr(0, offsets[j]));
+            out += field;
+            for (std::size_t rest = j + 1; rest < m_dims.size(); ++rest)
+                out += m_dims[rest].hi;
             return out;
         }
         return std::nullopt;

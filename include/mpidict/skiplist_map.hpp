@@ -55,6 +55,9 @@
 //     O(log(n / G)) hops to the start, then one hop and at least one part per
 //     node in range.  (The seed splits a range across levels to parallelise it;
 //     this version walks level 0 in order, which a limit needs anyway.)
+//     Descending: to the node below hi, then node by node downward (each step
+//     located anew: links point forward), largest first, stopping at the
+//     limit: O(log n + limit) for "latest N" (src/skiplist/ranges.cpp).
 //   - Expiry: insert(key, value, expires_at) stores a deadline; an expired entry
 //     is never returned and is removed by its node when the node is next
 //     accessed, and by flush() on every rank.
@@ -144,7 +147,7 @@ struct skiplist_map_op {
 };
 
 struct range_options {
-    std::uint64_t limit = 0;   // at most this many entries (0: all); with descending, the last ones
+    std::uint64_t limit = 0;   // at most this many entries (0: all); with descending, the largest ones
     bool descending = false;   // largest key first
     // Paging (YCSB's scan is "start key + count"): a page cut by `limit` names
     // its resume key, the last key it returned.  The next ascending page is the
@@ -402,8 +405,8 @@ public:
     // Streaming forms of the ordered queries: on_entry(key, value) is called in
     // key order as the parts arrive (a part waits only for the parts before it),
     // so the entries are never all held at once; returns how many there were.
-    // Local; like find_many, other ranks answer meanwhile.  With descending the
-    // entries are collected first (the last ones arrive last).  If on_entry
+    // Local; like find_many, other ranks answer meanwhile.  With descending they
+    // arrive largest first and are streamed in that order.  If on_entry
     // throws, the rest of the query is dropped as it arrives and the exception
     // propagates.
     template <class Function>
@@ -606,12 +609,6 @@ private:
     template <class Function>
     std::size_t stream_range(const std::string& lo, const std::string& hi, bool bounded, range_options options,
                              std::string_view pattern, Function& on_entry) {
-        if (options.descending) {
-            const entry_list all = start_range(lo, hi, bounded, options, pattern).get();
-            for (const auto& [key, value] : all)
-                on_entry(key, value);
-            return all.size();
-        }
         auto& engine = m_core->engine();
         runtime::engine_lock lock(engine);
         if (engine.in_handler())
@@ -619,7 +616,7 @@ private:
         prepare(skiplist_map_op::range, {});
         const std::uint32_t slot = engine.open_request(skiplist_map_op::range);
         try {
-            m_core->send_range(slot, lo, hi, bounded, options.limit, pattern, true);
+            m_core->send_range(slot, lo, hi, bounded, options.limit, pattern, true, options.descending);
         } catch (...) {
             engine.cancel_request(slot);
             throw;
@@ -676,19 +673,15 @@ private:
         prepare(skiplist_map_op::range, {});
         auto& engine = m_core->engine();
         const std::uint32_t slot = engine.open_request(skiplist_map_op::range);
-        // Descending with a limit wants the last entries: collect all, cut at the caller.
-        const std::uint64_t limit = options.descending ? 0 : options.limit;
+        // Descending: the nodes walk from hi down and stop at the limit; the
+        // entries arrive largest first (skiplist_core::send_range).
         try {
-            m_core->send_range(slot, lo, hi, bounded, limit, pattern);
+            m_core->send_range(slot, lo, hi, bounded, options.limit, pattern, false, options.descending);
         } catch (...) {
             engine.cancel_request(slot);
             throw;
         }
-        if (!options.descending)
-            return request<entry_list>(engine, slot, &decode_range, nullptr);
-        // The context carries the limit (0: all) for the descending decoder.
-        return request<entry_list>(engine, slot, &decode_range_descending,
-                                   reinterpret_cast<const void*>(static_cast<std::uintptr_t>(options.limit)));
+        return request<entry_list>(engine, slot, &decode_range, nullptr);
     }
 
     std::size_t batch_window() const { return std::max<std::size_t>(1, m_core->config().caller_window); }
@@ -951,14 +944,6 @@ private:
             const std::string_view value(reinterpret_cast<const char*>(reader.take(value_bytes)), value_bytes);
             out.emplace_back(ordered_codec<K>::decode(key), detail::from_payload<V>(value));
         }
-        return out;
-    }
-    static entry_list decode_range_descending(std::uint32_t count, byte_reader& reader, const void* context) {
-        entry_list out = decode_range(count, reader, nullptr);
-        std::reverse(out.begin(), out.end());
-        const auto limit = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(context));
-        if (limit != 0 && out.size() > limit)
-            out.resize(static_cast<std::size_t>(limit));
         return out;
     }
 

@@ -271,7 +271,7 @@ void skiplist_caller::handle_point_reply(int source, std::string_view record) {
 // ---------------------------------------------------------------------------
 
 void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
-                                 std::uint64_t limit, std::string_view pattern, bool streaming) {
+                                 std::uint64_t limit, std::string_view pattern, bool streaming, bool descending) {
     // The interval, for the order of mode sequential: cursor = lo, hi,
     // bounded; `remaining` becomes nonzero when the query leaves (a split
     // range, total_order, sets them again in dispatch_range).
@@ -291,11 +291,12 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
         later.hi = std::string(hi);
         later.bounded = bounded;
         later.limit = limit;
+        later.descending = descending;
         later.pattern = std::string(pattern);
         m_issue_queue.push_back(std::move(later));
         return;
     }
-    dispatch_range(slot, lo, hi, bounded, limit, pattern);
+    dispatch_range(slot, lo, hi, bounded, limit, pattern, descending);
 }
 
 void skiplist_caller::drain_issue_queue() {
@@ -306,7 +307,7 @@ void skiplist_caller::drain_issue_queue() {
             if (sequential && (point_in_flight(m_keys, next.key, next.hi, next.bounded) ||
                                range_in_flight(m_ranges, next.key, next.hi, next.bounded)))
                 return;
-            dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern);
+            dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern, next.descending);
         } else {
             if (sequential && covered_by_range(m_ranges, next.key))
                 return;
@@ -321,8 +322,10 @@ void skiplist_caller::drain_issue_queue() {
 }
 
 void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
-                                     std::uint64_t limit, std::string_view pattern) {
+                                     std::uint64_t limit, std::string_view pattern, bool descending) {
     const std::uint64_t wire_limit = limit == 0 ? skiplist_shared::unlimited : limit;
+    const auto flags = static_cast<std::uint8_t>((bounded ? wire::range_bounded : 0) |
+                                                 (descending ? wire::range_descending : 0));
     auto write = [&](runtime::handler_id handler, skiplist_node_id to, std::uint8_t level_byte, const auto& header) {
         const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<std::decay_t<decltype(header)>> +
                                   string_bytes(lo) + string_bytes(hi) + string_bytes(pattern);
@@ -344,21 +347,26 @@ void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, st
         state.hi = std::string(hi);
         state.bounded = bounded;
         state.remaining = wire_limit;
+        state.descending = descending;
+        state.top = descending_key(hi, bounded);
         if (bounded && hi <= lo) {
             finish_split_range(slot, state);
             return;
         }
         write(m_shared.handlers.range_split, m_shared.head, static_cast<std::uint8_t>(m_shared.top_level()),
-              wire::range_split_header{m_shared.rank(), slot, static_cast<std::uint8_t>(bounded), wire_limit});
+              wire::range_split_header{m_shared.rank(), slot, flags, wire_limit});
         return;
     }
     m_ranges[slot].remaining = 1;  // it has left (covered_by_range)
-    const skiplist_node_id entry = uses_shortcuts() ? m_directory.entry_point(lo) : m_shared.head;
+    // A descending query enters at the node below hi: the last node that can
+    // hold a key of the interval.
+    const skiplist_node_id entry = !uses_shortcuts() ? m_shared.head
+                                   : descending      ? m_directory.entry_below(hi, bounded)
+                                                     : m_directory.entry_point(lo);
     const std::uint8_t level_byte = entry_level_byte(entry);
     if (level_byte & wire::route_shortcut)
         ++m_shared.stats.shortcut_entries;
-    write(m_shared.handlers.range, entry, level_byte,
-          wire::range_header{m_shared.rank(), slot, 0, static_cast<std::uint8_t>(bounded), wire_limit});
+    write(m_shared.handlers.range, entry, level_byte, wire::range_header{m_shared.rank(), slot, 0, flags, wire_limit});
 }
 
 }  // namespace mpidict::detail

@@ -67,6 +67,11 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
         throw decode_error("mpidict: skiplist_map range piece for request slot " + std::to_string(slot) +
                            ", which has no split range in progress");
     range_state& state = found->second;
+    if (state.descending) {
+        state.source = source;
+        take_descending_piece(slot, state, from, to, bounded, header.entries, data);
+        return;
+    }
     if (from < state.cursor || (bounded && to <= from) || state.pieces.count(from) != 0)
         throw decode_error("mpidict: skiplist_map range piece that overlaps another");
     state.source = source;
@@ -103,6 +108,47 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
             finish_split_range(slot, state);
             return;
         }
+    }
+}
+
+// A descending split range: pieces chain from hi down to lo (`top` is where
+// the chain taken so far ends), each holding the largest entries of its
+// interval, largest first; the first `remaining` of the chain are kept.
+void skiplist_caller::take_descending_piece(std::uint32_t slot, range_state& state, std::string from, std::string to,
+                                            bool bounded, std::uint32_t entries, std::string_view data) {
+    std::string key = descending_key(to, bounded);
+    if (from < state.cursor || (bounded && to <= from) || (bounded && state.bounded && to > state.hi) ||
+        (!bounded && state.bounded) || state.pieces.count(key) != 0)
+        throw decode_error("mpidict: skiplist_map descending range piece that overlaps another or lies outside the query");
+    state.pieces.emplace(std::move(key), range_state::piece{std::move(from), true, entries, std::string(data)});
+    for (auto next = state.pieces.find(state.top); next != state.pieces.end(); next = state.pieces.find(state.top)) {
+        range_state::piece taken = std::move(next->second);
+        state.pieces.erase(next);
+        std::uint32_t kept = 0;
+        byte_reader reader = reader_of(taken.data);
+        while (kept < taken.entries && state.remaining != 0) {
+            read_string(reader);
+            read_string(reader);
+            ++kept;
+            if (state.remaining != skiplist_shared::unlimited)
+                --state.remaining;
+        }
+        taken.data.resize(taken.data.size() - reader.remaining());
+        state.entries += kept;
+        if (kept > 0) {
+            if (state.streaming) {
+                if (!state.abandoned)
+                    state.ready.push_back(std::move(taken.data));
+            } else {
+                state.collected += taken.data;
+            }
+        }
+        // piece::to holds the piece's start here.
+        if (taken.to == state.cursor) {
+            finish_split_range(slot, state);
+            return;
+        }
+        state.top = descending_key(taken.to, true);
     }
 }
 

@@ -55,7 +55,7 @@ void skiplist_range_nodes::handle_range(int source, std::string_view record) {
     const int caller = header.caller;
     const std::uint32_t slot = header.slot;
     std::uint32_t sequence = header.sequence;
-    const bool bounded = header.bounded != 0;
+    const bool bounded = (header.flags & wire::range_bounded) != 0;
     std::uint64_t limit = header.limit;
     const std::string_view lo = read_string(in);
     const std::string_view hi = read_string(in);
@@ -65,6 +65,10 @@ void skiplist_range_nodes::handle_range(int source, std::string_view record) {
     std::optional<key_pattern> pattern;
     if (!pattern_bytes.empty())
         pattern = key_pattern::deserialize(pattern_bytes);
+    if ((header.flags & wire::range_descending) != 0) {
+        walk_down(here, id, level_byte, hops, tail, header, lo, hi, pattern_bytes, pattern ? &*pattern : nullptr);
+        return;
+    }
     if (lo < std::string_view(here.separator) && sequence == 0) {
         // Entered above lo (see handle_point): start again at the head.
         ++stats.hops;
@@ -148,7 +152,7 @@ void skiplist_range_nodes::handle_range(int source, std::string_view record) {
         if (!node_done)
             continue;
         if (more_nodes) {
-            const wire::range_header onward{caller, slot, sequence, static_cast<std::uint8_t>(bounded), limit};
+            const wire::range_header onward{caller, slot, sequence, header.flags, limit};
             ++stats.hops;
             if (!pattern) {
                 forward_three(m_shared, h.range, next.to, 0, 0, 0, onward, next.separator, hi, {});
@@ -158,6 +162,139 @@ void skiplist_range_nodes::handle_range(int source, std::string_view record) {
             MPIDICT_ASSERT(level >= 0, "a pattern query resumes beyond this node's range");
             forward_three(m_shared, h.range, here.tower[static_cast<std::size_t>(level)].to, level, 0, 0, onward,
                           *resume, hi, pattern_bytes);
+        }
+        return;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Descending ranges ("latest N"): from hi down, node by node
+// ---------------------------------------------------------------------------
+//
+// The query is routed like a point operation to the node below hi (the last
+// node whose separator is < hi; the last node of the list when unbounded),
+// which answers the largest entries of its part, largest first.  If the limit
+// is not used up and the interval reaches below the node's separator, the
+// query goes on to the node below that separator (with a pattern: below the
+// largest key under it that can match, key_pattern::prev_candidate), located
+// again from this rank's directory (a shortcut; the head when it knows no
+// node there, or when the entry turns out dead).  Levels link forward only, so
+// each step is a locate of O(log(n / G)) hops from the entry, and a query that
+// stops after `limit` entries costs O(log n + limit) in all, where collecting
+// the interval and cutting at the caller cost the whole interval.  Every key
+// is read atomically at its node, between call and return (modes sequential
+// and none; the caller's ordering of mode sequential does not depend on the
+// path: skiplist_caller.cpp).  Parts are numbered as the ascending walk's are.
+
+void skiplist_range_nodes::walk_down(node& here, skiplist_node_id id, std::uint8_t level_byte, std::uint8_t hops,
+                                     std::string_view tail, const wire::range_header& header, std::string_view lo,
+                                     std::string_view hi, std::string_view pattern_bytes, const key_pattern* pattern) {
+    const auto& h = m_shared.handlers;
+    auto& stats = m_shared.stats;
+    const bool bounded = (header.flags & wire::range_bounded) != 0;
+    const bool empty = bounded && hi <= lo;
+    const int level = level_byte & wire::level_mask;
+    const bool head = id == m_shared.head;
+    if (!empty && bounded && !head && hi <= std::string_view(here.separator)) {
+        // Entered at or above hi (a stale route): start again at the head.
+        ++stats.hops;
+        if ((level_byte & wire::route_shortcut) != 0)
+            m_shared.fall_back_to_head(h.range, tail, level_byte, hops);
+        else
+            m_shared.forward(h.range, m_shared.head, tail, m_shared.top_level(), level_byte & wire::route_free,
+                             skiplist_shared::next_hops(hops));
+        return;
+    }
+    if (!empty) {
+        // Locate the node below hi: forward while a successor's separator is below it.
+        int next_level = -1;
+        if (bounded) {
+            next_level = skiplist_nodes::forward_level(here, hi, level, true);
+        } else {
+            for (int at = std::min(level, static_cast<int>(here.tower.size()) - 1); at >= 0 && next_level < 0; --at) {
+                const link& next = here.tower[static_cast<std::size_t>(at)];
+                if (next.set && !next.to.null())
+                    next_level = at;
+            }
+        }
+        if (next_level >= 0) {
+            ++stats.hops;
+            m_shared.forward(h.range, here.tower[static_cast<std::size_t>(next_level)].to, tail, next_level,
+                             level_byte & wire::route_free, skiplist_shared::next_hops(hops));
+            return;
+        }
+    }
+    ++stats.handled;
+    m_nodes.purge_expired(here, m_shared.clock_now());
+    const sorted_run& run = here.run;
+    auto& engine = *m_shared.engine;
+    const std::size_t room = engine.max_record_bytes() - runtime::reply_header_bytes - 16;
+    const std::size_t bottom = empty ? 0 : run.lower_bound(lo);
+    std::size_t it = empty ? 0 : bounded ? run.lower_bound(hi) : run.size();
+    std::uint32_t sequence = header.sequence;
+    std::uint64_t limit = header.limit;
+    bool exhausted = false;  // a pattern query: nothing below can match
+    std::string part;
+    while (true) {
+        part.clear();
+        std::uint32_t entries = 0;
+        while (it > bottom && limit != 0) {
+            const std::string_view key = run.key(it - 1);
+            if (pattern && !pattern->matches(key)) {
+                // Jump within this node to the largest key below that can match.
+                const auto candidate = pattern->prev_candidate(key);
+                if (!candidate || std::string_view(*candidate) < lo) {
+                    it = bottom;
+                    exhausted = true;
+                    break;
+                }
+                it = std::max(bottom, run.lower_bound(*candidate + '\0'));
+                continue;
+            }
+            const std::string_view value = run.value(it - 1);
+            if (entries > 0 && part.size() + 8 + key.size() + value.size() > room)
+                break;
+            append_entry(part, key, value);
+            ++entries;
+            --it;
+            if (limit != skiplist_shared::unlimited)
+                --limit;
+        }
+        const bool node_done = it <= bottom || limit == 0;
+        // The rest lies below this node's separator: [lo, next_hi).
+        std::optional<std::string> next_hi;
+        if (node_done && limit != 0 && !exhausted && !empty && !head && lo < std::string_view(here.separator)) {
+            if (!pattern) {
+                next_hi = here.separator;
+            } else if (auto candidate = pattern->prev_candidate(here.separator);
+                       candidate && std::string_view(*candidate) >= lo) {
+                next_hi = std::move(*candidate);
+                next_hi->push_back('\0');  // the smallest key above the candidate
+            }
+        }
+        const bool last = node_done && !next_hi;
+        const std::size_t bytes = wire_bytes<wire::range_part_header> + part.size();
+        byte_writer(engine.reserve(header.caller, h.range_part, bytes), bytes)
+            .record(wire::range_part_header{header.slot, sequence, static_cast<std::uint8_t>(last), entries})
+            .put_bytes(part)
+            .finish();
+        ++stats.range_parts;
+        ++sequence;
+        if (!node_done)
+            continue;
+        if (next_hi) {
+            const skiplist_node_id entry = m_nodes.directory().entry_below(*next_hi, true);
+            std::uint8_t flags = level_byte & wire::route_free;
+            if (!(entry == m_shared.head)) {
+                flags |= wire::route_shortcut;
+                ++stats.node_shortcuts;
+            }
+            ++stats.hops;
+            const wire::range_header onward{header.caller, header.slot, sequence,
+                                            static_cast<std::uint8_t>(wire::range_bounded | wire::range_descending),
+                                            limit};
+            forward_three(m_shared, h.range, entry, m_shared.top_level(), flags, 0, onward, lo, *next_hi,
+                          pattern_bytes);
         }
         return;
     }
@@ -193,7 +330,8 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
     const auto header = read_record<wire::range_split_header>(in);
     const int caller = header.caller;
     const std::uint32_t slot = header.slot;
-    const bool bounded = header.bounded != 0;
+    const bool bounded = (header.flags & wire::range_bounded) != 0;
+    const bool descending = (header.flags & wire::range_descending) != 0;
     const std::uint64_t limit = header.limit;
     const std::string_view lo = read_string(in);
     const std::string_view hi = read_string(in);
@@ -206,9 +344,10 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
     auto send_piece = [&](skiplist_node_id to, int level, std::string_view from, std::string_view upto,
                           bool up_bounded) {
         ++stats.hops;
+        const auto flags = static_cast<std::uint8_t>((up_bounded ? wire::range_bounded : 0) |
+                                                     (descending ? wire::range_descending : 0));
         forward_three(m_shared, h.range_split, to, level, 0, skiplist_shared::next_hops(hops),
-                      wire::range_split_header{caller, slot, static_cast<std::uint8_t>(up_bounded), limit}, from, upto,
-                      pattern_bytes);
+                      wire::range_split_header{caller, slot, flags, limit}, from, upto, pattern_bytes);
     };
     std::string upto(hi);
     bool up_bounded = bounded;
@@ -233,10 +372,49 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
     auto& engine = *m_shared.engine;
     const std::size_t room =
         engine.max_record_bytes() - runtime::reply_header_bytes - 32 - 2 * m_shared.config.max_key_bytes;
-    std::size_t it = run.lower_bound(lo);
     std::uint64_t left = limit;
-    std::string from(lo);
     std::string data;
+    if (descending) {
+        // The largest `limit` entries of [lo, upto), largest first, in parts
+        // that each name the interval they cover: a part that stops early
+        // covers down to the last key it sent.
+        std::size_t it = up_bounded ? run.lower_bound(upto) : run.size();
+        const std::size_t bottom = run.lower_bound(lo);
+        std::string to = upto;
+        bool to_bounded = up_bounded;
+        while (true) {
+            data.clear();
+            std::uint32_t entries = 0;
+            for (; it > bottom && left != 0; --it) {
+                const std::string_view key = run.key(it - 1);
+                if (pattern && !pattern->matches(key))
+                    continue;
+                const std::string_view value = run.value(it - 1);
+                if (entries > 0 && data.size() + 8 + key.size() + value.size() > room)
+                    break;
+                append_entry(data, key, value);
+                ++entries;
+                if (left != skiplist_shared::unlimited)
+                    --left;
+            }
+            const bool done = it <= bottom || left == 0;
+            const std::string part_from = done ? std::string(lo) : std::string(run.key(it));
+            const std::size_t bytes =
+                wire_bytes<wire::range_piece_header> + string_bytes(part_from) + string_bytes(to) + data.size();
+            byte_writer out(engine.reserve(caller, h.range_piece, bytes), bytes);
+            out.record(wire::range_piece_header{slot, static_cast<std::uint8_t>(to_bounded), entries});
+            put_string(out, part_from);
+            put_string(out, to);
+            out.put_bytes(data).finish();
+            ++stats.range_parts;
+            if (done)
+                return;
+            to = part_from;
+            to_bounded = true;
+        }
+    }
+    std::size_t it = run.lower_bound(lo);
+    std::string from(lo);
     while (true) {
         data.clear();
         std::uint32_t entries = 0;

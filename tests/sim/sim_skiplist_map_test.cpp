@@ -202,6 +202,25 @@ void workload(int rank, sim::sim_context& context, const shape& setup, bool unor
     }
     fail_if(mine != model, "whole-list range holds " + std::to_string(mine.size()) + " of this rank's keys, model " +
                                std::to_string(model.size()));
+    // Latest N (descending with a limit, the walk from the top down that stops
+    // at the limit) and floor lookups, against the whole list just read.
+    for (const std::uint64_t limit : {1, 3, 17}) {
+        const auto latest = map.range_from(std::numeric_limits<std::int64_t>::min(),
+                                           {.limit = limit, .descending = true}).get();
+        const std::size_t expected = std::min<std::size_t>(limit, all.size());
+        fail_if(latest.size() != expected ||
+                    !std::equal(latest.begin(), latest.end(), all.rbegin(),
+                                [](const auto& a, const auto& b) { return a.first == b.first && a.second == b.second; }),
+                "latest " + std::to_string(limit) + ": " + std::to_string(latest.size()) + " entries, not the last " +
+                    std::to_string(expected) + " of the whole list");
+    }
+    for (std::size_t probe = 0; probe < all.size(); probe += 1 + all.size() / 7) {
+        const std::int64_t key = all[probe].first;
+        const auto floor = map.range(std::numeric_limits<std::int64_t>::min(), key - 1,
+                                     {.limit = 1, .descending = true}).get();
+        fail_if(probe == 0 ? !floor.empty() : floor.size() != 1 || floor[0].first != all[probe - 1].first,
+                "the floor below " + std::to_string(key));
+    }
     map.flush();
     const std::string problem = map.check_local_invariants();
     fail_if(!problem.empty(), problem);

@@ -1,6 +1,6 @@
 // key_pattern: the text parser (good patterns, and bad ones each named by
 // position and problem), building through the API, to_string round trips,
-// matches / lower_bound / upper_bound / next_candidate against brute-force
+// matches / lower_bound / upper_bound / next_candidate / prev_candidate against brute-force
 // enumeration over small domains for D = 1..4, a skip scan over stored keys,
 // and the wire form (round trip; truncation and garbage throw decode_error).
 
@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <random>
@@ -324,6 +325,121 @@ TEST(key_pattern_next_candidate, skip_scan_over_stored_keys) {
         }
         EXPECT_EQ(found, expected) << text;
         // At most one jump per match and per (dimension 0, dimension 1) prefix.
+        EXPECT_LE(probes, 2 * (expected.size() + 11 * 21) + 2) << text << ": the scan skips the gaps";
+    }
+}
+
+// prev_candidate (descending queries, issue 49) against brute force: the
+// largest match below a query keeps query fields, lowers one to query - 1 or
+// to an upper bound (at most 7, or 255 when open) and puts upper bounds after
+// it, so over the domain of fields in [0, 9] and 255 and queries with fields
+// in [0, 9] the domain's largest match below the query is the exact answer.
+template <std::size_t D>
+void check_prev_candidate_brute_force(std::uint64_t seed, int patterns) {
+    using key = std::array<std::uint8_t, D>;
+    const auto types = mpidict::key_dimensions<key>();
+    std::mt19937_64 random(seed);
+    std::vector<std::string> domain;
+    for (auto candidate : enumerate_keys(D, 10)) {
+        for (char& c : candidate)
+            if (c == 10)
+                c = static_cast<char>(255);
+        domain.push_back(candidate);
+    }
+    const std::vector<std::string> queries = enumerate_keys(D, 9);
+    for (int round = 0; round < patterns; ++round) {
+        const key_pattern pattern = random_small_pattern(random, types);
+        std::vector<std::string> matching;
+        for (const auto& candidate : domain)
+            if (pattern.matches(candidate))
+                matching.push_back(candidate);
+        std::sort(matching.begin(), matching.end());
+        for (const auto& query : queries) {
+            const auto below = std::lower_bound(matching.begin(), matching.end(), query);
+            const auto got = pattern.prev_candidate(query);
+            if (below == matching.begin()) {
+                ASSERT_FALSE(got) << pattern.to_string();
+            } else {
+                ASSERT_TRUE(got) << pattern.to_string();
+                ASSERT_EQ(*got, *std::prev(below)) << pattern.to_string();
+            }
+        }
+        // Arbitrary byte strings, shorter and longer than a key: the answer is a
+        // match below the query and no domain match lies between them.
+        for (int probe = 0; probe < 300; ++probe) {
+            std::string query(random() % (D + 2), '\0');
+            for (char& c : query)
+                c = static_cast<char>(random() % 3 == 0 ? random() : random() % 10);
+            const auto got = pattern.prev_candidate(query);
+            const auto below = std::lower_bound(matching.begin(), matching.end(), query);
+            if (!got) {
+                ASSERT_EQ(below, matching.begin()) << pattern.to_string();
+                continue;
+            }
+            ASSERT_TRUE(pattern.matches(*got));
+            ASSERT_LT(*got, query);
+            if (below != matching.begin()) {
+                ASSERT_GE(*got, *std::prev(below));
+            }
+        }
+    }
+}
+
+TEST(key_pattern_prev_candidate, brute_force_d1) { check_prev_candidate_brute_force<1>(11, 200); }
+TEST(key_pattern_prev_candidate, brute_force_d2) { check_prev_candidate_brute_force<2>(12, 200); }
+TEST(key_pattern_prev_candidate, brute_force_d3) { check_prev_candidate_brute_force<3>(13, 40); }
+TEST(key_pattern_prev_candidate, brute_force_d4) { check_prev_candidate_brute_force<4>(14, 6); }
+
+TEST(key_pattern_prev_candidate, edges) {
+    using key = std::array<std::uint8_t, 2>;
+    const auto all = key_pattern::for_key<key>();
+    EXPECT_EQ(all.prev_candidate(""), std::nullopt);
+    EXPECT_EQ(all.prev_candidate(std::string(1, '\0')), std::nullopt);
+    EXPECT_EQ(all.prev_candidate(std::string(2, '\0')), std::nullopt);
+    EXPECT_EQ(all.prev_candidate(std::string("\0\0\0", 3)), std::string(2, '\0'));
+    EXPECT_EQ(all.prev_candidate(std::string(1, '\x01')), std::string("\x00\xff", 2));
+    EXPECT_EQ(all.prev_candidate(std::string("\x02\x00", 2)), std::string("\x01\xff", 2));
+    EXPECT_EQ(all.prev_candidate(std::string(3, '\xff')), std::string(2, '\xff'));
+    const auto first = key_pattern::for_key<key>().exact(0, 0).exact(1, 0);
+    EXPECT_EQ(first.prev_candidate(std::string(2, '\xff')), std::string(2, '\0'));
+    EXPECT_EQ(first.prev_candidate(std::string(2, '\0')), std::nullopt);
+}
+
+// The use a descending query makes of it: walk stored keys from the top,
+// jumping to the previous candidate whenever a key does not match.
+TEST(key_pattern_prev_candidate, skip_scan_down_over_stored_keys) {
+    using key = std::tuple<std::int16_t, double, std::int32_t>;
+    std::mt19937_64 random(78);
+    std::set<std::string> stored;
+    for (int index = 0; index < 5000; ++index)
+        stored.insert(encode_ordered_key(key{static_cast<std::int16_t>(random() % 11) - 5,
+                                             static_cast<double>(static_cast<int>(random() % 21) - 10) / 4,
+                                             static_cast<std::int32_t>(random() % 15) - 7}));
+    for (const char* text : {"[-2,3].[-1.5,0.25].[0,2]", "0.*.-7", "[,-4].[2.5,].*", "*.*.[3]", "5.2.5.6",
+                             "[-5,5].[-2.5,2.5].[-7,7]", "1.[0.1,0.2].*"}) {
+        const auto pattern = key_pattern::parse<key>(text);
+        std::vector<std::string> expected;
+        for (auto k = stored.rbegin(); k != stored.rend(); ++k)
+            if (pattern.matches(*k))
+                expected.push_back(*k);
+        std::vector<std::string> found;
+        std::size_t probes = 0;
+        // The largest stored key <= the pattern's upper bound, then down.
+        auto above = stored.upper_bound(*pattern.upper_bound());
+        while (above != stored.begin()) {
+            const auto at = std::prev(above);
+            ++probes;
+            if (pattern.matches(*at)) {
+                found.push_back(*at);
+                above = at;
+                continue;
+            }
+            const auto previous = pattern.prev_candidate(*at);
+            if (!previous)
+                break;
+            above = stored.upper_bound(*previous);
+        }
+        EXPECT_EQ(found, expected) << text;
         EXPECT_LE(probes, 2 * (expected.size() + 11 * 21) + 2) << text << ": the scan skips the gaps";
     }
 }

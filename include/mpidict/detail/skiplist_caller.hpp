@@ -53,7 +53,7 @@ public:
     void send_point(skiplist_op kind, std::uint32_t slot, std::string_view key, std::string_view value,
                     expiry_time expires);
     void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit,
-                    std::string_view pattern, bool streaming);
+                    std::string_view pattern, bool streaming, bool descending);
     bool take_stream_part(std::uint32_t slot, std::string& part);
     void abandon_stream(std::uint32_t slot);
     bool range_in_progress(std::uint32_t slot) const { return m_ranges.count(slot) != 0; }
@@ -103,7 +103,7 @@ private:
     void dispatch_point(skiplist_op kind, std::uint32_t slot, const std::string& key, std::string_view value,
                         expiry_time expires, std::uint64_t sequence, key_state* state);
     void dispatch_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
-                        std::uint64_t limit, std::string_view pattern);
+                        std::uint64_t limit, std::string_view pattern, bool descending);
     // Mode total_order: operations behind one that waits for its key, in issue
     // order (a range waits too), so that the head receives them in that order.
     struct queued_operation {
@@ -116,6 +116,7 @@ private:
         std::uint64_t sequence = 0;
         std::string hi, pattern;
         bool bounded = false;
+        bool descending = false;
         std::uint64_t limit = 0;
     };
     struct ticket_state {
@@ -138,7 +139,9 @@ private:
         std::deque<std::string> ready;
         int source = -1;  // the rank whose part completes the request
         // Mode total_order (split over the towers): pieces by the key they
-        // start at; `cursor` is where the chain taken so far ends.
+        // start at; `cursor` is where the chain taken so far ends.  Descending:
+        // pieces by descending_key(their end), `cursor` stays lo and `top` is
+        // where the chain taken so far (from hi down) ends.
         struct piece {
             std::string to;
             bool bounded = true;  // false: to the end of the list
@@ -149,8 +152,19 @@ private:
         std::map<std::string, piece> pieces;
         std::string cursor, hi, collected;
         bool bounded = false;
+        bool descending = false;
+        std::string top;
         std::uint64_t remaining = 0;
     };
+    // A descending piece's place in the chain: its end, or the end of the list.
+    static std::string descending_key(std::string_view to, bool bounded) {
+        std::string key(1, bounded ? 'b' : 'u');
+        if (bounded)
+            key.append(to);
+        return key;
+    }
+    void take_descending_piece(std::uint32_t slot, range_state& state, std::string from, std::string to, bool bounded,
+                               std::uint32_t entries, std::string_view data);
     void finish_split_range(std::uint32_t slot, range_state& state);
     // Streaming: moves the parts that are now in order to `ready`; completes the
     // request when the last one has been handed out (or dropped).

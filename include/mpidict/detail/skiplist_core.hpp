@@ -71,9 +71,12 @@ public:
     // streaming: the parts are not collected for the request; take_stream_part
     // hands them out in key order as soon as every earlier part has arrived,
     // and the request completes with the entry count once the last one is taken.
+    // descending: the largest `limit` entries, largest first (and streamed in
+    // that order); the nodes walk from hi down and stop at the limit (outside
+    // total_order), so the cost is O(log n + limit), not the interval's.
     void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit,
-                    std::string_view pattern = {}, bool streaming = false) {
-        m_caller.send_range(slot, lo, hi, bounded, limit, pattern, streaming);
+                    std::string_view pattern = {}, bool streaming = false, bool descending = false) {
+        m_caller.send_range(slot, lo, hi, bounded, limit, pattern, streaming, descending);
     }
     bool take_stream_part(std::uint32_t slot, std::string& part) { return m_caller.take_stream_part(slot, part); }
     // The caller gave up (its callback threw); later parts are dropped.

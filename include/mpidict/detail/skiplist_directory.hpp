@@ -36,6 +36,14 @@ public:
             return m_head;
         return std::prev(after)->second;
     }
+    // The remembered node with the largest separator below `key` (!bounded:
+    // the largest of all), else the head: where a descending range enters.
+    skiplist_node_id entry_below(std::string_view key, bool bounded) const {
+        auto after = bounded ? m_routes.lower_bound(key) : m_routes.end();
+        if (after == m_routes.begin())
+            return m_head;
+        return std::prev(after)->second;
+    }
     // The closest node at or below `key` whose separator is above `floor`
     // (null if none): where a node in mode none may jump.
     skiplist_node_id after(std::string_view key, std::string_view floor) const;

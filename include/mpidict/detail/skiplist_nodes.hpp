@@ -138,6 +138,7 @@ public:
     // The node a record addresses, or decode_error.
     node& addressed(skiplist_node_id id, const char* what);
     std::deque<node>& all() { return m_nodes; }
+    skiplist_directory& directory() { return m_directory; }
     const std::deque<node>& all() const { return m_nodes; }
     skiplist_node_id allocate_local(std::string_view separator, unsigned height);
     void free_slot(std::uint32_t slot);

@@ -5,6 +5,8 @@
 //     range sends its part(s) straight to the caller, numbered; a pattern
 //     query jumps over the towers from each node to the next key that can
 //     match (key_pattern::next_candidate).
+//   - range with range_descending: from hi down, node by node, each step
+//     located from the directory or the head; stops at the limit.
 //   - range_split (mode total_order, the seed's Listing 2): the interval splits
 //     at every level on the way down, so the piece holding a key travels the
 //     links a point operation on that key travels; each node answers its piece
@@ -14,6 +16,7 @@
 
 #include "mpidict/detail/skiplist_nodes.hpp"
 #include "mpidict/detail/skiplist_shared.hpp"
+#include "mpidict/key_pattern.hpp"
 
 namespace mpidict::detail {
 
@@ -29,6 +32,12 @@ public:
     void handle_range_split(int source, std::string_view record);
 
 private:
+    // A descending range at `here` (ranges.cpp: locate the node below hi,
+    // answer it largest first, go on below its separator until the limit).
+    void walk_down(node& here, skiplist_node_id id, std::uint8_t level_byte, std::uint8_t hops, std::string_view tail,
+                   const wire::range_header& header, std::string_view lo, std::string_view hi,
+                   std::string_view pattern_bytes, const key_pattern* pattern);
+
     skiplist_shared& m_shared;
     skiplist_nodes& m_nodes;
 };

@@ -75,15 +75,19 @@ struct skiplist_wire {
         }
     };
     // range (tail): {range_header} lo hi pattern (serialized key_pattern, empty: none).
+    // flags: range_bounded (hi is an end; else to the end of the list) and
+    // range_descending (the query walks from hi down: every step locates the
+    // node below hi, whose part comes next, largest key first).
+    static constexpr std::uint8_t range_bounded = 1, range_descending = 2;
     struct range_header {
         std::int32_t caller;
         std::uint32_t slot;
-        std::uint32_t sequence;  // the next part's number (0: still locating lo)
-        std::uint8_t bounded;
+        std::uint32_t sequence;  // the next part's number (0: still locating lo, or hi when descending)
+        std::uint8_t flags;
         std::uint64_t limit;     // entries left (unlimited: no limit)
         static constexpr auto fields() {
             return std::tuple{&range_header::caller, &range_header::slot, &range_header::sequence,
-                              &range_header::bounded, &range_header::limit};
+                              &range_header::flags, &range_header::limit};
         }
     };
     // range_part: {range_part_header} then `entries` × (key value).
@@ -97,19 +101,21 @@ struct skiplist_wire {
                               &range_part_header::entries};
         }
     };
-    // range_split (tail, mode total_order): {range_split_header} lo hi pattern.
+    // range_split (tail, mode total_order): {range_split_header} lo hi pattern;
+    // flags as a range_header's.
     struct range_split_header {
         std::int32_t caller;
         std::uint32_t slot;
-        std::uint8_t bounded;
+        std::uint8_t flags;
         std::uint64_t limit;
         static constexpr auto fields() {
-            return std::tuple{&range_split_header::caller, &range_split_header::slot, &range_split_header::bounded,
+            return std::tuple{&range_split_header::caller, &range_split_header::slot, &range_split_header::flags,
                               &range_split_header::limit};
         }
     };
     // range_piece: {range_piece_header} from to, then `entries` × (key value):
-    // the entries of [from, to) (to the end when !bounded).
+    // the entries of [from, to) (to the end when !bounded); of a descending
+    // query, the largest ones (at most its limit) of [from, to), largest first.
     struct range_piece_header {
         std::uint32_t slot;
         std::uint8_t bounded;
