@@ -2,8 +2,10 @@
 // key_pattern: a multi-dimensional range query over ordered keys (seed 004,
 // Section 1 and 3.3).  A key of D dimensions (std::array<T, D>, std::tuple or
 // std::pair of integers and floats, see ordered_key.hpp) is matched dimension
-// by dimension: each dimension is either an exact value or a closed interval
-// [a, b], where either side may be open (unbounded).
+// by dimension: each dimension is either an exact value or an interval
+// [a, b], where either side may be open (unbounded) or exclude its end (the
+// half-open windows [t0, t1) of a time dimension: interval_ends, as ranges'
+// after_lo / before_hi).
 //
 // Text form.  Dimensions separated by '.', e.g. `4.[2,8].3.[1,3]`:
 //   value          an exact value: an integer (`-12`, `+7`) or, for a float
@@ -11,7 +13,14 @@
 //                  (`-74.5`, `1e-3`, `2.5E+4`); `[v]` is the same exact value;
 //   [a,b]          a closed interval, a <= b; an empty side or `*` is open:
 //                  `[,8]`, `[2,]`, `[*,*]`;
+//   [a,b) (a,b] (a,b)   an end written with a parenthesis is excluded:
+//                  `[0.5,1.5)` holds 0.5 and not 1.5 (after_lo / before_hi);
 //   *              any value.
+// An excluded end is kept as the closed end next to it (the key just above a,
+// or just below b, in the dimension's order: for a double, the next
+// representable value), so a pattern is still a box of closed intervals:
+// matching, the wire form and to_string (which prints that closed end) are
+// unchanged.  An interval that holds no value is refused as empty.
 // Spaces around tokens are allowed.  In a float dimension a '.' directly
 // followed by a digit is a decimal point (`40.7` is one value); write the value
 // in brackets (`[4].3`) or with a fraction (`4.0.3`) when the next dimension
@@ -72,6 +81,14 @@ private:
 };
 
 enum class dimension_kind : std::uint8_t { signed_integer = 1, unsigned_integer = 2, floating = 3 };
+
+// Which ends of a pattern interval are excluded (as range_options' flags of a
+// range): after_lo, lo itself is not in it; before_hi, hi is not.  An open
+// (unbounded) side ignores its flag.
+struct interval_ends {
+    bool after_lo = false;
+    bool before_hi = false;
+};
 
 // The type of one dimension of a key: its kind and its encoded width in bytes.
 struct dimension_type {
@@ -209,22 +226,24 @@ public:
         dim.hi = std::move(field);
         return *this;
     }
-    // [lo, hi]; std::nullopt is an open side.
+    // [lo, hi]; std::nullopt is an open side; `ends` excludes lo (after_lo)
+    // or hi (before_hi): interval(0, t0, t1, {.before_hi = true}) is [t0, t1).
     template <class T, class U = T>
-    key_pattern& interval(std::size_t index, std::optional<T> lo, std::optional<U> hi) {
+    key_pattern& interval(std::size_t index, std::optional<T> lo, std::optional<U> hi, interval_ends ends = {}) {
         dimension& dim = at(index);
         std::string low = lo ? encode_value(dim.type, *lo, index) : std::string(dim.type.width, '\0');
         std::string high = hi ? encode_value(dim.type, *hi, index) : std::string(dim.type.width, '\xff');
-        if (low > high)
+        if (low > high || (lo && ends.after_lo && !exclude_end(dim.type, low, true)) ||
+            (hi && ends.before_hi && !exclude_end(dim.type, high, false)) || low > high)
             throw invalid_argument_error("mpidict: key pattern dimension " + std::to_string(index) +
-                                         ": empty interval (its lower end is above its upper end)");
+                                         ": empty interval (no value lies between its ends)");
         dim.lo = std::move(low);
         dim.hi = std::move(high);
         return *this;
     }
     template <class T, class U>
-    key_pattern& interval(std::size_t index, T lo, U hi) {
-        return interval(index, std::optional<T>(lo), std::optional<U>(hi));
+    key_pattern& interval(std::size_t index, T lo, U hi, interval_ends ends = {}) {
+        return interval(index, std::optional<T>(lo), std::optional<U>(hi), ends);
     }
     key_pattern& any(std::size_t index) {
         dimension& dim = at(index);
@@ -547,6 +566,18 @@ private:
         throw refuse("unknown dimension kind");
     }
 
+    // Replaces an excluded end by the closed end next to it: the field just
+    // above (upward, for lo) or just below; false if there is none or, for a
+    // float, it would be a NaN encoding (no key lies beyond: the interval is empty).
+    static bool exclude_end(dimension_type type, std::string& field, bool upward) {
+        if (!(upward ? detail::increment_field(field) : detail::decrement_field(field)))
+            return false;
+        if (type.kind != dimension_kind::floating)
+            return true;
+        return type.width == 4 ? !std::isnan(ordered_codec<float>::decode(field))
+                               : !std::isnan(ordered_codec<double>::decode(field));
+    }
+
     static void put_field(std::uint64_t raw, std::size_t width, std::string& out) {
         for (std::size_t index = 0; index < width; ++index)
             out.push_back(static_cast<char>(raw >> (8 * (width - 1 - index))));
@@ -593,12 +624,13 @@ private:
             fail("expected dimension " + std::to_string(index) + ": a value, '[' or '*'");
         if (take('*'))
             return;  // open on both sides already
-        if (take('[')) {
+        const bool after_lo = !at_end() && m_text[m_at] == '(';
+        if (take('[') || take('(')) {
             skip_spaces();
             const std::size_t lo_at = m_at;
-            std::optional<std::string> lo = bound(type, index, "a value, ',' or ']'");
+            std::optional<std::string> lo = bound(type, index, after_lo ? "a value or ','" : "a value, ',' or ']'");
             skip_spaces();
-            if (take(']')) {
+            if (!after_lo && take(']')) {
                 if (!lo)
                     fail_at(lo_at, "expected a value inside '[]'");
                 m_pattern.m_dims[index].lo = *lo;
@@ -606,18 +638,20 @@ private:
                 return;
             }
             if (!take(','))
-                fail("expected ',' or ']'");
+                fail(after_lo ? "expected ',' (an interval opened with '(' has two ends)" : "expected ',' or ']'");
             skip_spaces();
-            std::optional<std::string> hi = bound(type, index, "a value or ']'");
+            std::optional<std::string> hi = bound(type, index, "a value, ']' or ')'");
             skip_spaces();
-            if (!take(']'))
-                fail("expected ']'");
+            const bool before_hi = !at_end() && m_text[m_at] == ')';
+            if (!take(']') && !take(')'))
+                fail("expected ']' or ')'");
             auto& dim = m_pattern.m_dims[index];
             dim.lo = lo ? *lo : std::string(type.width, '\0');
             dim.hi = hi ? *hi : std::string(type.width, '\xff');
-            if (dim.lo > dim.hi)
+            if (dim.lo > dim.hi || (lo && after_lo && !key_pattern::exclude_end(type, dim.lo, true)) ||
+                (hi && before_hi && !key_pattern::exclude_end(type, dim.hi, false)) || dim.lo > dim.hi)
                 fail_at(lo_at, "empty interval in dimension " + std::to_string(index) +
-                                   " (its lower end is above its upper end)");
+                                   " (no value lies between its ends)");
             return;
         }
         const std::size_t value_at = m_at;
@@ -664,7 +698,7 @@ private:
         if (end == digits_at) {
             if (end != start)
                 fail_at(end, "expected digits after the sign");
-            if (!at_end() && (m_text[m_at] == ',' || m_text[m_at] == ']'))
+            if (!at_end() && (m_text[m_at] == ',' || m_text[m_at] == ']' || m_text[m_at] == ')'))
                 return std::nullopt;  // an empty side
             fail("expected " + expected);
         }

@@ -334,6 +334,12 @@ def test_skiplist_map(key_dtype, rank, size):
         if key_dtype == "int64":
             keys, values = m.match("[-90,-85]")
             assert keys.tolist() == list(range(-90, -84)) and values.tolist() == list(range(10, 16))
+            keys, _ = m.match("[-90,-85)")                 # half-open intervals (issue 49, item 7)
+            assert keys.tolist() == list(range(-90, -85))
+            keys, _ = m.match("(-90,-85)")
+            assert keys.tolist() == list(range(-89, -85))
+            with pytest.raises(mpidict.Error):
+                m.match("[-85,-85)")                          # empty: refused with its position
         else:
             with pytest.raises(mpidict.Error):
                 m.match("[1,2]") if key_dtype in (bytes, str) else m.match("[a")

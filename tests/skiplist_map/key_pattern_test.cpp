@@ -127,7 +127,12 @@ TEST(key_pattern_parse, bad_integer_patterns_are_named) {
         {"-.1.2.3", 1, "expected digits after the sign"},
         {"4;3.1.2", 1, "expected '.' before dimension 1"},
         {"4.[].3.1", 3, "expected a value inside '[]'"},
-        {"4.[2,x].3.1", 5, "expected a value or ']'"},
+        {"4.[2,x].3.1", 5, "expected a value, ']' or ')'"},
+        {"4.(3].3.1", 4, "expected ',' (an interval opened with '(' has two ends)"},
+        {"4.[2,8}.3.1", 6, "expected ']' or ')'"},
+        {"4.[5,5).3.1", 3, "empty interval in dimension 1"},
+        {"4.(5,5].3.1", 3, "empty interval in dimension 1"},
+        {"4.(5,6).3.1", 3, "empty interval in dimension 1"},
         {"2e3.1.2.3", 1, "unexpected 'e' after the number"},
         {"4.2147483648.1.1", 2, "out of the dimension's range"},
         {"4.1.1.99999999999999999999", 6, "out of the range of dimension 3"},
@@ -153,7 +158,55 @@ TEST(key_pattern_parse, bad_typed_patterns_are_named) {
     expect_bad("nan.1", 0, "expected dimension 0", reals);
     expect_bad("-inf.1", 1, "expected digits after the sign", reals);
     expect_bad("[3.5,-3.5].1", 1, "empty interval in dimension 0", reals);
+    expect_bad("[1.5,1.5).1", 1, "empty interval in dimension 0", reals);
+    expect_bad("(-128,-127).1", 1, "empty interval in dimension 0", small);
+    expect_bad("[,-128).1", 1, "empty interval in dimension 0", small);
+    expect_bad("(127,].1", 1, "empty interval in dimension 0", small);
     expect_bad("1.5", 3, "expected '.' and dimension 1", reals);
+}
+
+// Half-open intervals (issue 49, item 7): an excluded end is the closed end
+// next to it, in the text form and through the API alike.
+TEST(key_pattern_half_open, text_and_api_agree_with_closed_neighbours) {
+    using key = std::tuple<std::int32_t, double, std::uint8_t>;
+    const auto types = mpidict::key_dimensions<key>();
+    const auto half = key_pattern::parse<key>("[2,8).[0.5,1.5).(3,7]");
+    EXPECT_EQ(half, key_pattern::parse<key>("[2,7].[0.5,1.4999999999999998].[4,7]"));
+    auto built = key_pattern::for_key<key>();
+    built.interval(0, 2, 8, {.before_hi = true})
+        .interval(1, 0.5, 1.5, {.before_hi = true})
+        .interval(2, 3, 7, {.after_lo = true});
+    EXPECT_EQ(built, half);
+    EXPECT_EQ(key_pattern::parse<key>("(2,8).(-1,0).(,9)"), key_pattern::parse<key>("[3,7].(-1,0).[,8]"));
+    // Open sides ignore the flags.
+    EXPECT_EQ(key_pattern::parse<key>("(,8).(*,*).[,)"), key_pattern::parse<key>("[,7].*.[,]"));
+    EXPECT_EQ(key_pattern::for_key<key>().interval(0, std::optional<int>(), std::optional<int>(8),
+                                                   {.after_lo = true, .before_hi = true}),
+              key_pattern::parse<key>("[,7].*.*"));
+    auto encode = [](const key& k) { return encode_ordered_key(k); };
+    EXPECT_TRUE(half.matches(encode(key{2, 0.5, 4})));
+    EXPECT_FALSE(half.matches(encode(key{8, 0.5, 4})));
+    EXPECT_TRUE(half.matches(encode(key{7, 1.4999999999999998, 7})));
+    EXPECT_FALSE(half.matches(encode(key{7, 1.5, 7})));
+    EXPECT_FALSE(half.matches(encode(key{7, 1.0, 3})));
+    // Zero and the infinities: (-1, 0) holds neither zero; [0, inf) holds DBL_MAX, not inf.
+    const auto around_zero = key_pattern::parse<key>("*.(-1,0).*");
+    EXPECT_FALSE(around_zero.matches(encode(key{0, 0.0, 0})));
+    EXPECT_FALSE(around_zero.matches(encode(key{0, -0.0, 0})));
+    EXPECT_TRUE(around_zero.matches(encode(key{0, -4.9e-324, 0})));
+    auto up_to_infinity = key_pattern::for_key<key>();
+    up_to_infinity.interval(1, 0.0, std::numeric_limits<double>::infinity(), {.before_hi = true});
+    EXPECT_TRUE(up_to_infinity.matches(encode(key{0, std::numeric_limits<double>::max(), 0})));
+    EXPECT_FALSE(up_to_infinity.matches(encode(key{0, std::numeric_limits<double>::infinity(), 0})));
+    EXPECT_THROW(key_pattern::for_key<key>().interval(1, std::optional<double>(std::numeric_limits<double>::infinity()),
+                                                      std::optional<double>(), {.after_lo = true}),
+                 mpidict::invalid_argument_error);
+    EXPECT_THROW(key_pattern::for_key<key>().interval(0, 5, 5, {.before_hi = true}), mpidict::invalid_argument_error);
+    EXPECT_THROW(key_pattern::for_key<key>().interval(2, 254, 255, {.after_lo = true, .before_hi = true}),
+                 mpidict::invalid_argument_error);
+    // to_string prints the closed ends, and parses back to the same box.
+    EXPECT_EQ(key_pattern::parse(half.to_string(), types), half);
+    EXPECT_EQ(half.to_string(), "[2,7].[0.5,1.4999999999999998].[4,7]");
 }
 
 TEST(key_pattern_api, conversions_and_errors) {
