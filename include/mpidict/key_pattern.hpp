@@ -319,47 +319,7 @@ public:
     // The smallest m >= target with matches(m) (target of key_width() bytes).
     std::optional<std::string> next_at_or_after(std::string_view target) const {
         MPIDICT_ASSERT(target.size() == m_width, "next_at_or_after needs a key of the pattern's width");
-        // inside: how many leading dimensions of target lie in their intervals.
-        std::size_t inside = 0;
-        std::size_t offset = 0;
-        std::vector<std::size_t> offsets;
-        offsets.reserve(m_dims.size());
-        for (const auto& dim : m_dims) {
-            offsets.push_back(offset);
-            offset += dim.type.width;
-        }
-        while (inside < m_dims.size()) {
-            const auto& dim = m_dims[inside];
-            const std::string_view field = target.substr(offsets[inside], dim.type.width);
-            if (field < std::string_view(dim.lo) || field > std::string_view(dim.hi))
-                break;
-            ++inside;
-        }
-        if (inside == m_dims.size())
-            return std::string(target);
-        // Keep target's first j dimensions, raise dimension j to the smallest
-        // value above target's (at least lo), and take lo for the rest; the
-        // longest j that works gives the smallest result.
-        for (std::size_t j = inside + 1; j-- > 0;) {
-            const auto& dim = m_dims[j];
-            std::string field(target.substr(offsets[j], dim.type.width));
-            if (j == inside && field < dim.lo) {
-                field = dim.lo;
-            } else {
-                if (!detail::increment_field(field))
-                    continue;
-                if (field < dim.lo)
-                    field = dim.lo;
-            }
-            if (field > dim.hi)
-                continue;
-            std::string out(target.substr(0, offsets[j]));
-            out += field;
-            for (std::size_t rest = j + 1; rest < m_dims.size(); ++rest)
-                out += m_dims[rest].lo;
-            return out;
-        }
-        return std::nullopt;
+        return nearest_match(target, true);
     }
 
     // The largest byte string m < key (std::string ordering) with matches(m).
@@ -380,46 +340,7 @@ public:
     // The largest m <= target with matches(m) (target of key_width() bytes).
     std::optional<std::string> prev_at_or_before(std::string_view target) const {
         MPIDICT_ASSERT(target.size() == m_width, "prev_at_or_before needs a key of the pattern's width");
-        std::size_t inside = 0;
-        std::size_t offset = 0;
-        std::vector<std::size_t> offsets;
-        offsets.reserve(m_dims.size());
-        for (const auto& dim : m_dims) {
-            offsets.push_back(offset);
-            offset += dim.type.width;
-        }
-        while (inside < m_dims.size()) {
-            const auto& dim = m_dims[inside];
-            const std::string_view field = target.substr(offsets[inside], dim.type.width);
-            if (field < std::string_view(dim.lo) || field > std::string_view(dim.hi))
-                break;
-            ++inside;
-        }
-        if (inside == m_dims.size())
-            return std::string(target);
-        // Keep target's first j dimensions, lower dimension j to the largest
-        // value below target's (at most hi), and take hi for the rest; the
-        // longest j that works gives the largest result.
-        for (std::size_t j = inside + 1; j-- > 0;) {
-            const auto& dim = m_dims[j];
-            std::string field(target.substr(offsets[j], dim.type.width));
-            if (j == inside && field > dim.hi) {
-                field = dim.hi;
-            } else {
-                if (!detail::decrement_field(field))
-                    continue;
-                if (field > dim.hi)
-                    field = dim.hi;
-            }
-            if (field < dim.lo)
-                continue;
-            std::string out(target.substr(0, offsets[j]));
-            out += field;
-            for (std::size_t rest = j + 1; rest < m_dims.size(); ++rest)
-                out += m_dims[rest].hi;
-            return out;
-        }
-        return std::nullopt;
+        return nearest_match(target, false);
     }
 
     // ---- wire form ---------------------------------------------------------------
@@ -564,6 +485,53 @@ private:
         }
         }
         throw refuse("unknown dimension kind");
+    }
+
+    // The nearest m with matches(m) at or after target (upward) or at or before it
+    // (target of key_width() bytes). Upward: keep target's first j dimensions, raise
+    // dimension j to the smallest value above target's (at least lo), and take lo for
+    // the rest; the longest j that works gives the smallest result. Downward is the
+    // mirror image (lower, at most hi, hi for the rest). No allocation but the result.
+    std::optional<std::string> nearest_match(std::string_view target, bool upward) const {
+        // inside: how many leading dimensions of target lie in their intervals;
+        // offset: where dimension `inside` starts.
+        std::size_t inside = 0;
+        std::size_t offset = 0;
+        for (; inside < m_dims.size(); ++inside) {
+            const auto& dim = m_dims[inside];
+            const std::string_view field = target.substr(offset, dim.type.width);
+            if (field < std::string_view(dim.lo) || field > std::string_view(dim.hi))
+                break;
+            offset += dim.type.width;
+        }
+        if (inside == m_dims.size())
+            return std::string(target);
+        for (std::size_t j = inside + 1; j-- > 0;) {
+            const auto& dim = m_dims[j];
+            if (j < inside)
+                offset -= dim.type.width;  // now where dimension j starts
+            const auto before_near_end = [&](const std::string& field) {
+                return upward ? field < dim.lo : field > dim.hi;
+            };
+            std::string field(target.substr(offset, dim.type.width));
+            if (j == inside && before_near_end(field)) {
+                field = upward ? dim.lo : dim.hi;
+            } else {
+                if (!(upward ? detail::increment_field(field) : detail::decrement_field(field)))
+                    continue;
+                if (before_near_end(field))
+                    field = upward ? dim.lo : dim.hi;
+            }
+            if (upward ? field > dim.hi : field < dim.lo)
+                continue;
+            std::string out(target.substr(0, offset));
+            out.reserve(m_width);
+            out += field;
+            for (std::size_t rest = j + 1; rest < m_dims.size(); ++rest)
+                out += upward ? m_dims[rest].lo : m_dims[rest].hi;
+            return out;
+        }
+        return std::nullopt;
     }
 
     // Replaces an excluded end by the closed end next to it: the field just
