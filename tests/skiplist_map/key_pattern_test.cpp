@@ -344,19 +344,26 @@ TEST(key_pattern_next_candidate, edges) {
     EXPECT_EQ(last.next_candidate(std::string(2, '\xff')), std::nullopt);
 }
 
+// The skip-scan tests' stored keys (5,000 random ones, seeded) and the patterns they scan with.
+using scan_key = std::tuple<std::int16_t, double, std::int32_t>;
+std::set<std::string> scan_keys(std::uint64_t seed) {
+    std::mt19937_64 random(seed);
+    std::set<std::string> stored;
+    for (int index = 0; index < 5000; ++index)
+        stored.insert(encode_ordered_key(scan_key{static_cast<std::int16_t>(random() % 11) - 5,
+                                                  static_cast<double>(static_cast<int>(random() % 21) - 10) / 4,
+                                                  static_cast<std::int32_t>(random() % 15) - 7}));
+    return stored;
+}
+constexpr const char* scan_patterns[] = {"[-2,3].[-1.5,0.25].[0,2]", "0.*.-7", "[,-4].[2.5,].*", "*.*.[3]",
+                                         "5.2.5.6", "[-5,5].[-2.5,2.5].[-7,7]", "1.[0.1,0.2].*"};
+
 // The use a node makes of it: walk stored keys, jumping to the next candidate
 // whenever a key does not match; the result is exactly the filtered keys.
 TEST(key_pattern_next_candidate, skip_scan_over_stored_keys) {
-    using key = std::tuple<std::int16_t, double, std::int32_t>;
-    std::mt19937_64 random(77);
-    std::set<std::string> stored;
-    for (int index = 0; index < 5000; ++index)
-        stored.insert(encode_ordered_key(key{static_cast<std::int16_t>(random() % 11) - 5,
-                                             static_cast<double>(static_cast<int>(random() % 21) - 10) / 4,
-                                             static_cast<std::int32_t>(random() % 15) - 7}));
-    for (const char* text : {"[-2,3].[-1.5,0.25].[0,2]", "0.*.-7", "[,-4].[2.5,].*", "*.*.[3]", "5.2.5.6",
-                             "[-5,5].[-2.5,2.5].[-7,7]", "1.[0.1,0.2].*"}) {
-        const auto pattern = key_pattern::parse<key>(text);
+    const std::set<std::string> stored = scan_keys(77);
+    for (const char* text : scan_patterns) {
+        const auto pattern = key_pattern::parse<scan_key>(text);
         std::vector<std::string> expected;
         for (const auto& k : stored)
             if (pattern.matches(k))
@@ -461,16 +468,9 @@ TEST(key_pattern_prev_candidate, edges) {
 // The use a descending query makes of it: walk stored keys from the top,
 // jumping to the previous candidate whenever a key does not match.
 TEST(key_pattern_prev_candidate, skip_scan_down_over_stored_keys) {
-    using key = std::tuple<std::int16_t, double, std::int32_t>;
-    std::mt19937_64 random(78);
-    std::set<std::string> stored;
-    for (int index = 0; index < 5000; ++index)
-        stored.insert(encode_ordered_key(key{static_cast<std::int16_t>(random() % 11) - 5,
-                                             static_cast<double>(static_cast<int>(random() % 21) - 10) / 4,
-                                             static_cast<std::int32_t>(random() % 15) - 7}));
-    for (const char* text : {"[-2,3].[-1.5,0.25].[0,2]", "0.*.-7", "[,-4].[2.5,].*", "*.*.[3]", "5.2.5.6",
-                             "[-5,5].[-2.5,2.5].[-7,7]", "1.[0.1,0.2].*"}) {
-        const auto pattern = key_pattern::parse<key>(text);
+    const std::set<std::string> stored = scan_keys(78);
+    for (const char* text : scan_patterns) {
+        const auto pattern = key_pattern::parse<scan_key>(text);
         std::vector<std::string> expected;
         for (auto k = stored.rbegin(); k != stored.rend(); ++k)
             if (pattern.matches(*k))
