@@ -12,6 +12,10 @@
 //   rma_hash_set_insert insert_if_absent_many of every key
 //   linear_hash_map_grow  inserts into an LH*LH file that starts on one server
 //                      and must grow to every rank (server capacity sized so)
+//   skiplist_*         skiplist_map: insert_many, find_many per consistency
+//                      mode, ranges of 100 / 1,000 / 10,000, the 20/20/60 mix,
+//                      pattern queries D = 1..6 (scaling_skiplist.cpp; only
+//                      with --phases skiplist or one of its parts)
 // Besides the times and rates: the reductions the insert phase's flush took
 // (hash_map_insert_flush_rounds), per-rank buffer memory (the engine's
 // buffer_bytes_high_water, largest over ranks), the outboxes a rank keeps
@@ -32,6 +36,7 @@
 #include "mpidict/linear_hash_map.hpp"
 #include "mpidict/local/hash.hpp"
 #include "mpidict/rma_hash_set.hpp"
+#include "scaling_skiplist.hpp"
 
 namespace {
 
@@ -50,6 +55,7 @@ struct settings {
     std::string phases = "all";
     double record_cost_ns = 0;
     double message_cost_ns = 0;
+    mpidict::bench::scaling::skiplist_settings skiplist{};
 };
 
 void declare(mpidict::support::option_parser& parser, settings& s) {
@@ -60,8 +66,23 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
                    "T")
         .add_count("seed", &s.seed, "key seed", 0, ~std::uint64_t{0}, "S")
         .add_choice("routing", &s.routing, {"automatic", "direct", "grid"}, "engine routing (runtime::config)")
-        .add_choice("phases", &s.phases, {"all", "hash_map", "hash_map_insert", "rma", "linear"},
-                    "which containers to run (hash_map_insert: hash_map without the find phase)")
+        .add_choice("phases", &s.phases,
+                    {"all", "hash_map", "hash_map_insert", "rma", "linear", "skiplist", "skiplist_core",
+                     "skiplist_ranges", "skiplist_mix", "skiplist_patterns"},
+                    "which containers to run (hash_map_insert: hash_map without the find phase; skiplist: every "
+                    "skiplist_map phase, skiplist_core: its insert_many and find_many per mode; all: every "
+                    "container but skiplist_map)")
+        .add_count("total-order-keys", &s.skiplist.total_order_keys,
+                   "skiplist: keys per rank looked up in mode total_order (all through the head)", 1, 1u << 30, "K")
+        .add_count("range-entries", &s.skiplist.range_entries,
+                   "skiplist: entries per rank per range size R (R = 100, 1000, 10000: range-entries / R queries)", 1,
+                   1u << 30, "E")
+        .add_count("mix-operations", &s.skiplist.mix_operations,
+                   "skiplist: operations per rank of the 60% find / 20% insert / 20% erase mix", 1, 1u << 30, "M")
+        .add_count("pattern-queries", &s.skiplist.pattern_queries,
+                   "skiplist: match() queries per rank for each D = 1..6", 1, 1u << 20, "Q")
+        .add_count("window", &s.skiplist.window, "skiplist: requests in flight per rank (ranges, mix, patterns)", 1,
+                   1u << 20, "W")
         .add_real("record-cost-ns", &s.record_cost_ns,
                   "SimGrid builds only: simulated ns of computation per record packed into a message and per "
                   "record handled (docs/scaling.md, \"Time model\"); 0 charges none",
@@ -222,6 +243,14 @@ int run(const settings& s, const mpidict::bench::world& w) {
         out.figure("linear_hash_map_servers", static_cast<double>(file.servers_active), "servers");
         report_engine(out, w.comm, w.size, "linear_hash_map", map.engine());
         map.destroy();
+    }
+    if (mpidict::bench::scaling::is_skiplist_phase(s.phases)) {
+        mpidict::bench::scaling::skiplist_settings list = s.skiplist;
+        list.keys_per_rank = n;
+        list.seed = s.seed;
+        list.phases = s.phases;
+        list.runtime = runtime;
+        wrong += mpidict::bench::scaling::run_skiplist_phases(list, w, out);
     }
     const std::uint64_t failures = total(w.comm, wrong);
     out.figure("wrong_answers", static_cast<double>(failures), "count");

@@ -13,13 +13,16 @@
 #
 # Options: --ranks "P ..." (16 64 256 1024 have platforms), --routing "direct grid",
 # --topology fattree|torus (default fattree),
-# --phases all|hash_map|hash_map_insert|rma|linear, --keys-per-rank N, --buffer-bytes B,
+# --phases all|hash_map|hash_map_insert|rma|linear|skiplist|skiplist_core|skiplist_ranges|
+# skiplist_mix|skiplist_patterns, --keys-per-rank N, --buffer-bytes B,
 # --total-outbox-bytes T (runtime::config::total_outbox_bytes; default: the library's),
 # --timeout S (per run, default 1800), --compute no|model|yes (default no),
 # --record-cost-ns N, --message-cost-ns N (with --compute model, default 10 and 0),
 # --poll-cost S (simulated seconds per MPI_Test / MPI_Iprobe, default 1e-7),
 # --eager-bytes N (standard sends below N bytes complete at once, default 8192),
 # --cfg NAME:VALUE (more SimGrid configuration, repeatable),
+# --bench-args "ARGS" (more bench/scaling options, e.g. the skiplist phases'
+# "--total-order-keys 200 --pattern-queries 4"; bench/scaling --help lists them),
 # --out FILE (default build-smpi/scaling.jsonl).  The SMPI build goes to
 # $MPIDICT_SMPI_BUILD if set (default build-smpi/).
 #
@@ -65,6 +68,7 @@ eager_bytes=8192
 poll_cost=1e-7
 out="${MPIDICT_SMPI_BUILD:-$root/build-smpi}/scaling.jsonl"
 extra_cfg=()
+bench_args=""
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -83,6 +87,7 @@ while [[ $# -gt 0 ]]; do
     --poll-cost) poll_cost="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --cfg) extra_cfg+=("--cfg=$2"); shift 2 ;;
+    --bench-args) bench_args="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/{/^set -e/!p}' "$0"; exit 0 ;;
     *) echo "simulate.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
@@ -132,7 +137,7 @@ for p in $ranks; do
       --log=root.thres:critical "${extra_cfg[@]}" \
       "$build/bench/scaling" --keys-per-rank "$keys" --buffer-bytes "$buffer" --routing "$routing" \
       ${total_outbox:+--total-outbox-bytes "$total_outbox"} \
-      --phases "$phases" --record-cost-ns "$cost" --message-cost-ns "$message_cost" > "$log.json" 2> "$log" || status=$?
+      --phases "$phases" --record-cost-ns "$cost" --message-cost-ns "$message_cost" $bench_args > "$log.json" 2> "$log" || status=$?
     wall=$(printf "%.2f" "$(echo "$(date +%s.%N) - $start" | bc)")
     if [[ $status -ne 0 ]]; then
       echo "simulate.sh: $p ranks, $routing: exit $status after ${wall}s (log: $log)" >&2
