@@ -217,7 +217,7 @@ void run_list(const skiplist_settings& s, const world& w, report& out, checker& 
                 const double finds = static_cast<double>(count * p);
                 const double answers = static_cast<double>(total(w.comm, after.answers - before.stats.answers));
                 const double hops = static_cast<double>(total(w.comm, after.answer_hops - before.stats.answer_hops));
-                const auto extra = json_object().add("keys_per_rank", count).add("round", round + 1);
+                const auto extra = json_object().add("finds_per_rank", count).add("round", round + 1);
                 out.figure(label + "_seconds", seconds, "s", extra);
                 out.figure(label + "_rate", finds / seconds, "ops/s", extra);
                 out.figure(label + "_messages_per_rank", messages_per_rank(w.comm, w.size, list, before), "messages");
