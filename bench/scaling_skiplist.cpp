@@ -383,7 +383,8 @@ void run_patterns(const skiplist_settings& s, const world& w, report& out, check
                 if (i < d) {
                     const auto at = static_cast<std::uint32_t>(random() % (extent - widths[i] + 1));
                     corners[q][i] = at;
-                    texts[q] += "[" + std::to_string(at) + "," + std::to_string(at + widths[i] - 1) + "]";
+                    texts[q].append("[").append(std::to_string(at)).append(",");
+                    texts[q].append(std::to_string(at + widths[i] - 1)).append("]");
                 } else {
                     texts[q] += "0";
                 }
