@@ -8,7 +8,10 @@
 //             entries each, in entries/s, vs hash_map find_many of exactly the
 //             keys those ranges returned, in keys/s;
 //     memory: resident-set growth while the skip list is loaded, per stored
-//             pair (and the key + value payload per pair);
+//             pair (and the key + value payload per pair); with glibc also
+//             the malloc heap in use (mallinfo2) grown per pair, so RSS splits
+//             into what the structures hold and what the allocator keeps
+//             free, and the RSS growth left after malloc_trim at the end;
 //   ascending keys (rank r inserts r, r + p, r + 2p, ...: the list grows at its
 //     end from every rank): insert rate and the load balance, the entries on
 //     the rank that holds the most over the mean.
@@ -49,6 +52,9 @@
 #include <vector>
 
 #include <mpi.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "mpidict/support/host.hpp"
 #include "common/mpi_main.hpp"
@@ -316,6 +322,16 @@ public:
             values[i] = value_of(keys[i]);
         }
 
+        // The malloc heap in use (small chunks and mmapped ones), or -1 where
+        // glibc's mallinfo2 is missing.
+        const auto heap_in_use = []() -> double {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+            const struct mallinfo2 info = mallinfo2();
+            return static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd);
+#else
+            return -1;
+#endif
+        };
         // ---- skiplist_map, uniform keys (first: the largest allocation so far,
         // so the resident-set growth is its own) -------------------------------
         double list_insert = 0;
@@ -325,6 +341,7 @@ public:
         std::vector<std::uint64_t> range_keys;
         {
             const auto before = mpidict::support::read_process_memory();
+            const double heap_before = heap_in_use();
             mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
             list_insert = timed(n, [&] {
                 const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(keys),
@@ -335,6 +352,9 @@ public:
             const auto after = mpidict::support::read_process_memory();
             const double grown = static_cast<double>(after.rss_bytes) - static_cast<double>(before.rss_bytes);
             memory_per_pair = max_over_ranks(grown / static_cast<double>(n));
+            const double heap_after = heap_in_use();
+            const double heap_per_pair =
+                heap_before < 0 ? -1 : max_over_ranks((heap_after - heap_before) / static_cast<double>(n));
             const auto stats = list.local_statistics();
             const double payload = static_cast<double>(stats.payload_bytes) / static_cast<double>(std::max<std::uint64_t>(1, stats.entries));
 
@@ -400,6 +420,21 @@ public:
             m_out.figure("skiplist_rss_growth_per_pair", memory_per_pair, "bytes",
                          mpidict::bench::json_object().add("reduction", "max"));
             m_out.figure("skiplist_payload_per_pair", payload, "bytes");
+            if (heap_per_pair >= 0) {
+                // What the structures hold (malloc's count, chunk headers
+                // included) against what RSS grew by: the difference is free
+                // memory the allocator kept after the load's transient buffers.
+                m_out.figure("skiplist_heap_growth_per_pair", heap_per_pair, "bytes",
+                             mpidict::bench::json_object().add("reduction", "max").add("source", "mallinfo2"));
+#if defined(__GLIBC__)
+                malloc_trim(0);  // after the timed phases: gives free pages back to the system
+                const auto trimmed = mpidict::support::read_process_memory();
+                m_out.figure("skiplist_rss_growth_after_trim_per_pair",
+                             max_over_ranks((static_cast<double>(trimmed.rss_bytes) - static_cast<double>(before.rss_bytes)) /
+                                            static_cast<double>(n)),
+                             "bytes", mpidict::bench::json_object().add("reduction", "max"));
+#endif
+            }
             list.destroy();
         }
 
