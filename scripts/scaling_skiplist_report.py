@@ -35,6 +35,10 @@ def load(paths):
         keys = metrics["wrong_answers"]["keys_per_rank"]
         family = platform.rsplit("-", 1)[0]
         key = (family, compute, cost, keys, metrics["wrong_answers"]["ranks"])
+        if phases in ("skiplist_ranges", "skiplist_mix", "skiplist_patterns"):
+            # Their load (insert_many) is a figure of the core run, not theirs.
+            metrics = {m: row for m, row in metrics.items()
+                       if not m.startswith(("skiplist_insert_many", "skiplist_nodes", "skiplist_find"))}
         runs.setdefault(key, {}).update(metrics)
     return runs
 
