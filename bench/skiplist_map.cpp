@@ -11,7 +11,8 @@
 //             pair (and the key + value payload per pair); with glibc also
 //             the malloc heap in use (mallinfo2) grown per pair, so RSS splits
 //             into what the structures hold and what the allocator keeps
-//             free, and the RSS growth left after malloc_trim at the end;
+//             free, and the RSS growth left after malloc_trim right after
+//             the load (untimed, before the finds);
 //   ascending keys (rank r inserts r, r + p, r + 2p, ...: the list grows at its
 //     end from every rank): insert rate and the load balance, the entries on
 //     the rank that holds the most over the mean.
@@ -355,6 +356,17 @@ public:
             const double heap_after = heap_in_use();
             const double heap_per_pair =
                 heap_before < 0 ? -1 : max_over_ranks((heap_after - heap_before) / static_cast<double>(n));
+            double trimmed_per_pair = -1;
+#if defined(__GLIBC__)
+            if (heap_per_pair >= 0) {
+                // Right after the load, before the finds (untimed): gives the
+                // allocator's free pages back, so what is left is held memory.
+                malloc_trim(0);
+                const auto trimmed = mpidict::support::read_process_memory();
+                trimmed_per_pair = max_over_ranks(
+                    (static_cast<double>(trimmed.rss_bytes) - static_cast<double>(before.rss_bytes)) / static_cast<double>(n));
+            }
+#endif
             const auto stats = list.local_statistics();
             const double payload = static_cast<double>(stats.payload_bytes) / static_cast<double>(std::max<std::uint64_t>(1, stats.entries));
 
@@ -426,14 +438,8 @@ public:
                 // memory the allocator kept after the load's transient buffers.
                 m_out.figure("skiplist_heap_growth_per_pair", heap_per_pair, "bytes",
                              mpidict::bench::json_object().add("reduction", "max").add("source", "mallinfo2"));
-#if defined(__GLIBC__)
-                malloc_trim(0);  // after the timed phases: gives free pages back to the system
-                const auto trimmed = mpidict::support::read_process_memory();
-                m_out.figure("skiplist_rss_growth_after_trim_per_pair",
-                             max_over_ranks((static_cast<double>(trimmed.rss_bytes) - static_cast<double>(before.rss_bytes)) /
-                                            static_cast<double>(n)),
-                             "bytes", mpidict::bench::json_object().add("reduction", "max"));
-#endif
+                m_out.figure("skiplist_rss_growth_after_trim_per_pair", trimmed_per_pair, "bytes",
+                             mpidict::bench::json_object().add("reduction", "max"));
             }
             list.destroy();
         }
