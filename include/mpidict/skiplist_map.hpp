@@ -315,6 +315,13 @@ public:
         runtime::engine_lock lock(m_core->engine());
         return m_core->async_rejected();
     }
+    // The message of the last list_full refusal this rank received (empty:
+    // none): which limit stopped the server ranks (node_slots_per_rank or
+    // memory_limit_per_rank) and its value.
+    std::string last_refusal() const {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->last_refusal();
+    }
 
     // ---- batches -------------------------------------------------------------
 
@@ -524,7 +531,7 @@ public:
             },
             [&](const K& key) { async_erase(key); }, [&] { flush(); },
             [&] { return m_core->engine().sum(async_rejected() - refused_before, "load"); },
-            "the list has no free node (node_slots_per_rank)");
+            "the list has no free node (node_slots_per_rank or memory_limit_per_rank)");
     }
 
     // A copy: with a progress thread the counters move while you read them.

@@ -44,7 +44,20 @@ struct skiplist_map_config {
     // the head node lives on the first).  nullopt: every rank.
     std::optional<std::vector<int>> server_ranks{};
     std::size_t granularity = 64;            // G: keys per node before it splits
-    std::size_t node_slots_per_rank = 1u << 16;  // P: nodes one server rank can host
+    // Capacity (docs/skiplist_map.md "Capacity and list_full"): a server rank's
+    // pool of node slots grows on demand until one of these limits stops it;
+    // then the rank grants no new node, and when no server rank can, inserts
+    // that need one are refused (list_full) and nothing stored is lost.
+    // P: a hard limit on the nodes one server rank hosts; 0: none (slots stay
+    // below 2^31, a node id's limit).
+    std::size_t node_slots_per_rank = 0;
+    // The resident memory (RSS, bytes) of this process past which its pool
+    // stops growing.  0: automatic, 3/4 of the node's memory (the smaller of
+    // the physical memory and a cgroup limit) shared evenly by the ranks on the
+    // node: the list refuses inserts before the kernel's out-of-memory killer
+    // ends a rank.  no_memory_limit: none.
+    std::size_t memory_limit_per_rank = 0;
+    static constexpr std::size_t no_memory_limit = static_cast<std::size_t>(-1);
     unsigned max_height = 16;                // the head's tower; every tower is at most this tall
     double tower_probability = 0.5;          // P(height > h | height >= h)
     std::size_t max_key_bytes = 256;         // encoded key

@@ -525,7 +525,8 @@ class linear_hash_map(_SingleValued):
 class skiplist_map(_SingleValued):
     """Ordered map (C++ mpidict::skiplist_map): point operations, ranges and
     multi-dimensional pattern queries.  Keys: int64, uint64, float64, bytes or str.
-    Options: granularity, node_slots_per_rank, max_key_bytes, max_value_bytes,
+    Options: granularity, node_slots_per_rank (hard limit, 0: none),
+    memory_limit_per_rank (resident bytes; 0: automatic), max_key_bytes, max_value_bytes,
     consistency ("total_order", "sequential", "none"), buffer_bytes, ..."""
 
     def __init__(self, key_dtype="int64", value_dtype="int64", comm=None, **options):

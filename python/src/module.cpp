@@ -1001,6 +1001,7 @@ NB_MODULE(_core, mod) {
         .def_rw("runtime", &mpidict::skiplist_map_config::runtime)
         .def_rw("granularity", &mpidict::skiplist_map_config::granularity)
         .def_rw("node_slots_per_rank", &mpidict::skiplist_map_config::node_slots_per_rank)
+        .def_rw("memory_limit_per_rank", &mpidict::skiplist_map_config::memory_limit_per_rank)
         .def_rw("max_key_bytes", &mpidict::skiplist_map_config::max_key_bytes)
         .def_rw("max_value_bytes", &mpidict::skiplist_map_config::max_value_bytes)
         .def_prop_rw(

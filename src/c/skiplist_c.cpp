@@ -95,10 +95,12 @@ std::string as_string(const void* data, std::size_t size) {
 template <class Map>
 int full(const Map& map, const char* function) {
     const auto& config = map.settings();
-    return fail(MPIDICT_ERR_FULL, function,
-                "the list is full (list_full): no free node on any server rank (node_slots_per_rank = " +
-                    std::to_string(config.node_slots_per_rank) + ", G = " + std::to_string(config.granularity) +
-                    " keys per node); the insert was not applied");
+    std::string message = map.last_refusal();  // names the limit that stopped the server ranks
+    if (message.empty())
+        message = "the list is full (list_full): no free node on any server rank (node_slots_per_rank = " +
+                  std::to_string(config.node_slots_per_rank) + ", G = " + std::to_string(config.granularity) +
+                  " keys per node); the insert was not applied";
+    return fail(MPIDICT_ERR_FULL, function, message);
 }
 
 template <class Map, class Key>
@@ -199,6 +201,7 @@ extern "C" int mpidict_skiplist_options_init(mpidict_skiplist_options* options) 
     const mpidict::skiplist_map_config defaults;
     options->granularity = defaults.granularity;
     options->node_slots_per_rank = defaults.node_slots_per_rank;
+    options->memory_limit_per_rank = defaults.memory_limit_per_rank;
     options->max_height = defaults.max_height;
     options->tower_probability = defaults.tower_probability;
     options->max_key_bytes = defaults.max_key_bytes;
@@ -252,6 +255,7 @@ extern "C" int mpidict_skiplist_create(MPI_Comm comm, int key_kind, size_t value
         mpidict::skiplist_map_config config;
         config.granularity = settings.granularity;
         config.node_slots_per_rank = settings.node_slots_per_rank;
+        config.memory_limit_per_rank = settings.memory_limit_per_rank;
         config.max_height = settings.max_height;
         config.tower_probability = settings.tower_probability;
         config.max_key_bytes = key_kind == MPIDICT_SKIPLIST_INT64 ? sizeof(std::int64_t) : settings.max_key_bytes;

@@ -84,6 +84,8 @@ void wait_yielding(MPI_Request& request, const char* call, unsigned yields) {
     }
 }
 
+}  // namespace
+
 // Ranks of a communicator that share this node, remembered per set of ranks
 // (as MPI_COMM_WORLD ranks): MPI_Comm_split_type is a blocking collective,
 // and every member of a communicator builds its containers together, so they
@@ -122,6 +124,8 @@ int ranks_on_node(MPI_Comm communicator) {
     }
     return count;
 }
+
+namespace {
 
 class mpi_transport final : public transport {
 public:

@@ -70,7 +70,7 @@ skiplist_node_id skiplist_nodes::reserve_local() {
         slot = m_free.back();
         m_free.pop_back();
     } else {
-        if (m_shared.server_index < 0 || m_nodes.size() >= m_shared.config.node_slots_per_rank)
+        if (!m_shared.pool_may_grow(m_nodes.size()))
             return skiplist_node_id{};
         slot = static_cast<std::uint32_t>(m_nodes.size());
         m_nodes.emplace_back();
@@ -365,13 +365,7 @@ void skiplist_nodes::merge_items(skiplist_node_id id, const std::vector<direct_i
 // Bulk splits
 // ---------------------------------------------------------------------------
 
-std::string skiplist_structure::list_full_message() const {
-    const auto& config = m_shared.config;
-    return "mpidict: skiplist_map is full (list_full): no free node on any of the " +
-           std::to_string(m_shared.servers.size()) + " server ranks (node_slots_per_rank = " +
-           std::to_string(config.node_slots_per_rank) + ", G = " + std::to_string(config.granularity) +
-           " keys per node); the insert was not applied";
-}
+std::string skiplist_structure::list_full_message() const { return m_shared.list_full_message(); }
 
 void skiplist_structure::start_bulk_split(node& here, skiplist_node_id id, bool appended) {
     const auto& config = m_shared.config;

@@ -209,6 +209,8 @@ void skiplist_caller::handle_point_reply(int source, std::string_view record) {
     stats.answer_hops += hops & wire::hops_mask;
     if ((hops & wire::route_fell_back) != 0)
         ++stats.shortcut_failures;
+    if (status == skiplist_status::full && !value.empty())
+        m_shared.last_refusal = value;  // list_full: the message names the limit (skiplist_map::last_refusal)
     if (slot != no_slot && (slot & batch_slot_bit) != 0) {
         // An answer to a batch (send_batch_point): the ticket is the key's index.
         if (status > skiplist_status::full)

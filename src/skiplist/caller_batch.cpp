@@ -194,6 +194,8 @@ void skiplist_caller::handle_found_direct(int, std::string_view record) {
                  found.status != skiplist_status::replaced)
             throw decode_error("mpidict: skiplist_map direct answer with a bad status");
         ++m_shared.stats.answers;  // no hop: the node the directory named answered
+        if (found.status == skiplist_status::full && !value.empty())
+            m_shared.last_refusal = value;
         if (current)
             current->answer(found.index, found.status, value);
     }

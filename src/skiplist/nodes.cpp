@@ -46,7 +46,7 @@ skiplist_node_id skiplist_nodes::allocate_local(std::string_view separator, unsi
         slot = m_free.back();
         m_free.pop_back();
     } else {
-        if (m_shared.server_index < 0 || m_nodes.size() >= m_shared.config.node_slots_per_rank)
+        if (!m_shared.pool_may_grow(m_nodes.size()))
             return skiplist_node_id{};
         slot = static_cast<std::uint32_t>(m_nodes.size());
         m_nodes.emplace_back();

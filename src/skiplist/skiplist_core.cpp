@@ -79,9 +79,14 @@ skiplist_shared::skiplist_shared(std::unique_ptr<runtime::engine> owned, const s
     if (!(settings.tower_probability > 0 && settings.tower_probability < 1))
         throw invalid_argument_error("mpidict: skiplist_map tower_probability = " +
                                      std::to_string(settings.tower_probability) + " must be in (0, 1)");
-    if (settings.node_slots_per_rank < 1 || settings.node_slots_per_rank > (std::size_t(1) << 31))
+    if (settings.node_slots_per_rank > (std::size_t(1) << 31))
         throw invalid_argument_error("mpidict: skiplist_map node_slots_per_rank = " +
-                                     std::to_string(settings.node_slots_per_rank) + " must be between 1 and 2^31");
+                                     std::to_string(settings.node_slots_per_rank) +
+                                     " must be at most 2^31 (0: no hard limit)");
+    if (settings.memory_limit_per_rank != 0 && settings.memory_limit_per_rank < (std::size_t(1) << 20))
+        throw invalid_argument_error("mpidict: skiplist_map memory_limit_per_rank = " +
+                                     std::to_string(settings.memory_limit_per_rank) +
+                                     " bytes is below 1 MiB (0: automatic, no_memory_limit: none)");
     if (settings.max_key_bytes < 1 || settings.max_key_bytes > (1u << 20) || settings.max_value_bytes > (1u << 30))
         throw invalid_argument_error("mpidict: skiplist_map max_key_bytes must be in [1, 2^20] and max_value_bytes at "
                                      "most 2^30");
@@ -100,6 +105,7 @@ skiplist_shared::skiplist_shared(std::unique_ptr<runtime::engine> owned, const s
     if (me != servers.end())
         server_index = static_cast<int>(me - servers.begin());
     head = skiplist_node_id{servers.front(), 0, 1};
+    resolve_memory_limit(*this);
 }
 
 expiry_time skiplist_shared::clock_now() const {

@@ -200,10 +200,7 @@ void skiplist_structure::handle_alloc_reply(int, std::string_view record) {
             here.run.erase(position, position + 1);
         }
         m_nodes.reply_point(here, id, caller, slot, ticket, skiplist_status::full,
-                            "mpidict: skiplist_map is full (list_full): no free node on any of the " +
-                                std::to_string(m_shared.servers.size()) + " server ranks (node_slots_per_rank = " +
-                                std::to_string(config.node_slots_per_rank) + ", G = " +
-                                std::to_string(config.granularity) + " keys per node); the insert was not applied");
+                            m_shared.list_full_message());
     }
     here.pending_source = -1;
     here.pending_slot = wire::no_slot;

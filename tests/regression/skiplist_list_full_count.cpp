@@ -33,6 +33,7 @@ void header_defaults_are_true() {
     const std::pair<const char*, double> fields[] = {
         {"granularity", static_cast<double>(options.granularity)},
         {"node_slots_per_rank", static_cast<double>(options.node_slots_per_rank)},
+        {"memory_limit_per_rank", static_cast<double>(options.memory_limit_per_rank)},
         {"max_height", static_cast<double>(options.max_height)},
         {"tower_probability", options.tower_probability},
         {"max_key_bytes", static_cast<double>(options.max_key_bytes)},

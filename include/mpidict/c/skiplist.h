@@ -64,12 +64,15 @@ typedef struct mpidict_skiplist mpidict_skiplist; /* opaque */
 
 typedef struct mpidict_skiplist_options {
     size_t granularity;        /* G: keys per node before it splits (default 64) */
-    size_t node_slots_per_rank; /* P: nodes one rank can host (default 65536) */
+    size_t node_slots_per_rank; /* P: hard limit on the nodes one rank hosts, 0: none (default 0) */
     unsigned max_height;       /* tallest tower (default 16) */
     double tower_probability;  /* P(height > h | height >= h) (default 0.5) */
     size_t max_key_bytes;      /* BYTES lists: longest key (default 256) */
     size_t max_value_bytes;    /* longest value (default 1024) */
     size_t buffer_bytes;       /* bytes per message (default: the runtime's, raised to what G needs) */
+    /* Resident bytes of a rank past which it hosts no new node; 0: automatic
+       (3/4 of the node's memory over the ranks on it), SIZE_MAX: none. */
+    size_t memory_limit_per_rank; /* (default 0) */
 } mpidict_skiplist_options;
 
 /* Visits one entry of a range.  For an INT64 list, key points to an int64_t

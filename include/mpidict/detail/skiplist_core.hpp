@@ -113,6 +113,8 @@ public:
     void check_key(std::size_t bytes) const;
     void check_value(std::size_t bytes) const;
     std::uint64_t async_rejected() const { return m_caller.async_rejected(); }
+    // The last list_full message this rank received as a caller (empty: none).
+    const std::string& last_refusal() const { return m_shared.last_refusal; }
     // The directory's size (test support).
     std::size_t directory_size() const { return m_directory.size(); }
     // Test support: makes the directory name `id` for `separator` (e.g. a node

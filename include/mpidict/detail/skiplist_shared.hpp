@@ -44,6 +44,19 @@ struct skiplist_shared {
     int server_index = -1;  // position of this rank in servers, -1: hosts no nodes
     skiplist_node_id head{};
     skiplist_map_local_statistics stats{};
+    // Capacity (src/skiplist/memory.cpp): memory_limit_per_rank resolved
+    // (unlimited: none), why this rank last refused a new slot, and the last
+    // list_full message this rank received as a caller.
+    std::uint64_t memory_limit = unlimited;
+    std::string memory_limit_origin;  // how the automatic limit was computed; empty when configured
+    enum class pool_limit : std::uint8_t { none, not_a_server, node_slots, slot_ids, memory } last_limit = pool_limit::none;
+    std::uint64_t last_resident = 0;  // the resident bytes seen when the memory limit refused
+    std::string last_refusal;
+    // Whether this rank's slot pool (of `slots` slots) may take one more; if
+    // not, last_limit says which limit stopped it.
+    bool pool_may_grow(std::size_t slots);
+    // The list_full message: the limits, and which one stopped this rank.
+    std::string list_full_message() const;
 
     struct handler_ids {
         runtime::handler_id point = 0, range = 0, range_part = 0, range_split = 0, range_piece = 0, alloc = 0,
@@ -101,5 +114,8 @@ struct skiplist_shared {
 };
 
 std::string describe(const skiplist_node_id& id);
+// Collective (automatic limit: the ranks sharing a node).  Sets
+// shared.memory_limit from config.memory_limit_per_rank (src/skiplist/memory.cpp).
+void resolve_memory_limit(skiplist_shared& shared);
 
 }  // namespace mpidict::detail
