@@ -91,6 +91,10 @@ struct settings {
     std::uint64_t latest_limit = 10;
     std::uint64_t latest_queries = 200;
     std::uint64_t latest_rounds = 5;
+    std::uint64_t async_rounds = 0;
+    std::uint64_t async_batch = 65536;
+    std::uint64_t async_in_flight = 2;
+    std::uint64_t async_point = 0;
 };
 
 void declare(mpidict::support::option_parser& parser, settings& s) {
@@ -119,7 +123,18 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_count("latest-limit", &s.latest_limit, "latest-N phase: N, the entries a query returns", 1, 4096, "N")
         .add_count("latest-queries", &s.latest_queries, "latest-N phase: queries of each kind per rank and round", 1,
                    UINT64_MAX, "Q")
-        .add_count("latest-rounds", &s.latest_rounds, "latest-N phase: rounds (the median is reported)", 1, 1000, "R");
+        .add_count("latest-rounds", &s.latest_rounds, "latest-N phase: rounds (the median is reported)", 1, 1000, "R")
+        .add_count("async-rounds", &s.async_rounds,
+                   "run only the async_insert phase (issue 49): rounds of insert_many and async_insert + flush of "
+                   "--keys-per-rank uniform keys into fresh lists, alternating (0: the other phases)",
+                   0, 1000, "R")
+        .add_count("async-batch", &s.async_batch, "async_insert phase: async_batch_keys (0: one point record each)", 0,
+                   UINT64_MAX, "B")
+        .add_count("async-in-flight", &s.async_in_flight, "async_insert phase: async_batches_in_flight", 1, 4096, "F")
+        .add_count("async-point", &s.async_point,
+                   "async_insert phase: 1 also times async_insert with async_batch_keys = 0 (each key its own point "
+                   "record, the path before issue 49) on the first tenth of the keys",
+                   0, 1, "A");
 }
 
 constexpr std::uint64_t value_of(std::uint64_t key) { return mpidict::mix64(key ^ 0x5bd1e9955bd1e995ULL); }
@@ -314,6 +329,8 @@ public:
             .add("load_average", mpidict::support::read_load_average());
         if (m_s.latest_entries > 0)
             return run_latest();
+        if (m_s.async_rounds > 0)
+            return run_async();
         const std::uint64_t n = m_s.keys_per_rank;
         std::vector<std::uint64_t> keys(n);
         std::vector<std::uint64_t> values(n);
@@ -681,6 +698,97 @@ private:
         m_out.figure("collect_all_over_latest", median(seconds[collect_all]) / median(seconds[latest]), "ratio");
         m_out.figure("load_average_after", mpidict::support::read_load_average(), "load");
         list.destroy();
+        std::uint64_t failures = 0;
+        MPI_Allreduce(&m_failures, &failures, 1, MPI_UINT64_T, MPI_SUM, m_w.comm);
+        m_out.figure("verified", failures == 0 ? 1 : 0, "bool",
+                     mpidict::bench::json_object().add("failures", static_cast<double>(failures)));
+        m_out.print_table();
+        return failures == 0 ? 0 : 1;
+    }
+
+    // The async_insert phase (--async-rounds; issue 49 item 1): insert_many
+    // against async_insert + flush of the same keys into fresh lists, the two
+    // alternating which goes first, medians over rounds; each load checked
+    // (global size, and find_many of a sample of this rank's keys).
+    int run_async() {
+        using list_type = mpidict::skiplist_map<std::uint64_t, std::uint64_t>;
+        const std::uint64_t n = m_s.keys_per_rank;
+        std::vector<std::uint64_t> keys(n), values(n);
+        const std::uint64_t salt = mpidict::mix64(m_s.seed + 0x9e3779b97f4a7c15ULL);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            keys[i] = mpidict::mix64((static_cast<std::uint64_t>(m_w.rank) * n + i) ^ salt);
+            values[i] = value_of(keys[i]);
+        }
+        auto config_for = [&](std::uint64_t batch) {
+            mpidict::skiplist_map_config config = list_config();
+            config.async_batch_keys = static_cast<std::size_t>(batch);
+            config.async_batches_in_flight = static_cast<std::size_t>(m_s.async_in_flight);
+            return config;
+        };
+        auto verify = [&](list_type& list, std::uint64_t count, const char* what) {
+            check(list.global_size() == count * static_cast<std::uint64_t>(m_w.size),
+                  std::string(what) + ": the list does not hold every key");
+            const std::size_t sample = std::min<std::size_t>(count, 2000);
+            std::vector<std::uint64_t> probe(sample);
+            for (std::size_t i = 0; i < sample; ++i)
+                probe[i] = keys[i * count / sample];
+            std::size_t wrong = 0;
+            list.find_many(std::span<const std::uint64_t>(probe), [&](std::size_t i, const std::optional<std::uint64_t>& v) {
+                wrong += !v || *v != value_of(probe[i]);
+            });
+            check(wrong == 0, std::string(what) + ": " + std::to_string(wrong) + " sampled keys missing or wrong");
+        };
+        enum kind { many, async, point };
+        const char* names[] = {"insert_many", "async_insert", "async_insert_point"};
+        auto load = [&](kind what) {
+            const std::uint64_t count = what == point ? std::max<std::uint64_t>(1, n / 10) : n;
+            list_type list(m_w.comm, config_for(what == point ? 0 : m_s.async_batch));
+            const double rate = timed(count, [&] {
+                if (what == many) {
+                    (void)list.insert_many(std::span<const std::uint64_t>(keys),
+                                           std::span<const std::uint64_t>(values));
+                } else {
+                    for (std::uint64_t i = 0; i < count; ++i)
+                        list.async_insert(keys[i], values[i]);
+                }
+            }, [&] { list.flush(); });
+            verify(list, count, names[what]);
+            check(list.async_rejected() == 0, std::string(names[what]) + ": refusals");
+            list.destroy();
+            return rate;
+        };
+        std::vector<double> rates[3], ratios, loads;
+        for (std::uint64_t round = 0; round < m_s.async_rounds; ++round) {
+            loads.push_back(mpidict::support::read_load_average());
+            double rate[3] = {0, 0, 0};
+            const kind order[2][2] = {{many, async}, {async, many}};
+            for (const kind what : order[round % 2])
+                rates[what].push_back(rate[what] = load(what));
+            if (m_s.async_point != 0)
+                rates[point].push_back(rate[point] = load(point));
+            ratios.push_back(rate[async] / rate[many]);
+            if (m_w.rank == 0)
+                std::fprintf(stderr, "round %llu (load %.2f): insert_many %.3f M/s, async_insert %.3f M/s, ratio %.3f%s\n",
+                             static_cast<unsigned long long>(round), loads.back(), rate[many] / 1e6,
+                             rate[async] / 1e6, ratios.back(),
+                             m_s.async_point != 0
+                                 ? (", point records " + std::to_string(rate[point] / 1e6) + " M/s").c_str()
+                                 : "");
+        }
+        auto median = [](std::vector<double> values) {
+            std::sort(values.begin(), values.end());
+            return values.empty() ? 0.0 : values[values.size() / 2];
+        };
+        for (const kind what : {many, async, point})
+            if (!rates[what].empty())
+                m_out.figure(std::string(names[what]) + "_rate", median(rates[what]), "ops/s");
+        m_out.figure("async_insert_over_insert_many", median(ratios), "ratio",
+                     mpidict::bench::json_object()
+                         .add("target", 0.5)
+                         .add("rounds", static_cast<double>(ratios.size()))
+                         .add("async_batch_keys", static_cast<double>(m_s.async_batch))
+                         .add("async_batches_in_flight", static_cast<double>(m_s.async_in_flight)));
+        m_out.figure("load_average_after", mpidict::support::read_load_average(), "load");
         std::uint64_t failures = 0;
         MPI_Allreduce(&m_failures, &failures, 1, MPI_UINT64_T, MPI_SUM, m_w.comm);
         m_out.figure("verified", failures == 0 ? 1 : 0, "bool",

@@ -261,6 +261,7 @@ public:
         engine.check_alive("set_consistency");
         if (engine.in_handler())
             throw error("mpidict: skiplist_map set_consistency cannot be called from inside a handler");
+        m_core->release_async();
         engine.wait_until([&] { return m_core->caller_idle(); });
         m_core->set_consistency(mode);
     }

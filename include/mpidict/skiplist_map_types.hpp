@@ -67,6 +67,13 @@ struct skiplist_map_config {
     // Adapt W (up to caller_window, from 8) from the measured reply latency, as
     // the seed does (detail/window_control.hpp); false: always caller_window.
     bool adaptive_window = true;
+    // async_insert (modes sequential and none, with a route cache): keys
+    // buffered at the caller and sent as one sorted batch, as insert_many sends
+    // its keys (skiplist_map.md, "async_insert batches"); at most
+    // async_batches_in_flight batches unanswered.  0: each async_insert is sent
+    // at once as its own point record.
+    std::size_t async_batch_keys = 65536;
+    std::size_t async_batches_in_flight = 2;
     // Nodes each caller remembers as entry points (separator -> node, learned from
     // answers, about 80 bytes each): an operation enters at the closest one at or
     // below its key instead of at the head.  0: every operation enters at the head.

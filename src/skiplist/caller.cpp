@@ -60,9 +60,6 @@ bool range_in_flight(const Ranges& ranges, std::string_view lo, std::string_view
 
 }  // namespace
 
-skiplist_caller::skiplist_caller(skiplist_shared& shared, skiplist_directory& directory)
-    : m_shared(shared), m_directory(directory), m_mode(shared.config.consistency) {}
-
 void skiplist_caller::set_consistency(skiplist_consistency mode) {
     if (static_cast<unsigned>(mode) > static_cast<unsigned>(skiplist_consistency::none))
         throw invalid_argument_error("mpidict: skiplist_map consistency " + std::to_string(static_cast<unsigned>(mode)) +
@@ -140,6 +137,11 @@ void skiplist_caller::send_point(skiplist_op kind, std::uint32_t slot, std::stri
     // until the earlier one is acknowledged, so this caller's operations on a key
     // take effect in the order it issued them, whatever paths they take.
     // Mode none (and the broken sequential mode) keeps no such order.
+    // An async insert may be buffered and sent in a batch (caller_async.cpp);
+    // anything else first sends that buffer and waits for a batch holding its key.
+    if (buffer_async(kind, slot, key, value, expires))
+        return;
+    before_operation(&key);
     const auto& config = m_shared.config;
     const std::uint64_t sequence = next_issue();
     const bool ordered = m_mode != skiplist_consistency::none && !config.unordered_for_testing &&
@@ -218,6 +220,8 @@ void skiplist_caller::handle_point_reply(int source, std::string_view record) {
         m_directory.learn(separator, answered_by);
         if (m_batch && slot == batch_slot())
             m_batch->answer(ticket, status, value);
+        else if (skiplist_batch_sink* batch = async_sink(slot))
+            batch->answer(ticket, status, value);
         return;
     }
     auto owner = m_tickets.find(ticket);
@@ -277,6 +281,7 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
     // The interval, for the order of mode sequential: cursor = lo, hi,
     // bounded; `remaining` becomes nonzero when the query leaves (a split
     // range, total_order, sets them again in dispatch_range).
+    before_operation(nullptr);  // after every async batch of this caller
     range_state& state = m_ranges[slot] = range_state{};
     state.streaming = streaming;
     state.cursor = std::string(lo);

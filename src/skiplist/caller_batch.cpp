@@ -16,6 +16,7 @@ void skiplist_caller::begin_batch(skiplist_batch_sink& sink, std::size_t keys, b
         throw error("mpidict: skiplist_map find_many/insert_many called while another one is running");
     // Earlier operations of this caller first (per-key order, see send_point;
     // and in mode sequential their replies, in issue order).
+    release_async();
     m_shared.engine->wait_until([this] { return idle(); });
     m_batch = &sink;
     ++m_batch_id;
@@ -157,7 +158,7 @@ void skiplist_caller::send_direct_record(int destination) {
         const std::uint8_t level_byte = entry_level_byte(record.node) | wire::route_shortcut;
         const std::size_t bytes = wire_bytes<wire::insert_direct_header> + record.segments.size();
         byte_writer(m_shared.engine->reserve(destination, m_shared.handlers.insert_direct, bytes), bytes)
-            .record(wire::insert_direct_header{level_byte, 0, m_shared.rank(), batch_slot(), record.count})
+            .record(wire::insert_direct_header{level_byte, 0, m_shared.rank(), direct_slot(), record.count})
             .put_bytes(record.segments)
             .finish();
     } else {
@@ -184,7 +185,7 @@ void skiplist_caller::handle_found_direct(int, std::string_view record) {
     const auto slot = in.read<std::uint32_t>();
     if ((slot & batch_slot_bit) == 0)
         throw decode_error("mpidict: skiplist_map direct find answer with a bad slot");
-    skiplist_batch_sink* current = m_batch && slot == batch_slot() ? m_batch : nullptr;
+    skiplist_batch_sink* current = m_batch && slot == batch_slot() ? m_batch : async_sink(slot);
     while (!in.empty()) {
         const auto found = read_record<wire::found>(in);
         std::string_view value;

@@ -187,6 +187,7 @@ void skiplist_core::reset_local_statistics() {
 }
 
 void skiplist_core::flush() {
+    m_caller.release_async();
     m_shared.engine->flush();
     m_nodes.sweep_expired();
     m_structure.unlink_emptied();

@@ -42,9 +42,12 @@ struct shape {
     int keys_per_rank = 40;
     int batches = 8;
     std::size_t window = 256;  // caller_window: small ones make insert_many wait between keys
+    std::size_t async_batch = 65536;  // async_batch_keys: small ones send many async batches (0: point records)
+    std::size_t async_in_flight = 2;
     std::string describe() const {
         std::string text = "G=" + std::to_string(granularity) + " height=" + std::to_string(max_height) +
                            " p=" + std::to_string(probability).substr(0, 4) + " buffer=" + std::to_string(buffer_bytes) + " W=" + std::to_string(window) +
+                           " async=" + std::to_string(async_batch) + "x" + std::to_string(async_in_flight) +
                            " servers {";
         for (int r : servers)
             text += std::to_string(r) + " ";
@@ -75,6 +78,9 @@ shape make_shape(int ranks, u64 seed, int ops) {
     s.servers.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(servers));
     s.buffer_bytes = random(2) == 0 ? 1024 : 8192;
     s.window = random(3) == 0 ? 256 : 1 + random(3);
+    const std::size_t async_batches[] = {0, 1, 2, 5, 65536};
+    s.async_batch = async_batches[random(5)];
+    s.async_in_flight = 1 + random(3);
     if (ops > 0)
         s.batches = ops;
     return s;
@@ -107,6 +113,8 @@ void workload(int rank, sim::sim_context& context, const shape& setup, bool unor
     config.seed = context.seed();
     config.unordered_for_testing = unordered;
     config.caller_window = setup.window;
+    config.async_batch_keys = setup.async_batch;
+    config.async_batches_in_flight = setup.async_in_flight;
     map_type map(std::make_unique<runtime::engine>(context.make_transport(), config.runtime), config);
 
     std::map<std::int64_t, u64> model;
@@ -158,6 +166,12 @@ void workload(int rank, sim::sim_context& context, const shape& setup, bool unor
                     model[key] = version;
                 else
                     model.erase(key);
+                // Read-your-writes right behind the chain (an async_insert
+                // may still be buffered or in an async batch in flight).
+                if (!unordered && context.random_below(2) == 0) {
+                    expected.push_back(length % 2 == 1 ? std::optional<u64>(version) : std::nullopt);
+                    finds.push_back(map.find(key));
+                }
             }
         }
         for (std::size_t i = 0; i < inserts.size(); ++i) {

@@ -8,13 +8,16 @@
 //   - src/skiplist/caller_ranges.cpp: range parts and split-range pieces
 //     collected in key order, streaming;
 //   - src/skiplist/caller_batch.cpp: batches (find_many, insert_many): point
-//     records numbered by index, and direct-find records gathered per rank.
+//     records numbered by index, and direct-find records gathered per rank;
+//   - src/skiplist/caller_async.cpp: async_insert batched behind the caller's
+//     back (buffered, sent as sorted direct-insert batches, its own window).
 // The directory (skiplist_directory) is the rank's; the caller enters through it.
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -41,12 +44,17 @@ public:
     static constexpr std::uint32_t batch_slot_bit = 0x80000000u;  // request slots are far below
 
     skiplist_caller(skiplist_shared& shared, skiplist_directory& directory);
+    ~skiplist_caller();
 
     skiplist_consistency consistency() const { return m_mode; }
     void set_consistency(skiplist_consistency mode);
-    bool idle() const {
-        return m_tickets.empty() && m_ranges.empty() && m_hold_back.empty() && m_issue_queue.empty();
-    }
+    // Nothing of this caller in flight or buffered (an async_insert buffer
+    // counts: release_async() sends it).
+    bool idle() const { return requests_idle() && async_idle(); }
+    // async_insert batching (caller_async.cpp): sends the buffered async
+    // inserts as a batch (waiting, while serving, for room in their window);
+    // flush, destroy, set_consistency and the batches call it first.
+    void release_async();
     std::uint64_t async_rejected() const { return m_async_rejected; }
 
     // Point operations and ranges (skiplist_core.hpp documents them).
@@ -72,6 +80,23 @@ public:
     void handle_found_direct(int source, std::string_view record);
 
 private:
+    bool requests_idle() const {
+        return m_tickets.empty() && m_ranges.empty() && m_hold_back.empty() && m_issue_queue.empty();
+    }
+    // ---- async_insert batches (caller_async.cpp) ----
+    // Whether an async insert now goes into the buffer (then it is taken).
+    bool buffer_async(skiplist_op kind, std::uint32_t slot, std::string_view key, std::string_view value,
+                      expiry_time expires);
+    // Before any other operation of this caller: the buffer is sent, and the
+    // operation waits while an async batch in flight may hold its key (all
+    // batches, for a range: `key` null).
+    void before_operation(const std::string_view* key);
+    bool async_idle() const;
+    // The async batch whose answers go to `slot`, if any.
+    skiplist_batch_sink* async_sink(std::uint32_t slot);
+    struct async_state;
+    std::unique_ptr<async_state> m_async;
+
     // ---- ordering (caller.cpp) ----
     // Sequential mode: completions wait here until every earlier operation of
     // this caller has completed (the hold-back queue).
@@ -191,6 +216,10 @@ private:
                     bool inserting);
     void send_direct_record(int destination);
     std::uint32_t batch_slot() const { return batch_slot_bit | (m_batch_id & (batch_slot_bit / 2 - 1)); }
+    // The slot the direct records being sent name: an async batch's while
+    // release_async sends it (bit 30 set), else the user batch's.
+    std::uint32_t direct_slot() const { return m_sending_slot != 0 ? m_sending_slot : batch_slot(); }
+    std::uint32_t m_sending_slot = 0;
 
     skiplist_shared& m_shared;
     skiplist_directory& m_directory;

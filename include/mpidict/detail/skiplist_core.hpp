@@ -133,7 +133,12 @@ public:
 
     // Collective.
     void flush();
-    void destroy() { m_shared.engine->destroy(); }
+    void destroy() {
+        m_caller.release_async();  // buffered async inserts go out first
+        m_shared.engine->destroy();
+    }
+    // Sends this caller's buffered async inserts (skiplist_caller::release_async).
+    void release_async() { m_caller.release_async(); }
 
     // Test support: checks the structure of the list as seen from this rank's nodes
     // (sorted runs, separators increasing along every level) and returns a

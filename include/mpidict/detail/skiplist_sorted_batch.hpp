@@ -19,9 +19,10 @@ namespace mpidict::detail {
 
 class sorted_batch {
 public:
-    // encode(index, out) appends the index'th key's encoding to out.
+    // encode(index, out) appends the index'th key's encoding to out.  first:
+    // the first round's size (rounds: below); at least count: one sweep.
     template <class Encode>
-    void build(std::size_t count, Encode&& encode) {
+    void build(std::size_t count, Encode&& encode, std::size_t first = first_round) {
         std::string encoded;
         std::vector<std::size_t> starts;
         starts.reserve(count + 1);
@@ -69,7 +70,7 @@ public:
         std::vector<std::size_t> per_round;
         for (std::size_t position = 0; position < positions; ++position) {
             std::size_t which = 0;
-            for (std::size_t end = first_round; last_index(position) >= end; end = end * 4 + first_round)
+            for (std::size_t end = first; last_index(position) >= end; end = end * 4 + first)
                 ++which;
             round[position] = static_cast<std::uint32_t>(which);
             if (per_round.size() <= which)
