@@ -16,7 +16,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "c_support.hpp"
 #include "mpidict/runtime/serving.hpp"
@@ -138,6 +140,45 @@ int async_insert(mpidict_skiplist* list, Map& map, const Key& key, const void* v
         return code;
     return guarded(function, [&] {
         map.async_insert(key, as_string(value, value_bytes));
+        return MPIDICT_OK;
+    });
+}
+
+// insert_many: the values (packed back to back, or value_size each), checked
+// before anything travels, then the C++ insert_many.
+template <class Map, class Key>
+int insert_many(mpidict_skiplist* list, Map& map, std::vector<Key>& keys, const void* values,
+                const std::size_t* value_bytes, std::uint64_t* stored, std::uint64_t* refused,
+                std::size_t* refused_indexes, const char* function) {
+    const std::size_t count = keys.size();
+    if (value_bytes == nullptr && list->value_size == 0 && count != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "value_bytes is NULL, but this list's values have no fixed size (value_size = 0)");
+    std::vector<std::string> copied;
+    return guarded(function, [&] {
+        copied.reserve(count);
+        const char* at = static_cast<const char*>(values);
+        std::size_t total = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            const std::size_t bytes = value_bytes != nullptr ? value_bytes[i] : list->value_size;
+            if (list->value_size != 0 && bytes != list->value_size)
+                return fail(MPIDICT_ERR_ARGUMENT, function,
+                            "value " + std::to_string(i) + " has " + std::to_string(bytes) +
+                                " bytes; this list's values have value_size = " + std::to_string(list->value_size) +
+                                " bytes (nothing was stored)");
+            if (at == nullptr && bytes != 0)
+                return fail(MPIDICT_ERR_ARGUMENT, function, "values is NULL with " + std::to_string(bytes) +
+                                                                " bytes for value " + std::to_string(i));
+            copied.emplace_back(bytes == 0 ? std::string() : std::string(at + total, bytes));
+            total += bytes;
+        }
+        const auto result = map.insert_many(std::span<const Key>(keys), std::span<const std::string>(copied));
+        if (stored != nullptr)
+            *stored = result.stored;
+        if (refused != nullptr)
+            *refused = result.refused;
+        if (refused_indexes != nullptr)
+            std::copy(result.refused_indexes.begin(), result.refused_indexes.end(), refused_indexes);
         return MPIDICT_OK;
     });
 }
@@ -347,6 +388,22 @@ extern "C" int mpidict_skiplist_async_insert_i64(mpidict_skiplist* list, int64_t
     return async_insert(list, *list->ints, std::int64_t{key}, value, value_bytes, function);
 }
 
+extern "C" int mpidict_skiplist_insert_many_i64(mpidict_skiplist* list, const int64_t* keys, size_t count,
+                                                const void* values, const size_t* value_bytes, uint64_t* stored,
+                                                uint64_t* refused, size_t* refused_indexes) {
+    constexpr const char* function = "mpidict_skiplist_insert_many_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    if (keys == nullptr && count != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "keys is NULL with count " + std::to_string(count));
+    std::vector<std::int64_t> copied;
+    return guarded(function, [&] {
+        copied.assign(keys, keys + count);
+        return insert_many(list, *list->ints, copied, values, value_bytes, stored, refused, refused_indexes,
+                           function);
+    });
+}
+
 extern "C" int mpidict_skiplist_find_i64(mpidict_skiplist* list, int64_t key, void* out_value, size_t capacity,
                                          size_t* value_bytes, int* found) {
     constexpr const char* function = "mpidict_skiplist_find_i64";
@@ -420,6 +477,31 @@ extern "C" int mpidict_skiplist_async_insert_bytes(mpidict_skiplist* list, const
     if (const int code = check_bytes(key, key_bytes, "key", function))
         return code;
     return async_insert(list, *list->bytes, as_string(key, key_bytes), value, value_bytes, function);
+}
+
+extern "C" int mpidict_skiplist_insert_many_bytes(mpidict_skiplist* list, const void* keys, const size_t* key_bytes,
+                                                  size_t count, const void* values, const size_t* value_bytes,
+                                                  uint64_t* stored, uint64_t* refused, size_t* refused_indexes) {
+    constexpr const char* function = "mpidict_skiplist_insert_many_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    if (key_bytes == nullptr && count != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "key_bytes is NULL with count " + std::to_string(count));
+    std::vector<std::string> copied;
+    return guarded(function, [&] {
+        copied.reserve(count);
+        const char* at = static_cast<const char*>(keys);
+        std::size_t total = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            if (at == nullptr && key_bytes[i] != 0)
+                return fail(MPIDICT_ERR_ARGUMENT, function, "keys is NULL with " + std::to_string(key_bytes[i]) +
+                                                                " bytes for key " + std::to_string(i));
+            copied.emplace_back(key_bytes[i] == 0 ? std::string() : std::string(at + total, key_bytes[i]));
+            total += key_bytes[i];
+        }
+        return insert_many(list, *list->bytes, copied, values, value_bytes, stored, refused, refused_indexes,
+                           function);
+    });
 }
 
 extern "C" int mpidict_skiplist_find_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes,

@@ -14,6 +14,10 @@
  *                then every key stored before is still there.
  *   errors       wrong value size, wrong key kind, NULL arguments, bad key
  *                kind at create, use after destroy.
+ *   insert_many  batch inserts (int64 and byte keys, fixed and packed
+ *                variable-size values, a repeated key's last value wins,
+ *                bad input refused naming the pair, list_full counted with
+ *                the refused indexes, nothing stored lost).
  */
 #include <mpidict/c/skiplist.h>
 
@@ -399,6 +403,122 @@ static void test_create_errors(void) {
     }
 }
 
+enum { batch_keys = 700 };
+
+static void test_insert_many(void) {
+    mpidict_skiplist* list = NULL;
+    mpidict_skiplist_options options;
+    static int64_t keys[batch_keys + 1];
+    static int64_t values[batch_keys + 1];
+    static char packed[8 * batch_keys];
+    static size_t sizes[batch_keys];
+    static size_t refused_at[4 * batch_keys];
+    uint64_t stored = 0, refused = 9;
+    size_t entries = 0, at = 0, found_count = 0;
+    int64_t i, value;
+    int flag;
+
+    /* Fixed-size values (value_bytes NULL), one key twice: the last value wins. */
+    CHECK_OK(mpidict_skiplist_options_init(&options));
+    options.granularity = 4;
+    CHECK_OK(mpidict_skiplist_create(MPI_COMM_WORLD, MPIDICT_SKIPLIST_INT64, sizeof(int64_t), &options, &list));
+    for (i = 0; i < batch_keys; ++i) {
+        keys[i] = i * g_size + g_rank;
+        values[i] = 5 * keys[i];
+    }
+    keys[batch_keys] = keys[3];
+    values[batch_keys] = -7;
+    CHECK_OK(mpidict_skiplist_insert_many_i64(list, keys, batch_keys + 1, values, NULL, &stored, &refused, NULL));
+    CHECK(stored == batch_keys + 1 && refused == 0);
+    CHECK_OK(mpidict_skiplist_flush(list));
+    CHECK_OK(mpidict_skiplist_global_size(list, &entries));
+    CHECK(entries == (size_t)batch_keys * (size_t)g_size);
+    for (i = 0; i < batch_keys; ++i) {
+        const int64_t key = i * g_size + (g_rank + 1) % g_size; /* the next rank's keys */
+        CHECK_OK(mpidict_skiplist_find_i64(list, key, &value, sizeof value, NULL, &flag));
+        CHECK(flag == 1 && value == (i == 3 ? -7 : 5 * key));
+    }
+    /* Bad input stores nothing and names the pair. */
+    CHECK_ERROR(mpidict_skiplist_insert_many_i64(list, NULL, 2, values, NULL, NULL, NULL, NULL), MPIDICT_ERR_ARGUMENT,
+                "keys is NULL");
+    sizes[0] = 8;
+    sizes[1] = 8;
+    sizes[2] = 4;
+    keys[0] = -1000000 - g_rank;
+    CHECK_ERROR(mpidict_skiplist_insert_many_i64(list, keys, 3, values, sizes, NULL, NULL, NULL),
+                MPIDICT_ERR_ARGUMENT, "value 2 has 4 bytes");
+    CHECK_OK(mpidict_skiplist_find_i64(list, keys[0], &value, sizeof value, NULL, &flag));
+    CHECK(flag == 0);
+    CHECK_OK(mpidict_skiplist_insert_many_i64(list, NULL, 0, NULL, NULL, &stored, NULL, NULL));
+    CHECK(stored == 0);
+    CHECK_OK(mpidict_skiplist_flush(list));
+    CHECK_OK(mpidict_skiplist_free(&list));
+
+    /* Values of any size, packed back to back; byte keys packed too. */
+    CHECK_OK(mpidict_skiplist_create(MPI_COMM_WORLD, MPIDICT_SKIPLIST_BYTES, 0, &options, &list));
+    CHECK_ERROR(mpidict_skiplist_insert_many_bytes(list, packed, sizes, 1, packed, NULL, NULL, NULL, NULL),
+                MPIDICT_ERR_ARGUMENT, "value_bytes is NULL");
+    {
+        static char key_bytes_packed[8 * batch_keys];
+        static size_t key_sizes[batch_keys];
+        size_t key_at = 0;
+        for (i = 0; i < batch_keys; ++i) {
+            /* key: rank byte, a zero byte, then i in big-endian (2 bytes); value: i % 6 bytes of i */
+            key_bytes_packed[key_at] = (char)g_rank;
+            key_bytes_packed[key_at + 1] = 0;
+            key_bytes_packed[key_at + 2] = (char)(i >> 8);
+            key_bytes_packed[key_at + 3] = (char)(i & 0xff);
+            key_sizes[i] = 4;
+            key_at += 4;
+            sizes[i] = (size_t)(i % 6);
+            memset(packed + at, (int)(i & 0x7f), sizes[i]);
+            at += sizes[i];
+        }
+        CHECK_OK(mpidict_skiplist_insert_many_bytes(list, key_bytes_packed, key_sizes, batch_keys, packed, sizes,
+                                                    &stored, &refused, NULL));
+        CHECK(stored == batch_keys && refused == 0);
+        CHECK_OK(mpidict_skiplist_flush(list));
+        for (i = 0; i < batch_keys; ++i) {
+            char got[8];
+            size_t bytes = 99;
+            char expected[8];
+            memset(expected, (int)(i & 0x7f), sizeof expected);
+            CHECK_OK(mpidict_skiplist_find_bytes(list, key_bytes_packed + 4 * i, 4, got, sizeof got, &bytes, &flag));
+            CHECK(flag == 1 && bytes == (size_t)(i % 6) && memcmp(got, expected, bytes) == 0);
+        }
+    }
+    CHECK_OK(mpidict_skiplist_flush(list));
+    CHECK_OK(mpidict_skiplist_free(&list));
+
+    /* list_full: nodes for a few keys; every pair stored (found) or refused (named). */
+    CHECK_OK(mpidict_skiplist_options_init(&options));
+    options.granularity = 2;
+    options.node_slots_per_rank = 3;
+    CHECK_OK(mpidict_skiplist_create(MPI_COMM_WORLD, MPIDICT_SKIPLIST_INT64, sizeof(int64_t), &options, &list));
+    for (i = 0; i < batch_keys; ++i) {
+        keys[i] = i * g_size + g_rank;
+        values[i] = 3 * keys[i];
+    }
+    CHECK_OK(mpidict_skiplist_insert_many_i64(list, keys, batch_keys, values, NULL, &stored, &refused, refused_at));
+    CHECK(stored + refused == batch_keys && refused > 0);
+    CHECK_OK(mpidict_skiplist_flush(list));
+    at = 0;
+    for (i = 0; i < batch_keys; ++i) {
+        const int named = at < refused && refused_at[at] == (size_t)i;
+        if (named) {
+            CHECK(at == 0 || refused_at[at - 1] < refused_at[at]);
+            ++at;
+        }
+        CHECK_OK(mpidict_skiplist_find_i64(list, keys[i], &value, sizeof value, NULL, &flag));
+        CHECK(flag == !named);
+        CHECK(!flag || value == 3 * keys[i]);
+        found_count += (size_t)flag;
+    }
+    CHECK(at == refused && found_count == stored);
+    CHECK_OK(mpidict_skiplist_flush(list));
+    CHECK_OK(mpidict_skiplist_free(&list));
+}
+
 int main(int argc, char** argv) {
     const char* expected_ranks;
     MPI_Init(&argc, &argv);
@@ -413,6 +533,7 @@ int main(int argc, char** argv) {
     test_int_keys();
     test_byte_keys();
     test_list_full();
+    test_insert_many();
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0)
         printf("c_skiplist: all checks passed at %d ranks\n", g_size);

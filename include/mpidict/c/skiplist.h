@@ -14,8 +14,11 @@
  * INT64 list and the _bytes functions on a BYTES list (the other kind returns
  * MPIDICT_ERR_ARGUMENT).
  *
- * Completion.  insert / insert_if_absent / find / erase / range / prefix wait
- * for their answer and return it.  The async_ forms only start the operation;
+ * Completion.  insert / insert_if_absent / insert_many / find / erase / range /
+ * prefix wait for their answer and return it.  The async_ forms only start the
+ * operation (an async insert may wait in a batch at the caller until the batch
+ * fills or this rank calls anything else on the list: skiplist_map.md,
+ * "async_insert batches");
  * it is applied by the next collective mpidict_skiplist_flush (an async insert
  * refused because the list was full is counted by mpidict_skiplist_async_rejected).
  * Any rank may call any operation at any time; the other ranks serve requests
@@ -121,6 +124,23 @@ int mpidict_skiplist_async_erase_i64(mpidict_skiplist* list, int64_t key);
 int mpidict_skiplist_range_i64(mpidict_skiplist* list, int64_t lo, int64_t hi, uint64_t limit, int descending,
                                mpidict_skiplist_visitor visit, void* context, size_t* count);
 
+/* Batch insert (the C++ insert_many: the keys sorted and sent as runs per node,
+ * the fastest way to load a list).  Inserts or replaces keys[i] -> value i for
+ * i < count, in index order where a key repeats (its last value wins), and
+ * returns once every pair is answered.  Values are packed back to back at
+ * `values`: value i has value_bytes[i] bytes and starts where value i - 1 ends;
+ * value_bytes may be NULL on a list with value_size > 0 (value i is then at
+ * values + i * value_size).  A pair refused because the list was full is not
+ * applied (nothing stored is lost) and is not an error: *stored and *refused
+ * (each may be NULL) count the pairs, and refused_indexes (may be NULL; else
+ * room for count entries) gets the refused pairs' indexes, ascending.  Bad
+ * input (a wrong value size, a NULL array with count > 0) stores nothing and
+ * returns MPIDICT_ERR_ARGUMENT naming the pair.  Local; other ranks are served
+ * while it waits. */
+int mpidict_skiplist_insert_many_i64(mpidict_skiplist* list, const int64_t* keys, size_t count, const void* values,
+                                     const size_t* value_bytes, uint64_t* stored, uint64_t* refused,
+                                     size_t* refused_indexes);
+
 /* ---- BYTES keys --------------------------------------------------------------- */
 
 int mpidict_skiplist_insert_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes, const void* value,
@@ -136,6 +156,11 @@ int mpidict_skiplist_async_erase_bytes(mpidict_skiplist* list, const void* key, 
 int mpidict_skiplist_range_bytes(mpidict_skiplist* list, const void* lo, size_t lo_bytes, const void* hi,
                                  size_t hi_bytes, uint64_t limit, int descending, mpidict_skiplist_visitor visit,
                                  void* context, size_t* count);
+/* As mpidict_skiplist_insert_many_i64; the keys are packed back to back too:
+ * key i has key_bytes[i] bytes and starts where key i - 1 ends. */
+int mpidict_skiplist_insert_many_bytes(mpidict_skiplist* list, const void* keys, const size_t* key_bytes,
+                                       size_t count, const void* values, const size_t* value_bytes, uint64_t* stored,
+                                       uint64_t* refused, size_t* refused_indexes);
 /* Every entry whose key starts with prefix[0..prefix_bytes) (prefix_bytes may be 0: all). */
 int mpidict_skiplist_prefix(mpidict_skiplist* list, const void* prefix, size_t prefix_bytes, uint64_t limit,
                             int descending, mpidict_skiplist_visitor visit, void* context, size_t* count);
