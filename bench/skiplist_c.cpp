@@ -111,11 +111,7 @@ private:
         }
     }
 
-    double total(double value) const {
-        double out = 0;
-        MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, m_w.comm);
-        return out;
-    }
+    double total(double value) const { return mpidict::bench::sum_over_ranks(value, m_w.comm); }
 
     template <class Body, class Finish>
     double timed(Body&& body, Finish&& finish) {

@@ -823,11 +823,7 @@ private:
     }
 
     double max_over_ranks(double value) const { return mpidict::bench::max_over_ranks(value, m_w.comm); }
-    double total(double value) const {
-        double out = 0;
-        MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_SUM, m_w.comm);
-        return out;
-    }
+    double total(double value) const { return mpidict::bench::sum_over_ranks(value, m_w.comm); }
 
     // Seconds of this rank from a barrier through body and the collective finish.
     template <class Body, class Finish>

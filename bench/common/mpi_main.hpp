@@ -37,6 +37,14 @@ inline double max_over_ranks(double value, MPI_Comm comm) {
     return largest;
 }
 
+// The sum of every rank's `value`, on every rank; throws if MPI fails.
+inline double sum_over_ranks(double value, MPI_Comm comm) {
+    double sum = 0;
+    if (const int code = MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, comm); code != MPI_SUCCESS)
+        throw std::runtime_error("MPI_Allreduce (sum over ranks) failed with MPI error " + std::to_string(code));
+    return sum;
+}
+
 // Seconds from a barrier until every rank has run `step`: the slowest rank's
 // time, on every rank (MPI_Wtime, so simulated time under SimGrid SMPI).
 template <class Step>
