@@ -147,7 +147,7 @@ int async_insert(mpidict_skiplist* list, Map& map, const Key& key, const void* v
 // insert_many: the values (packed back to back, or value_size each), checked
 // before anything travels, then the C++ insert_many.
 template <class Map, class Key>
-int insert_many(mpidict_skiplist* list, Map& map, std::vector<Key>& keys, const void* values,
+int insert_many(mpidict_skiplist* list, Map& map, std::span<const Key> keys, const void* values,
                 const std::size_t* value_bytes, std::uint64_t* stored, std::uint64_t* refused,
                 std::size_t* refused_indexes, const char* function) {
     const std::size_t count = keys.size();
@@ -172,7 +172,7 @@ int insert_many(mpidict_skiplist* list, Map& map, std::vector<Key>& keys, const 
             copied.emplace_back(bytes == 0 ? std::string() : std::string(at + total, bytes));
             total += bytes;
         }
-        const auto result = map.insert_many(std::span<const Key>(keys), std::span<const std::string>(copied));
+        const auto result = map.insert_many(keys, std::span<const std::string>(copied));
         if (stored != nullptr)
             *stored = result.stored;
         if (refused != nullptr)
@@ -396,12 +396,8 @@ extern "C" int mpidict_skiplist_insert_many_i64(mpidict_skiplist* list, const in
         return code;
     if (keys == nullptr && count != 0)
         return fail(MPIDICT_ERR_ARGUMENT, function, "keys is NULL with count " + std::to_string(count));
-    std::vector<std::int64_t> copied;
-    return guarded(function, [&] {
-        copied.assign(keys, keys + count);
-        return insert_many(list, *list->ints, copied, values, value_bytes, stored, refused, refused_indexes,
-                           function);
-    });
+    return insert_many(list, *list->ints, std::span<const std::int64_t>(keys, count), values, value_bytes, stored,
+                       refused, refused_indexes, function);
 }
 
 extern "C" int mpidict_skiplist_find_i64(mpidict_skiplist* list, int64_t key, void* out_value, size_t capacity,
@@ -499,8 +495,8 @@ extern "C" int mpidict_skiplist_insert_many_bytes(mpidict_skiplist* list, const 
             copied.emplace_back(key_bytes[i] == 0 ? std::string() : std::string(at + total, key_bytes[i]));
             total += key_bytes[i];
         }
-        return insert_many(list, *list->bytes, copied, values, value_bytes, stored, refused, refused_indexes,
-                           function);
+        return insert_many(list, *list->bytes, std::span<const std::string>(copied), values, value_bytes, stored,
+                           refused, refused_indexes, function);
     });
 }
 
