@@ -129,6 +129,7 @@
 #include "mpidict/detail/collectives.hpp"
 #include "mpidict/detail/facade.hpp"
 #include "mpidict/detail/payload.hpp"
+#include "mpidict/detail/skiplist_checkpoint.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
 #include "mpidict/detail/skiplist_sorted_batch.hpp"
 #include "mpidict/detail/window_control.hpp"
@@ -138,71 +139,6 @@
 #include "mpidict/runtime/request.hpp"
 
 namespace mpidict {
-
-// skiplist_map's operation kinds, registered with its engine in this order;
-// index `stats()` with them.
-struct skiplist_map_op {
-    enum kind : runtime::op_kind { insert, insert_if_absent, find, erase, range };
-    static constexpr std::string_view names[] = {"insert", "insert_if_absent", "find", "erase", "range"};
-};
-
-struct range_options {
-    std::uint64_t limit = 0;   // at most this many entries (0: all); with descending, the largest ones
-    bool descending = false;   // largest key first
-    // Paging (YCSB's scan is "start key + count"): a page cut by `limit` names
-    // its resume key, the last key it returned.  The next ascending page is the
-    // same query from that key with after_lo (lo itself excluded); the next
-    // descending page is range(lo, resume key) with before_hi (hi excluded).
-    bool after_lo = false;
-    bool before_hi = false;    // range(lo, hi) only
-};
-
-// No longer thrown: a full list's refusal is a result (docs/architecture.md,
-// "Contracts"): insert's replace_result has stored = false, insert_if_absent's
-// bool is false, insert_many's insert_many_result counts it in refused and
-// names it in refused_indexes.  Kept so that code catching it still compiles.
-class [[deprecated("mpidict: skiplist_map reports list_full in the result (insert: stored = false; insert_many: "
-                   "insert_many_result::refused / refused_indexes), never by throwing")]] list_full_error
-    : public invalid_argument_error {
-public:
-    list_full_error(std::string message, std::size_t stored, std::vector<std::size_t> not_stored)
-        : invalid_argument_error(std::move(message)), m_stored(stored), m_not_stored(std::move(not_stored)) {}
-    std::size_t stored() const { return m_stored; }  // keys stored (new or replaced)
-    // Indexes into the call's keys of those not stored, ascending.
-    const std::vector<std::size_t>& not_stored() const { return m_not_stored; }
-
-private:
-    std::size_t m_stored;
-    std::vector<std::size_t> m_not_stored;
-};
-
-namespace detail::checkpoint {
-// Tuple and pair keys are not trivially copyable: a checkpoint stores them in
-// their fixed-width ordered encoding (ordered_key.hpp), named "ordered".
-template <class T>
-    requires(!std::is_trivially_copyable_v<T> && !std::is_same_v<T, std::string> &&
-             !std::is_same_v<T, std::vector<std::byte>> && requires { ordered_codec<T>::fixed_width; })
-struct column_codec<T, void> {
-    static_assert(ordered_codec<T>::fixed_width > 0, "skiplist_map checkpoints: a composite key needs fixed-width fields.");
-    static constexpr bool variable = false;
-    static constexpr std::size_t width = ordered_codec<T>::fixed_width;
-    static void write(std::byte* out, const T& value) {
-        std::string encoded;
-        ordered_codec<T>::encode(value, encoded);
-        std::memcpy(out, encoded.data(), width);
-    }
-    static T read(const std::byte* in) {
-        return ordered_codec<T>::decode(std::string_view(reinterpret_cast<const char*>(in), width));
-    }
-};
-}  // namespace detail::checkpoint
-
-template <class T>
-    requires(!std::is_trivially_copyable_v<T> && !std::is_same_v<T, std::string> &&
-             !std::is_same_v<T, std::vector<std::byte>> && requires { ordered_codec<T>::fixed_width; })
-struct checkpoint_type<T, void> {
-    static constexpr std::string_view name = "ordered";
-};
 
 template <class K, class V>
 class skiplist_map : public detail::with_collectives<skiplist_map<K, V>, K, V> {

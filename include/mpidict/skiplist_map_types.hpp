@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mpidict/error.hpp"
 #include "mpidict/results.hpp"
 #include "mpidict/runtime/engine.hpp"
 
@@ -140,5 +141,42 @@ struct skiplist_map_local_statistics {
 
 using skiplist_local_statistics [[deprecated("mpidict: renamed skiplist_map_local_statistics")]] =
     skiplist_map_local_statistics;
+
+// skiplist_map's operation kinds, registered with its engine in this order;
+// index `stats()` with them.
+struct skiplist_map_op {
+    enum kind : runtime::op_kind { insert, insert_if_absent, find, erase, range };
+    static constexpr std::string_view names[] = {"insert", "insert_if_absent", "find", "erase", "range"};
+};
+
+struct range_options {
+    std::uint64_t limit = 0;   // at most this many entries (0: all); with descending, the largest ones
+    bool descending = false;   // largest key first
+    // Paging (YCSB's scan is "start key + count"): a page cut by `limit` names
+    // its resume key, the last key it returned.  The next ascending page is the
+    // same query from that key with after_lo (lo itself excluded); the next
+    // descending page is range(lo, resume key) with before_hi (hi excluded).
+    bool after_lo = false;
+    bool before_hi = false;    // range(lo, hi) only
+};
+
+// No longer thrown: a full list's refusal is a result (docs/architecture.md,
+// "Contracts"): insert's replace_result has stored = false, insert_if_absent's
+// bool is false, insert_many's insert_many_result counts it in refused and
+// names it in refused_indexes.  Kept so that code catching it still compiles.
+class [[deprecated("mpidict: skiplist_map reports list_full in the result (insert: stored = false; insert_many: "
+                   "insert_many_result::refused / refused_indexes), never by throwing")]] list_full_error
+    : public invalid_argument_error {
+public:
+    list_full_error(std::string message, std::size_t stored, std::vector<std::size_t> not_stored)
+        : invalid_argument_error(std::move(message)), m_stored(stored), m_not_stored(std::move(not_stored)) {}
+    std::size_t stored() const { return m_stored; }  // keys stored (new or replaced)
+    // Indexes into the call's keys of those not stored, ascending.
+    const std::vector<std::size_t>& not_stored() const { return m_not_stored; }
+
+private:
+    std::size_t m_stored;
+    std::vector<std::size_t> m_not_stored;
+};
 
 }  // namespace mpidict
