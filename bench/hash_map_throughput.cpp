@@ -87,6 +87,7 @@ constexpr char bench_name[] = "hash_map_throughput";
 constexpr double capacity_margin = 1.05;
 constexpr int pingpong_message_bytes = 16;
 constexpr int pingpong_tag = 77;
+constexpr std::uint64_t pingpong_probe_iterations = 500;  // per repetition, beside its ratios
 
 // Performance targets (issue "Benchmark bench/hash_map_throughput").
 constexpr double insert_target = 1.0;     // insert_rate / bulk_insert_rate >=
@@ -104,7 +105,7 @@ constexpr char baseline_description[] =
 
 struct settings {
     std::uint64_t keys_per_rank = 4'000'000;
-    std::uint64_t reps = 3;
+    std::uint64_t reps = 5;
     std::uint64_t seed = 20240601;
     std::uint64_t latency_iterations = 5'000;  // round trips per latency block
     std::uint64_t latency_blocks = 9;          // alternating ping-pong / find blocks
@@ -615,7 +616,8 @@ int run(const settings& s, const world& w) {
     std::vector<double> ours_insert_rate, ours_find_rate, bulk_insert_rate, bulk_find_rate;
     std::vector<double> absl_insert_rate, absl_find_rate;
     std::vector<double> insert_ratio, find_ratio;
-    std::vector<double> ours_visit_rate, ours_reduce_rate, visit_vs_find, reduce_vs_find, load_per_rep;
+    std::vector<double> ours_visit_rate, ours_reduce_rate, visit_vs_find, reduce_vs_find, load_per_rep,
+        pingpong_per_rep;
     latency_samples latency;
     double bytes_per_pair = 0, table_bytes_per_pair = 0, after_bytes_per_pair = 0, mean_bytes_per_pair = 0,
            mean_after_bytes_per_pair = 0;
@@ -629,6 +631,11 @@ int run(const settings& s, const world& w) {
         double ours_insert_seconds = 0, ours_find_seconds = 0, bulk_insert_seconds = 0, bulk_find_seconds = 0;
         double ours_visit_seconds = 0, ours_reduce_seconds = 0;
         load_per_rep.push_back(mpidict::support::read_load_average());
+        if (w.size >= 2) {
+            // The machine's state beside this repetition's ratios: a short ping-pong.
+            pingpong_block(50, w);
+            pingpong_per_rep.push_back(pingpong_block(pingpong_probe_iterations, w));
+        }
         auto run_ours = [&] {
             const mpidict::support::process_memory before = mpidict::support::read_process_memory();
             map_type map(w.comm, map_settings(s, n));
@@ -750,7 +757,21 @@ int run(const settings& s, const world& w) {
         ours_reduce_rate.push_back(keys_total / ours_reduce_seconds);
         visit_vs_find.push_back(ours_find_seconds / ours_visit_seconds);
         reduce_vs_find.push_back(ours_find_seconds / ours_reduce_seconds);
+        if (w.rank == 0)
+            std::fprintf(stderr,
+                         "rep %llu (%s first): load %.2f, ping-pong %.2f us; insert_vs_bulk %.3f, find_vs_bulk %.3f, "
+                         "visit_vs_find %.3f, reduce_vs_find %.3f\n",
+                         static_cast<unsigned long long>(rep), rep % 2 == 0 ? "ours" : "baseline", load_per_rep.back(),
+                         pingpong_per_rep.empty() ? 0.0 : pingpong_per_rep.back(), insert_ratio.back(),
+                         find_ratio.back(), visit_vs_find.back(), reduce_vs_find.back());
     }
+    // The machine state every ratio line carries (issue 47): the load average and
+    // a 16-byte ping-pong between ranks 0 and 1 at the start of each repetition.
+    json_object machine;
+    machine.add("load_average_per_rep", load_per_rep);
+    if (!pingpong_per_rep.empty())
+        machine.add("pingpong_us_per_rep", pingpong_per_rep)
+            .add("pingpong_us_median", mpidict::bench::summary::of(pingpong_per_rep).median);
     bulk.reset();
 
     // ---- report ----
@@ -770,7 +791,7 @@ int run(const settings& s, const world& w) {
     const double insert_vs_bulk = mpidict::bench::summary::of(ours_insert_rate).median /
                                   mpidict::bench::summary::of(bulk_insert_rate).median;
     out.ratio("insert_vs_bulk", insert_vs_bulk, ">= 1.0", insert_vs_bulk >= insert_target,
-              json_object()
+              json_object(machine)
                   .add("paired", paired(insert_ratio))
                   .add("ours_rate", mpidict::bench::summary::of(ours_insert_rate).median)
                   .add("baseline_rate", mpidict::bench::summary::of(bulk_insert_rate).median));
@@ -784,7 +805,7 @@ int run(const settings& s, const world& w) {
     const double find_vs_bulk = mpidict::bench::summary::of(ours_find_rate).median /
                                 mpidict::bench::summary::of(bulk_find_rate).median;
     out.ratio("find_vs_bulk", find_vs_bulk, ">= 0.8", find_vs_bulk >= find_target,
-              json_object()
+              json_object(machine)
                   .add("paired", paired(find_ratio))
                   .add("ours_rate", mpidict::bench::summary::of(ours_find_rate).median)
                   .add("baseline_rate", mpidict::bench::summary::of(bulk_find_rate).median));
@@ -804,7 +825,7 @@ int run(const settings& s, const world& w) {
     // Issue 50: the one-way visit and the reduce against find_many, same map,
     // same run (paired per repetition: each rep's find and visit/reduce phases
     // run back to back on one map).
-    const json_object load_fields = json_object().add("load_average_per_rep", load_per_rep);
+    const json_object load_fields = json_object(machine);
     out.figure("visit_rate", ours_visit_rate, "ops/s",
                json_object(load_fields)
                    .add("what", "async_visit_if_contains over every key (a lambda checking the value in place, "
@@ -837,7 +858,7 @@ int run(const settings& s, const world& w) {
                    json_object().add("table", absl_faster ? "absl::flat_hash_map" : "mpidict::local::multi_table"));
         const double ratio = mpidict::bench::summary::of(ours_rates).median / mpidict::bench::summary::of(best).median;
         out.ratio(phase_name + "_vs_ceiling", ratio, target_text, ratio >= target,
-                  json_object()
+                  json_object(machine)
                       .add("ours_rate", mpidict::bench::summary::of(ours_rates).median)
                       .add("baseline_rate", mpidict::bench::summary::of(best).median));
     };
@@ -878,7 +899,7 @@ int run(const settings& s, const world& w) {
                                            mpidict::bench::summary::of(latency.pingpong_us).median;
         latency_met = latency_vs_pingpong <= latency_target;
         out.ratio("latency_vs_pingpong", latency_vs_pingpong, "<= 2.5", latency_met,
-                  json_object().add("paired", paired(latency.ratio)));
+                  json_object(machine).add("paired", paired(latency.ratio)));
     }
 
     const bool memory_met = bytes_per_pair <= bytes_per_pair_target;
