@@ -92,7 +92,8 @@ struct settings {
     std::uint64_t latest_queries = 200;
     std::uint64_t latest_rounds = 5;
     std::uint64_t async_rounds = 0;
-    std::uint64_t async_batch = 65536;
+    std::uint64_t async_batch = 131072;
+    std::uint64_t async_batch_bytes = 8u << 20;
     std::uint64_t async_in_flight = 2;
     std::uint64_t async_point = 0;
 };
@@ -130,6 +131,8 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
                    0, 1000, "R")
         .add_count("async-batch", &s.async_batch, "async_insert phase: async_batch_keys (0: one point record each)", 0,
                    UINT64_MAX, "B")
+        .add_count("async-batch-bytes", &s.async_batch_bytes, "async_insert phase: async_batch_bytes", 0,
+                   UINT64_MAX, "Y")
         .add_count("async-in-flight", &s.async_in_flight, "async_insert phase: async_batches_in_flight", 1, 4096, "F")
         .add_count("async-point", &s.async_point,
                    "async_insert phase: 1 also times async_insert with async_batch_keys = 0 (each key its own point "
@@ -722,6 +725,7 @@ private:
         auto config_for = [&](std::uint64_t batch) {
             mpidict::skiplist_map_config config = list_config();
             config.async_batch_keys = static_cast<std::size_t>(batch);
+            config.async_batch_bytes = static_cast<std::size_t>(m_s.async_batch_bytes);
             config.async_batches_in_flight = static_cast<std::size_t>(m_s.async_in_flight);
             return config;
         };
@@ -787,6 +791,7 @@ private:
                          .add("target", 0.5)
                          .add("rounds", static_cast<double>(ratios.size()))
                          .add("async_batch_keys", static_cast<double>(m_s.async_batch))
+                         .add("async_batch_bytes", static_cast<double>(m_s.async_batch_bytes))
                          .add("async_batches_in_flight", static_cast<double>(m_s.async_in_flight)));
         m_out.figure("load_average_after", mpidict::support::read_load_average(), "load");
         std::uint64_t failures = 0;

@@ -72,8 +72,12 @@ struct skiplist_map_config {
     // buffered at the caller and sent as one sorted batch, as insert_many sends
     // its keys (skiplist_map.md, "async_insert batches"); at most
     // async_batches_in_flight batches unanswered.  0: each async_insert is sent
-    // at once as its own point record.
-    std::size_t async_batch_keys = 65536;
+    // at once as its own point record.  A batch also goes out once its keys and
+    // values reach async_batch_bytes (8 MiB: small pairs fill 131,072 keys in
+    // ~2-5 MiB; 1 KiB values cut a batch at ~8k keys, bounding a caller's
+    // buffers, whose price the keys-per-node gain no longer pays).
+    std::size_t async_batch_keys = 131072;
+    std::size_t async_batch_bytes = std::size_t{8} << 20;
     std::size_t async_batches_in_flight = 2;
     // Nodes each caller remembers as entry points (separator -> node, learned from
     // answers, about 80 bytes each): an operation enters at the closest one at or
@@ -137,6 +141,7 @@ struct skiplist_map_local_statistics {
     std::uint64_t head_visits = 0;       // requests the head node (if hosted here) handled or forwarded
     std::uint64_t held_back = 0;         // replies the hold-back queue delayed (sequential)
     std::uint64_t hold_back_peak = 0;    // the most replies waiting in it at once
+    std::uint64_t async_batches = 0;     // async_insert batches this caller sent (skiplist_map.md, "async_insert batches")
 };
 
 using skiplist_local_statistics [[deprecated("mpidict: renamed skiplist_map_local_statistics")]] =

@@ -4,8 +4,9 @@
 // In the modes whose inserts take the direct path (sequential and none, with
 // a route cache; direct_finds()), an async_insert without expiry is not sent
 // at once: its encoded key and value are appended to a buffer.  When the
-// buffer holds config.async_batch_keys keys, or before any other operation of
-// this caller, flush, destroy, set_consistency or a batch, the buffer is sent
+// buffer holds config.async_batch_keys keys or config.async_batch_bytes bytes
+// of keys and values, or before any other operation of this caller, flush,
+// destroy, set_consistency or a batch, the buffer is sent
 // as one batch the way insert_many sends its keys: sorted (a repeated key once,
 // with its last value, which is what the inserts in issue order leave), in
 // direct-insert records per rank, each a run of sorted segments per node
@@ -132,7 +133,10 @@ bool skiplist_caller::buffer_async(skiplist_op kind, std::uint32_t slot, std::st
     async.values.append(value);
     async.key_starts.push_back(static_cast<std::uint32_t>(async.keys.size()));
     async.value_starts.push_back(static_cast<std::uint32_t>(async.values.size()));
-    if (async.buffered() >= config.async_batch_keys || async.keys.size() + async.values.size() >= (1u << 30))
+    // Whichever bound is reached first (skiplist_map_types.hpp): keys, or the
+    // bytes of keys and values (at least one key per batch).
+    if (async.buffered() >= config.async_batch_keys ||
+        async.keys.size() + async.values.size() >= std::min<std::size_t>(config.async_batch_bytes, 1u << 30))
         release_async();
     return true;
 }
@@ -192,6 +196,7 @@ void skiplist_caller::release_async() {
     while (async.in_flight.count(slot) != 0)
         slot = batch_slot_bit | async_slot_bit | (async.next_id++ & (async_slot_bit - 1));
     async.in_flight.emplace(slot, std::move(made));
+    ++m_shared.stats.async_batches;
     // The records, as insert_many's (caller_batch.cpp), to this batch's slot.
     struct sending {
         skiplist_caller& caller;

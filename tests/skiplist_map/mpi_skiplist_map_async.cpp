@@ -10,7 +10,9 @@
 //   - after flush every rank's keys are there with their last values
 //     (find_many and a whole-list range against the model);
 //   - list_full: with room for a few nodes, every key is either found or
-//     counted in async_rejected(), nothing stored lost.
+//     counted in async_rejected(), nothing stored lost;
+//   - a batch goes out at async_batch_keys keys or async_batch_bytes bytes,
+//     whichever comes first (the batches counted in local_statistics()).
 
 #include <algorithm>
 #include <chrono>
@@ -188,6 +190,40 @@ void full(int rank, int size, std::size_t batch) {
                       "global size differs from what was found" + where);
 }
 
+// The two bounds of a batch (keys and bytes): 1,000-byte values, 100 keys per
+// rank; each batch sent is counted in local_statistics().async_batches.
+void bounds(int rank, int size) {
+    using text_map = mpidict::skiplist_map<key_type, std::string>;
+    struct shape {
+        std::size_t keys, bytes, batches;  // 100 pairs of 8 + 1,000 bytes make `batches` batches
+    };
+    for (const shape s : {shape{1u << 20, 4096, 20}, shape{7, std::size_t{8} << 20, 15}, shape{1u << 20, 0, 100},
+                          shape{131072, std::size_t{8} << 20, 1}}) {
+        const std::string where = " (async_batch_keys " + std::to_string(s.keys) + ", async_batch_bytes " +
+                                  std::to_string(s.bytes) + ", rank " + std::to_string(rank) + ")";
+        mpidict::skiplist_map_config config;
+        config.granularity = 8;
+        config.async_batch_keys = s.keys;
+        config.async_batch_bytes = s.bytes;
+        text_map map(MPI_COMM_WORLD, config);
+        std::vector<key_type> keys;
+        for (int i = 0; i < 100; ++i) {
+            keys.push_back(static_cast<key_type>(i) * size + rank);
+            map.async_insert(keys.back(), std::string(1000, static_cast<char>('a' + i % 26)));
+        }
+        map.flush();
+        const auto batches = map.local_statistics().async_batches;
+        MPIDICT_CHECK_MSG(batches == s.batches,
+                          std::to_string(batches) + " batches sent, expected " + std::to_string(s.batches) + where);
+        std::size_t wrong = 0;
+        map.find_many(std::span<const key_type>(keys), [&](std::size_t i, const std::optional<std::string>& got) {
+            wrong += got != std::optional<std::string>(std::string(1000, static_cast<char>('a' + i % 26)));
+        });
+        map.flush();
+        MPIDICT_CHECK_MSG(wrong == 0, std::to_string(wrong) + " keys missing or wrong" + where);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,5 +235,6 @@ int main(int argc, char** argv) {
                 ordered(rank, size, mode, batch, in_flight);
         for (const std::size_t batch : {std::size_t{65536}, std::size_t{4}, std::size_t{0}})
             full(rank, size, batch);
+        bounds(rank, size);
     });
 }
