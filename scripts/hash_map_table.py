@@ -113,7 +113,7 @@ def machine():
                 break
     except OSError:
         pass
-    mpi = [line.strip() for line in text(["mpiexec", "--version"]).splitlines()
+    mpi = [" ".join(line.split()) for line in text(["mpiexec", "--version"]).splitlines()
            if "Version" in line or "Open MPI" in line or "mpirun" in line]
     commit = text(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
     return f"{os.cpu_count()} cores ({cpu}), {mpi[0] if mpi else '?'}, commit {commit}"
