@@ -180,6 +180,16 @@ class _Codec:
             if not isinstance(item, (bytes, bytearray, memoryview)):
                 raise InvalidArgumentError(f"mpidict: {what} must be bytes, not {type(item).__name__}")
             return bytes(item)
+        # Fast paths (a single key is converted on every call): a Python int for an
+        # 8-byte integer type, a Python float for float64, already exact.
+        kind = type(item)
+        if kind is int and self.dtype.itemsize == 8:
+            if self.dtype.kind == "i" and -2**63 <= item < 2**63:
+                return item if self.storage == "i64" else item & 0xFFFFFFFFFFFFFFFF
+            if self.dtype.kind == "u" and 0 <= item < 2**64:
+                return item
+        elif kind is float and self.storage == "f64":
+            return item
         try:
             value = self._cast(item, what, "does")
         except (TypeError, ValueError, OverflowError) as problem:
@@ -522,32 +532,6 @@ class linear_hash_map(_SingleValued):
         return self._key.from_batch(keys), self._value.from_batch(values)
 
 
-class skiplist_map(_SingleValued):
-    """Ordered map (C++ mpidict::skiplist_map): point operations, ranges and
-    multi-dimensional pattern queries.  Keys: int64, uint64, float64, bytes or str.
-    Options: granularity, node_slots_per_rank (hard limit, 0: none),
-    memory_limit_per_rank (resident bytes; 0: automatic), max_key_bytes, max_value_bytes,
-    consistency ("total_order", "sequential", "none"), buffer_bytes, ..."""
-
-    def __init__(self, key_dtype="int64", value_dtype="int64", comm=None, **options):
-        self._key = _Codec(key_dtype, ordered=True)
-        self._value = _Codec(value_dtype)
-        config = _config(_core.SkiplistMapConfig(), options, "skiplist_map")
-        self._impl = _pick("skiplist_map", self._key, self._value)(_communicator(comm), config)
-
-    def range(self, lo, hi, limit: int = 0, descending: bool = False):
-        """(keys, values) with lo <= key <= hi, in key order (at most `limit`; 0: all)."""
-        keys, values = self._live().range(self._key.one(lo, "lo"), self._key.one(hi, "hi"),
-                                          min(_count(limit, "limit"), 2**64 - 1), bool(descending))
-        return self._key.from_batch(keys), self._value.from_batch(values)
-
-    def match(self, pattern: str, limit: int = 0):
-        """(keys, values) matching a pattern query (docs/skiplist_map.md, "Pattern queries")."""
-        keys, values = self._live().match(str(pattern), _count(limit, "limit"))
-        return self._key.from_batch(keys), self._value.from_batch(values)
-
-
-
 class _SetName:
     def __init__(self, dtype):
         exact = dtype.itemsize == 8 and dtype.kind in "iuf"
@@ -598,3 +582,6 @@ class rma_hash_set(_Container):
         words = self._live().local_items()
         raw = words.view(np.uint8).reshape(-1, self._words * 8)[:, :self._dtype.itemsize]
         return np.ascontiguousarray(raw).view(self._dtype).reshape(-1)
+
+
+from ._skiplist import skiplist_map  # noqa: E402  (it builds on the classes above)

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <string>
@@ -120,15 +121,26 @@ double skiplist_find(Map& m, std::span<const std::int64_t> keys) {
     });
 }
 
-// skiplist_map: one range request per [lo[i], hi[i]], read with get(); the
-// entries must number expected[i], ascend, lie in the range and map key -> key.
+// skiplist_map: one range request per [lo[i], hi[i]], up to `window` of them
+// in flight (each started as the oldest is read with get(); window 1: one at a
+// time); the entries must number expected[i], ascend, lie in the range and map
+// key -> key.
 template <class Map>
 double skiplist_range(Map& m, std::span<const std::int64_t> lo, std::span<const std::int64_t> hi,
-                      std::span<const std::uint64_t> expected) {
+                      std::span<const std::uint64_t> expected, std::size_t window) {
+    if (window == 0)
+        throw mpidict::invalid_argument_error("cpp_reference_range: window must be at least 1");
     return timed("skiplist_map range", [&] {
         std::uint64_t wrong = 0;
+        std::deque<decltype(m.range(lo[0], hi[0]))> pending;
+        std::size_t next = 0;
         for (std::size_t i = 0; i < lo.size(); ++i) {
-            const auto entries = m.range(lo[i], hi[i]).get();
+            while (next < lo.size() && pending.size() < window) {
+                pending.push_back(m.range(lo[next], hi[next]));
+                ++next;
+            }
+            const auto entries = pending.front().get();
+            pending.pop_front();
             wrong += entries.size() != expected[i];
             for (std::size_t j = 0; j < entries.size(); ++j) {
                 const auto& [k, v] = entries[j];

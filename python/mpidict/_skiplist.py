@@ -1,0 +1,304 @@
+"""skiplist_map for Python (imported by mpidict/_containers.py): ranges and their
+request and chunked forms, pattern queries, expiry, and composite (tuple) keys."""
+
+from __future__ import annotations
+
+import datetime
+import numbers
+
+import numpy as np
+
+from ._containers import (
+    InvalidArgumentError, Request, _Codec, _Converted, _SingleValued, _communicator, _config, _count, _describe,
+    _core,
+)
+
+_FIELD_LETTERS = {"int64": "i", "uint64": "u", "float64": "f"}
+_SIGN = np.uint64(1 << 63)
+
+
+class _CompositeCodec:
+    """Composite keys: a tuple of 2 to 4 fields, each int64, uint64 or float64,
+    ordered field by field (field 0 first) as C++'s std::tuple keys are.  They
+    cross as uint64 words, one per field, holding the field's order-preserving
+    bits (int64 with the sign bit flipped; float64 as ordered_codec encodes it:
+    negatives complemented, positives with the sign bit set, -0.0 as +0.0, NaN
+    refused), so the list stores the bytes of the C++ tuple key.  Batches in: a
+    structured array of exactly these field dtypes, an (n, D) array or a sequence
+    of D-tuples; keys out: a structured array with fields f0, f1, ..."""
+
+    storage = "composite"
+
+    def __init__(self, spec):
+        try:
+            fields = [np.dtype(f) for f in spec]
+        except TypeError as problem:
+            raise InvalidArgumentError(f"mpidict: composite key {spec!r}: {problem}") from None
+        if not 2 <= len(fields) <= 4:
+            raise InvalidArgumentError(f"mpidict: a composite key has 2 to 4 fields, not {len(fields)} ({spec!r})")
+        for f in fields:
+            if f.name not in _FIELD_LETTERS:
+                raise InvalidArgumentError(f"mpidict: composite key fields are int64, uint64 or float64, not {f} "
+                                           f"(widen it: an int32 field as int64 keeps its order)")
+        self.fields = fields
+        self.size = len(fields)
+        self.letters = "".join(_FIELD_LETTERS[f.name] for f in fields)
+        self.dtype = np.dtype([(f"f{i}", f) for i, f in enumerate(fields)])
+        self.name = "(" + ", ".join(f.name for f in fields) + ")"
+        self.checkpoint_name = "tuple<" + ",".join(f.name for f in fields) + ">"
+        self._columns = [_Codec(f, ordered=True) for f in fields]
+
+    def _encode(self, columns, what):
+        n = len(columns[0])
+        words = np.empty((n, self.size), dtype=np.uint64)
+        for i, (column, letter) in enumerate(zip(columns, self.letters)):
+            if letter == "i":
+                words[:, i] = np.ascontiguousarray(column, dtype=np.int64).view(np.uint64) ^ _SIGN
+            elif letter == "u":
+                words[:, i] = column
+            else:
+                x = np.ascontiguousarray(column, dtype=np.float64)
+                nan = np.isnan(x)
+                if nan.any():
+                    raise InvalidArgumentError(f"mpidict: {what}: field {i} of key {int(np.flatnonzero(nan)[0])} is "
+                                               "NaN, which cannot be an ordered key (it compares with nothing)")
+                bits = (x + 0.0).view(np.uint64)  # -0.0 + 0.0 is +0.0: one key, as in C++
+                words[:, i] = np.where(bits & _SIGN != 0, ~bits, bits | _SIGN)
+        return words.reshape(-1)
+
+    def _columns_of(self, items, what):
+        if isinstance(items, np.ndarray) and items.dtype.names is not None:
+            if [items.dtype[i] for i in range(len(items.dtype.names))] != self.fields:
+                raise InvalidArgumentError(f"mpidict: {what} are {items.dtype}, but this map's keys are {self.name}; "
+                                           f"convert them with .astype({self.dtype!r}) (no silent copy)")
+            if items.ndim != 1:
+                raise InvalidArgumentError(f"mpidict: {what} must be one-dimensional, not of shape {items.shape}")
+            return [items[name] for name in items.dtype.names]
+        if isinstance(items, np.ndarray):
+            if items.ndim != 2 or items.shape[1] != self.size:
+                raise InvalidArgumentError(f"mpidict: {what} must be a structured array, an (n, {self.size}) array "
+                                           f"or a sequence of {self.size}-tuples, not an array of shape {items.shape}")
+            return [codec._cast(items[:, i], f"{what} field {i}") for i, codec in enumerate(self._columns)]
+        if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+            raise InvalidArgumentError(f"mpidict: {what} must be a sequence of {self.size}-tuples {self.name}, "
+                                       f"not {_describe(items)}")
+        rows = [self._row(row, f"{what}[{index}]") for index, row in enumerate(items)]
+        if not rows:
+            return [np.zeros(0, dtype=f) for f in self.fields]
+        return [self._column(codec, list(column), f"{what} field {i}") for i, (codec, column)
+                in enumerate(zip(self._columns, zip(*rows)))]
+
+    @staticmethod
+    def _column(codec, values, what):
+        """Python ints become an integer field exactly (numpy would make a list of
+        ints beyond int64 float64); anything else by _Codec's same_kind rule."""
+        if codec.dtype.kind in "iu" and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                                            for v in values):
+            info = np.iinfo(codec.dtype)
+            for v in values:
+                if not info.min <= int(v) <= info.max:
+                    raise InvalidArgumentError(f"mpidict: {what} ({int(v)}) does not fit in {codec.dtype}")
+            return np.array([int(v) for v in values], dtype=codec.dtype)
+        return codec._cast(values, what)
+
+    def _row(self, key, what):
+        if isinstance(key, np.void) and key.dtype.names is not None:
+            key = tuple(key)
+        if isinstance(key, (str, bytes)) or not hasattr(key, "__len__") or len(key) != self.size:
+            raise InvalidArgumentError(f"mpidict: {what} must be a tuple of {self.size} numbers {self.name}, "
+                                       f"not {_describe(key)}")
+        return tuple(key)
+
+    def batch(self, items, what: str):
+        return self._encode(self._columns_of(items, what), what)
+
+    def one(self, key, what: str):
+        row = self._row(key, what)
+        columns = [self._column(codec, [value], f"{what} field {i}").reshape(1)
+                   for i, (codec, value) in enumerate(zip(self._columns, row))]
+        return [int(w) for w in self._encode(columns, what)]
+
+    def from_batch(self, words):
+        words = np.asarray(words).reshape(-1, self.size)
+        out = np.empty(len(words), dtype=self.dtype)
+        for i, letter in enumerate(self.letters):
+            column = words[:, i]
+            if letter == "i":
+                out[f"f{i}"] = (column ^ _SIGN).view(np.int64)
+            elif letter == "u":
+                out[f"f{i}"] = column
+            else:
+                out[f"f{i}"] = np.where(column & _SIGN != 0, column & ~_SIGN, ~column).view(np.float64)
+        return out
+
+
+def _seconds(value, what: str) -> float:
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(f"mpidict: {what} must be a number of seconds or a "
+                                   f"{'timedelta' if what == 'ttl' else 'datetime'}, not {_describe(value)}")
+    return float(value)
+
+
+def _expiry(expires_at, ttl):
+    """(seconds, from_now) for the C++ insert(key, value, expires_at), or None."""
+    if expires_at is not None and ttl is not None:
+        raise InvalidArgumentError("mpidict: give expires_at or ttl, not both")
+    if ttl is not None:
+        return _seconds(ttl, "ttl"), True
+    if expires_at is None:
+        return None
+    if isinstance(expires_at, datetime.datetime):
+        return expires_at.timestamp(), False  # a naive datetime is local time, as datetime.timestamp() says
+    return _seconds(expires_at, "expires_at"), False
+
+
+class skiplist_map(_SingleValued):
+    """Ordered map (C++ mpidict::skiplist_map): point operations, ranges and
+    multi-dimensional pattern queries.  Keys: int64, uint64, float64, bytes, str,
+    or a tuple of 2 to 4 of int64 / uint64 / float64 (composite keys, ordered
+    field by field: skiplist_map(("int64", "float64"), "float64")).
+    Options: granularity, node_slots_per_rank (hard limit, 0: none),
+    memory_limit_per_rank (resident bytes; 0: automatic), max_key_bytes, max_value_bytes,
+    consistency ("total_order", "sequential", "none"), buffer_bytes, ..."""
+
+    def __init__(self, key_dtype="int64", value_dtype="int64", comm=None, **options):
+        composite = isinstance(key_dtype, (tuple, list))
+        self._key = _CompositeCodec(key_dtype) if composite else _Codec(key_dtype, ordered=True)
+        self._value = _Codec(value_dtype)
+        config = _config(_core.SkiplistMapConfig(), options, "skiplist_map")
+        key_name = f"c{self._key.size}" if composite else {"u64": "u64", "i64": "i64", "f64": "f64",
+                                                             "bytes": "bytes"}[self._key.storage]
+        value_name = "bytes" if self._value.storage == "bytes" else "u64"
+        cls = getattr(_core, f"skiplist_map_{key_name}_{value_name}")
+        self._impl = cls(_communicator(comm), config, self._key.letters if composite else "")
+
+    @property
+    def consistency(self) -> str:
+        """This rank's consistency mode: "total_order", "sequential" or "none"."""
+        return self._live().consistency()
+
+    def set_consistency(self, mode: str) -> None:
+        """Local: this rank's operations from now on run in `mode`; first waits until
+        its earlier operations have completed (C++ set_consistency)."""
+        if not isinstance(mode, str):
+            raise InvalidArgumentError(f"mpidict: consistency is a name, not {_describe(mode)}")
+        self._live().set_consistency(mode)
+
+    # -- expiry ----------------------------------------------------------------------------
+    def insert(self, key, value, *, expires_at=None, ttl=None) -> Request:
+        """A request; get() is True if stored (False: the list was full).  With
+        expires_at (seconds since the epoch, or a datetime) or ttl (seconds from now,
+        or a timedelta) the entry expires then: finds stop seeing it, and a flush()
+        after that time removes it (C++ insert(key, value, expires_at))."""
+        deadline = _expiry(expires_at, ttl)
+        if deadline is None:
+            return super().insert(key, value)
+        return self._live().insert_expiring(self._key.one(key, "key"), self._value.one(value, "value"), *deadline)
+
+    def async_insert(self, key, value, *, expires_at=None, ttl=None) -> None:
+        deadline = _expiry(expires_at, ttl)
+        if deadline is None:
+            return super().async_insert(key, value)
+        self._live().async_insert_expiring(self._key.one(key, "key"), self._value.one(value, "value"), *deadline)
+
+    # -- ranges ----------------------------------------------------------------------------
+    def _entries(self, raw):
+        keys, values = raw
+        return self._key.from_batch(keys), self._value.from_batch(values)
+
+    def _start(self, lo, hi, bounded, limit, descending, after_lo, before_hi):
+        lo_arg = self._key.one(lo, "lo")
+        hi_arg = self._key.one(hi, "hi") if bounded else lo_arg
+        return self._live().range_request(lo_arg, hi_arg, bounded, min(_count(limit, "limit"), 2**64 - 1),
+                                          bool(descending), bool(after_lo), bool(before_hi))
+
+    def range(self, lo, hi, limit: int = 0, descending: bool = False, *, after_lo: bool = False,
+              before_hi: bool = False):
+        """(keys, values) with lo <= key <= hi in key order (descending: largest
+        first), at most `limit` (0: all; with descending the largest ones, in
+        O(log n + limit): "latest N").  after_lo / before_hi exclude lo / hi: the
+        next page of a page cut by `limit` is range(last_key, hi, limit, after_lo=True)
+        (descending: range(lo, last_key, limit, True, before_hi=True))."""
+        return self.range_request(lo, hi, limit, descending, after_lo=after_lo, before_hi=before_hi).get()
+
+    def range_from(self, lo, limit: int = 0, descending: bool = False, *, after_lo: bool = False):
+        """(keys, values) with key >= lo (after_lo: key > lo), as range."""
+        return self.range_from_request(lo, limit, descending, after_lo=after_lo).get()
+
+    def range_request(self, lo, hi, limit: int = 0, descending: bool = False, *, after_lo: bool = False,
+                      before_hi: bool = False):
+        """range as a request (C++'s request<entry_list>): it starts at once, and
+        get() waits and gives (keys, values); wait(), test().  Keep several in flight
+        to pipeline them."""
+        return _Converted(self._start(lo, hi, True, limit, descending, after_lo, before_hi), self._entries)
+
+    def range_from_request(self, lo, limit: int = 0, descending: bool = False, *, after_lo: bool = False):
+        return _Converted(self._start(lo, None, False, limit, descending, after_lo, False), self._entries)
+
+    def range_chunks(self, lo, hi=None, chunk: int = 4096, limit: int = 0, descending: bool = False, *,
+                     after_lo: bool = False, before_hi: bool = False):
+        """The streaming form: yields (keys, values) of at most `chunk` entries at a
+        time, in key order (descending: largest first), over [lo, hi] (hi None: every
+        key >= lo), at most `limit` in all (0: all).  Each chunk is one limited range
+        resumed after the last key of the one before (the paging of range_options),
+        so the whole range is never held at once, a chunk can be used before the next
+        is asked for, and the generator may be left early.  Entries inserted or
+        erased meanwhile may be seen or not, as with separate ranges."""
+        chunk = _count(chunk, "chunk")
+        if chunk == 0:
+            raise InvalidArgumentError("mpidict: range_chunks chunk must be at least 1")
+        limit = _count(limit, "limit")
+        self._key.one(lo, "lo")  # bad input is refused here, not at the first chunk
+        if hi is not None:
+            self._key.one(hi, "hi")
+        self._live()
+        return self._chunks(lo, hi, chunk, limit, bool(descending), bool(after_lo), bool(before_hi))
+
+    def _chunks(self, lo, hi, chunk, limit, descending, after_lo, before_hi):
+        remaining = limit or None
+        bounded = hi is not None
+        while remaining is None or remaining > 0:
+            want = chunk if remaining is None else min(chunk, remaining)
+            keys, values = self._start(lo, hi, bounded, want, descending, after_lo, before_hi and bounded).get()
+            got = self._entries((keys, values))
+            n = len(got[0])
+            if n:
+                yield got
+            if remaining is not None:
+                remaining -= n
+            if n < want:
+                return
+            last = got[0][n - 1]
+            if descending:
+                if not bounded:
+                    bounded = True
+                hi, before_hi = last, True
+            else:
+                lo, after_lo = last, True
+
+    def prefix(self, prefix, limit: int = 0, descending: bool = False):
+        """(keys, values) of every key that starts with `prefix` (bytes or str keys;
+        a str prefix as UTF-8), in key order (descending: largest first), at most `limit`."""
+        return self.prefix_request(prefix, limit, descending).get()
+
+    def prefix_request(self, prefix, limit: int = 0, descending: bool = False):
+        if self._key.storage != "bytes" or self._key.dtype is not None:
+            raise InvalidArgumentError("mpidict: skiplist_map prefix needs bytes or str keys")
+        return _Converted(self._live().prefix_request(self._key.one(prefix, "prefix"), _count(limit, "limit"),
+                                                      bool(descending)), self._entries)
+
+    def match(self, pattern: str, limit: int = 0, descending: bool = False):
+        """(keys, values) of the keys in a pattern's box (docs/skiplist_map.md,
+        "Pattern queries"): for composite keys one element per field, e.g.
+        "7.[0.5,2.0)" (field 0 is 7, field 1 in [0.5, 2.0)), "*.[,3]"; numeric keys
+        take one.  In key order (descending: largest first), at most `limit`."""
+        return self.match_request(pattern, limit, descending).get()
+
+    def match_request(self, pattern: str, limit: int = 0, descending: bool = False):
+        """match as a request: get() gives (keys, values)."""
+        if not isinstance(pattern, str):
+            raise InvalidArgumentError(f"mpidict: a pattern is text, not {_describe(pattern)}")
+        return _Converted(self._live().match_request(pattern, _count(limit, "limit"), bool(descending)),
+                          self._entries)

@@ -1,0 +1,298 @@
+// mpidict._core, part 2: skiplist_map (module.cpp binds the other containers
+// and calls bind_skiplist_maps).
+//
+// Keys: int64, uint64, float64 (C++ numbers), byte strings, and composite keys
+// of 2 to 4 fields.  A composite key crosses as std::array<uint64_t, D> whose
+// words are its fields' order-preserving bits (computed by python/mpidict/
+// _skiplist.py: int64 with the sign bit flipped, float64 as ordered_codec
+// does, uint64 as it is).  uint64's own encoding is big-endian, so the list
+// stores exactly the bytes C++'s std::tuple of those field types would, ranges
+// and patterns order them as C++ does, and one instantiation per D serves every
+// mix of field types.  A pattern's text is parsed with the real field types
+// (python passes them as a string of 'i', 'u', 'f') and its box carried over
+// word by word to the array's pattern (the encoded bounds are equal).
+
+#include <nanobind/stl/array.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "binding.hpp"
+#include "mpidict/skiplist_map.hpp"
+#include "reference.hpp"
+
+namespace mpidict_python {
+
+template <std::size_t D>
+using composite = std::array<std::uint64_t, D>;
+
+// A composite key batch: n * D words, key i at [i * D, i * D + D).
+template <std::size_t D>
+struct kind<composite<D>> {
+    using batch = array_in<std::uint64_t>;
+    struct view {
+        const std::uint64_t* p;
+        std::size_t n;
+        std::size_t size() const { return n; }
+        composite<D> at(std::size_t i) const {
+            composite<D> key;
+            std::copy_n(p + i * D, D, key.begin());
+            return key;
+        }
+    };
+    static view open(const batch& b) {
+        if (b.shape(0) % D != 0)
+            throw mpidict::invalid_argument_error("mpidict: a batch of " + std::to_string(D) + "-field keys holds " +
+                                                  std::to_string(b.shape(0)) + " words, not a multiple of " +
+                                                  std::to_string(D));
+        return {b.data(), b.shape(0) / D};
+    }
+    struct out {
+        std::vector<std::uint64_t> items;
+        void add(const composite<D>& key) { items.insert(items.end(), key.begin(), key.end()); }
+        nb::object release() { return nb::cast(to_numpy(std::move(items))); }
+    };
+    using arg = composite<D>;
+    static composite<D> value(const arg& a) { return a; }
+};
+
+void bind_skiplist_maps(nb::module_& mod);
+
+}  // namespace mpidict_python
+
+namespace {
+
+using namespace mpidict_python;
+using mpidict::dimension_kind;
+using mpidict::dimension_type;
+
+template <class K>
+constexpr bool is_composite = false;
+template <std::size_t D>
+constexpr bool is_composite<composite<D>> = true;
+
+// The field types of a composite key from Python's letters ('i' int64, 'u' uint64, 'f' float64).
+std::vector<dimension_type> field_types(const std::string& letters) {
+    std::vector<dimension_type> types;
+    for (const char letter : letters) {
+        if (letter == 'i')
+            types.push_back({dimension_kind::signed_integer, 8});
+        else if (letter == 'u')
+            types.push_back({dimension_kind::unsigned_integer, 8});
+        else if (letter == 'f')
+            types.push_back({dimension_kind::floating, 8});
+        else
+            throw mpidict::invalid_argument_error(std::string("mpidict: composite key field type '") + letter +
+                                                  "' is not 'i', 'u' or 'f'");
+    }
+    return types;
+}
+
+std::uint64_t big_endian_word(const std::string& field) {
+    std::uint64_t word = 0;
+    for (const char byte : field)
+        word = (word << 8) | static_cast<unsigned char>(byte);
+    return word;
+}
+
+// An absolute deadline (seconds since the epoch), or one `seconds` from now on
+// the map's expiry clock (system_clock unless the configuration set one).
+template <class Map>
+typename Map::clock::time_point deadline(const Map& map, double seconds, bool from_now) {
+    using clock = typename Map::clock;
+    if (!std::isfinite(seconds))
+        throw mpidict::invalid_argument_error("mpidict: skiplist_map expiry must be a finite number of seconds, not " +
+                                              std::to_string(seconds));
+    // system_clock counts nanoseconds in 64 bits (until the year 2262).
+    if (std::abs(seconds) > 7e9)
+        throw mpidict::invalid_argument_error("mpidict: skiplist_map expiry " + std::to_string(seconds) +
+                                              " s is beyond what the clock holds (|seconds| <= 7e9)");
+    if (from_now && seconds < 0)
+        throw mpidict::invalid_argument_error("mpidict: skiplist_map ttl must be >= 0 seconds, not " +
+                                              std::to_string(seconds));
+    const auto offset = std::chrono::duration_cast<typename clock::duration>(std::chrono::duration<double>(seconds));
+    if (!from_now)
+        return typename clock::time_point(offset);
+    const auto& now = map.settings().expiry_clock;
+    return (now ? now() : clock::now()) + offset;
+}
+
+template <class K, class V>
+class py_skiplist_map : public py_single_valued<mpidict::skiplist_map<K, V>, K, V> {
+public:
+    using map_type = mpidict::skiplist_map<K, V>;
+    using entry_list = typename map_type::entry_list;
+    using py_container<map_type>::m;
+    ~py_skiplist_map() { this->abandon_if_alive("skiplist_map"); }
+    py_skiplist_map(const py_skiplist_map&) = delete;
+    py_skiplist_map& operator=(const py_skiplist_map&) = delete;
+    py_skiplist_map(communicator c, mpidict::skiplist_map_config config, const std::string& fields) {
+        if constexpr (is_composite<K>) {
+            m_fields = field_types(fields);
+            if (m_fields.size() != std::tuple_size_v<K>)
+                throw mpidict::invalid_argument_error("mpidict: composite key field types '" + fields +
+                                                      "' do not name " + std::to_string(std::tuple_size_v<K>) +
+                                                      " fields");
+        } else if (!fields.empty()) {
+            throw mpidict::invalid_argument_error("mpidict: field types given for a map of one-field keys");
+        }
+        m = std::make_unique<map_type>(c.comm, config);
+    }
+
+    // Expiry (the C++ insert(key, value, expires_at)): `seconds` since the
+    // epoch, or from now with from_now (a ttl).
+    request_handle insert_expiring(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in,
+                                   double seconds, bool from_now) {
+        return wrap(m->insert(kind<K>::value(key_in), kind<V>::value(value_in), deadline(*m, seconds, from_now)),
+                    [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
+    }
+    void async_insert_expiring(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in,
+                               double seconds, bool from_now) {
+        m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in), deadline(*m, seconds, from_now));
+    }
+
+    // The ordered queries as requests (get() gives (keys, values)); `bounded`
+    // false is range_from (hi unused).
+    request_handle range_request(const typename kind<K>::arg& lo_in, const typename kind<K>::arg& hi_in, bool bounded,
+                                 std::uint64_t limit, bool descending, bool after_lo, bool before_hi) {
+        const mpidict::range_options options{limit, descending, after_lo, before_hi && bounded};
+        const K lo = kind<K>::value(lo_in);
+        auto pending = bounded ? m->range(lo, kind<K>::value(hi_in), options) : m->range_from(lo, options);
+        return wrap(std::move(pending), [](const entry_list& entries) { return entries_out(entries); });
+    }
+    request_handle match_request(const std::string& text, std::uint64_t limit, bool descending) {
+        mpidict::range_options options;
+        options.limit = limit;
+        options.descending = descending;
+        if constexpr (is_composite<K>) {
+            // The box in the real field types, carried over to the words.
+            const auto typed = mpidict::key_pattern::parse(text, std::span<const dimension_type>(m_fields));
+            auto words = mpidict::key_pattern::for_key<K>();
+            for (std::size_t i = 0; i < typed.size(); ++i)
+                words.interval(i, big_endian_word(typed[i].lo), big_endian_word(typed[i].hi));
+            return wrap(m->match(words, options), [](const entry_list& entries) { return entries_out(entries); });
+        } else if constexpr (std::is_arithmetic_v<K>) {
+            return wrap(m->match(std::string_view(text), options),
+                        [](const entry_list& entries) { return entries_out(entries); });
+        } else {
+            throw mpidict::invalid_argument_error(
+                "mpidict: skiplist_map match: pattern queries need numeric or composite keys (use range or prefix for "
+                "byte-string keys)");
+        }
+    }
+    // This caller's consistency mode (C++ consistency / set_consistency, which
+    // waits for this caller's earlier operations: the GIL is released).
+    std::string consistency() const { return mpidict::to_string(m->consistency()); }
+    void set_consistency(const std::string& name) {
+        const auto mode = mpidict::skiplist_consistency_named(name);
+        if (!mode)
+            throw mpidict::invalid_argument_error("mpidict: consistency '" + name +
+                                                  "' is not one of total_order, sequential, none");
+        nb::gil_scoped_release released;
+        m->set_consistency(*mode);
+    }
+    // Every entry whose key starts with `prefix` (byte-string keys).
+    request_handle prefix_request(const nb::bytes& prefix, std::uint64_t limit, bool descending) {
+        if constexpr (std::is_same_v<K, std::string>) {
+            mpidict::range_options options;
+            options.limit = limit;
+            options.descending = descending;
+            return wrap(m->prefix(std::string_view(prefix.c_str(), prefix.size()), options),
+                        [](const entry_list& entries) { return entries_out(entries); });
+        } else {
+            throw mpidict::invalid_argument_error("mpidict: skiplist_map prefix needs bytes or str keys");
+        }
+    }
+    // Blocking forms: the request, waited for with the GIL released.
+    nb::object range(const typename kind<K>::arg& lo, const typename kind<K>::arg& hi, bool bounded,
+                     std::uint64_t limit, bool descending, bool after_lo, bool before_hi) {
+        return range_request(lo, hi, bounded, limit, descending, after_lo, before_hi).get();
+    }
+    nb::object match(const std::string& text, std::uint64_t limit, bool descending) {
+        return match_request(text, limit, descending).get();
+    }
+
+    static nb::tuple entries_out(const entry_list& entries) {
+        pair_columns<K, V> out;
+        for (const auto& [k, v] : entries)
+            out.add(k, v);
+        return out.release();
+    }
+
+private:
+    std::vector<dimension_type> m_fields;  // composite keys: the real field types
+};
+
+template <class K, class V>
+void bind_skiplist_map(nb::module_& mod, const char* name) {
+    using M = py_skiplist_map<K, V>;
+    auto c = nb::class_<M>(mod, name)
+                 .def(nb::init<communicator, mpidict::skiplist_map_config, const std::string&>())
+                 .def("insert_expiring", &M::insert_expiring)
+                 .def("async_insert_expiring", &M::async_insert_expiring)
+                 .def("range", &M::range)
+                 .def("range_request", &M::range_request)
+                 .def("match", &M::match)
+                 .def("match_request", &M::match_request)
+                 .def("prefix_request", &M::prefix_request)
+                 .def("consistency", &M::consistency)
+                 .def("set_consistency", &M::set_consistency);
+    bind_single_valued(c);
+    if constexpr (std::is_same_v<K, std::int64_t> && std::is_same_v<V, std::uint64_t>) {
+        namespace ref = mpidict_python::reference;
+        using span = std::span<const std::int64_t>;
+        c.def("cpp_reference_insert", [](M& self, const array_in<std::int64_t>& keys) {
+            nb::gil_scoped_release released;
+            return ref::skiplist_insert(self.map(), span(keys.data(), keys.shape(0)));
+        });
+        c.def("cpp_reference_find", [](M& self, const array_in<std::int64_t>& keys) {
+            nb::gil_scoped_release released;
+            return ref::skiplist_find(self.map(), span(keys.data(), keys.shape(0)));
+        });
+        c.def("cpp_reference_range", [](M& self, const array_in<std::int64_t>& lo, const array_in<std::int64_t>& hi,
+                                        const array_in<std::uint64_t>& expected, std::size_t window) {
+            if (lo.shape(0) != hi.shape(0) || lo.shape(0) != expected.shape(0))
+                throw mpidict::invalid_argument_error("cpp_reference_range: lo, hi and expected differ in length");
+            nb::gil_scoped_release released;
+            return ref::skiplist_range(self.map(), span(lo.data(), lo.shape(0)), span(hi.data(), hi.shape(0)),
+                                       std::span<const std::uint64_t>(expected.data(), expected.shape(0)), window);
+        });
+    }
+}
+
+}  // namespace
+
+void mpidict_python::bind_skiplist_maps(nb::module_& mod) {
+    nb::class_<mpidict::skiplist_map_config>(mod, "SkiplistMapConfig")
+        .def(nb::init<>())
+        .def_rw("runtime", &mpidict::skiplist_map_config::runtime)
+        .def_rw("granularity", &mpidict::skiplist_map_config::granularity)
+        .def_rw("node_slots_per_rank", &mpidict::skiplist_map_config::node_slots_per_rank)
+        .def_rw("memory_limit_per_rank", &mpidict::skiplist_map_config::memory_limit_per_rank)
+        .def_rw("max_key_bytes", &mpidict::skiplist_map_config::max_key_bytes)
+        .def_rw("max_value_bytes", &mpidict::skiplist_map_config::max_value_bytes)
+        .def_prop_rw(
+            "consistency", [](const mpidict::skiplist_map_config& c) { return std::string(mpidict::to_string(c.consistency)); },
+            [](mpidict::skiplist_map_config& c, const std::string& name) {
+                const auto mode = mpidict::skiplist_consistency_named(name);
+                if (!mode)
+                    throw mpidict::invalid_argument_error("mpidict: consistency '" + name +
+                                                          "' is not one of total_order, sequential, none");
+                c.consistency = *mode;
+            });
+
+    bind_skiplist_map<std::int64_t, std::uint64_t>(mod, "skiplist_map_i64_u64");
+    bind_skiplist_map<std::int64_t, std::string>(mod, "skiplist_map_i64_bytes");
+    bind_skiplist_map<std::uint64_t, std::uint64_t>(mod, "skiplist_map_u64_u64");
+    bind_skiplist_map<std::uint64_t, std::string>(mod, "skiplist_map_u64_bytes");
+    bind_skiplist_map<double, std::uint64_t>(mod, "skiplist_map_f64_u64");
+    bind_skiplist_map<double, std::string>(mod, "skiplist_map_f64_bytes");
+    bind_skiplist_map<std::string, std::uint64_t>(mod, "skiplist_map_bytes_u64");
+    bind_skiplist_map<std::string, std::string>(mod, "skiplist_map_bytes_bytes");
+    bind_skiplist_map<composite<2>, std::uint64_t>(mod, "skiplist_map_c2_u64");
+    bind_skiplist_map<composite<2>, std::string>(mod, "skiplist_map_c2_bytes");
+    bind_skiplist_map<composite<3>, std::uint64_t>(mod, "skiplist_map_c3_u64");
+    bind_skiplist_map<composite<3>, std::string>(mod, "skiplist_map_c3_bytes");
+    bind_skiplist_map<composite<4>, std::uint64_t>(mod, "skiplist_map_c4_u64");
+    bind_skiplist_map<composite<4>, std::string>(mod, "skiplist_map_c4_bytes");
+}
