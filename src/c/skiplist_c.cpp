@@ -21,77 +21,13 @@
 #include <vector>
 
 #include "c_support.hpp"
+#include "skiplist_internal.hpp"
 #include "mpidict/runtime/serving.hpp"
 #include "mpidict/skiplist_map.hpp"
 
 namespace {
 
-using mpidict::c_detail::fail;
-using mpidict::c_detail::guarded;
-
-using int_map = mpidict::skiplist_map<std::int64_t, std::string>;
-using bytes_map = mpidict::skiplist_map<std::string, std::string>;
-
-constexpr std::uint64_t list_magic = 0x316c7369'6469706dULL;  // "mpidisl1"
-
-}  // namespace
-
-struct mpidict_skiplist {
-    std::uint64_t magic = list_magic;
-    int kind = MPIDICT_SKIPLIST_INT64;
-    std::size_t value_size = 0;
-    int rank = 0;
-    int size = 1;
-    bool destroyed = false;
-    std::unique_ptr<int_map> ints;
-    std::unique_ptr<bytes_map> bytes;
-};
-
-namespace {
-
-int check_list(const mpidict_skiplist* list, const char* function) {
-    if (list == nullptr)
-        return fail(MPIDICT_ERR_ARGUMENT, function, "list is NULL");
-    if (list->magic != list_magic)
-        return fail(MPIDICT_ERR_ARGUMENT, function, "list is not a live mpidict_skiplist handle (freed or corrupt)");
-    return MPIDICT_OK;
-}
-
-// A live list of the given key kind.
-int check_use(const mpidict_skiplist* list, int kind, const char* function) {
-    if (const int code = check_list(list, function))
-        return code;
-    if (list->destroyed)
-        return fail(MPIDICT_ERR_DESTROYED, function, "the list was destroyed by mpidict_skiplist_destroy");
-    if (list->kind != kind)
-        return fail(MPIDICT_ERR_ARGUMENT, function,
-                    std::string("this is a function for ") +
-                        (kind == MPIDICT_SKIPLIST_INT64 ? "MPIDICT_SKIPLIST_INT64" : "MPIDICT_SKIPLIST_BYTES") +
-                        " lists; the list was created with " +
-                        (list->kind == MPIDICT_SKIPLIST_INT64 ? "MPIDICT_SKIPLIST_INT64" : "MPIDICT_SKIPLIST_BYTES"));
-    return MPIDICT_OK;
-}
-
-int check_bytes(const void* data, std::size_t size, const char* what, const char* function) {
-    if (data == nullptr && size != 0)
-        return fail(MPIDICT_ERR_ARGUMENT, function, std::string(what) + " is NULL with " + std::to_string(size) +
-                                                        " bytes");
-    return MPIDICT_OK;
-}
-
-int check_value(const mpidict_skiplist* list, const void* value, std::size_t value_bytes, const char* function) {
-    if (const int code = check_bytes(value, value_bytes, "value", function))
-        return code;
-    if (list->value_size != 0 && value_bytes != list->value_size)
-        return fail(MPIDICT_ERR_ARGUMENT, function,
-                    "value of " + std::to_string(value_bytes) + " bytes; this list's values have value_size = " +
-                        std::to_string(list->value_size) + " bytes");
-    return MPIDICT_OK;
-}
-
-std::string as_string(const void* data, std::size_t size) {
-    return size == 0 ? std::string() : std::string(static_cast<const char*>(data), size);
-}
+using namespace mpidict::c_skiplist;
 
 // A refused insert (list_full): MPIDICT_ERR_FULL with what to change.
 template <class Map>
@@ -216,24 +152,6 @@ int erase(Map& map, const Key& key, int* erased, const char* function) {
     });
 }
 
-template <class Entries>
-int visit_all(const Entries& entries, mpidict_skiplist_visitor visit, void* context, std::size_t* count) {
-    std::size_t visited = 0;
-    for (const auto& [key, value] : entries) {
-        ++visited;
-        int stop = 0;
-        if constexpr (std::is_same_v<std::decay_t<decltype(key)>, std::int64_t>)
-            stop = visit(&key, sizeof key, value.data(), value.size(), context);
-        else
-            stop = visit(key.data(), key.size(), value.data(), value.size(), context);
-        if (stop != 0)
-            break;
-    }
-    if (count != nullptr)
-        *count = visited;
-    return MPIDICT_OK;
-}
-
 }  // namespace
 
 extern "C" int mpidict_skiplist_options_init(mpidict_skiplist_options* options) {
@@ -248,6 +166,7 @@ extern "C" int mpidict_skiplist_options_init(mpidict_skiplist_options* options) 
     options->max_key_bytes = defaults.max_key_bytes;
     options->max_value_bytes = defaults.max_value_bytes;
     options->buffer_bytes = 0;
+    options->consistency = static_cast<int>(defaults.consistency);
     return MPIDICT_OK;
 }
 
@@ -270,6 +189,11 @@ extern "C" int mpidict_skiplist_create(MPI_Comm comm, int key_kind, size_t value
         code = fail(MPIDICT_ERR_ARGUMENT, function,
                     "key_kind " + std::to_string(key_kind) +
                         " is neither MPIDICT_SKIPLIST_INT64 (0) nor MPIDICT_SKIPLIST_BYTES (1)");
+    else if (settings.consistency < MPIDICT_SKIPLIST_TOTAL_ORDER || settings.consistency > MPIDICT_SKIPLIST_NONE)
+        code = fail(MPIDICT_ERR_ARGUMENT, function,
+                    "options->consistency " + std::to_string(settings.consistency) +
+                        " is none of MPIDICT_SKIPLIST_TOTAL_ORDER (0), MPIDICT_SKIPLIST_SEQUENTIAL (1), "
+                        "MPIDICT_SKIPLIST_NONE (2)");
     else if (value_size > settings.max_value_bytes)
         code = fail(MPIDICT_ERR_ARGUMENT, function,
                     "value_size " + std::to_string(value_size) + " exceeds max_value_bytes = " +
@@ -301,6 +225,7 @@ extern "C" int mpidict_skiplist_create(MPI_Comm comm, int key_kind, size_t value
         config.tower_probability = settings.tower_probability;
         config.max_key_bytes = key_kind == MPIDICT_SKIPLIST_INT64 ? sizeof(std::int64_t) : settings.max_key_bytes;
         config.max_value_bytes = value_size != 0 ? value_size : settings.max_value_bytes;
+        config.consistency = static_cast<mpidict::skiplist_consistency>(settings.consistency);
         config.runtime.buffer_bytes = settings.buffer_bytes != 0
                                           ? settings.buffer_bytes
                                           : std::max(config.runtime.buffer_bytes, config.required_buffer_bytes());

@@ -76,7 +76,22 @@ typedef struct mpidict_skiplist_options {
     /* Resident bytes of a rank past which it hosts no new node; 0: automatic
        (3/4 of the node's memory over the ranks on it), SIZE_MAX: none. */
     size_t memory_limit_per_rank; /* (default 0) */
+    /* This rank's consistency mode to start in (skiplist_map.md "Consistency
+       modes"): MPIDICT_SKIPLIST_TOTAL_ORDER, _SEQUENTIAL (default) or _NONE;
+       mpidict_skiplist_set_consistency changes it later. */
+    int consistency;
 } mpidict_skiplist_options;
+
+/* Consistency modes (the values of C++'s skiplist_consistency). */
+#define MPIDICT_SKIPLIST_TOTAL_ORDER 0
+#define MPIDICT_SKIPLIST_SEQUENTIAL 1
+#define MPIDICT_SKIPLIST_NONE 2
+
+/* Flags of the _flags ranges and of match (OR them; C++'s range_options). */
+#define MPIDICT_SKIPLIST_DESCENDING 0x1u /* largest key first; with a limit, the largest keys ("latest N") */
+#define MPIDICT_SKIPLIST_AFTER_LO 0x2u   /* lo itself excluded: the next ascending page after its last key */
+#define MPIDICT_SKIPLIST_BEFORE_HI 0x4u  /* hi itself excluded: the next descending page below its last key */
+#define MPIDICT_SKIPLIST_FROM 0x8u       /* no upper end: every key >= lo (C++ range_from); hi is ignored */
 
 /* Visits one entry of a range.  For an INT64 list, key points to an int64_t
  * (key_bytes == 8).  Return 0 to go on, non-zero to stop. */
@@ -141,6 +156,29 @@ int mpidict_skiplist_insert_many_i64(mpidict_skiplist* list, const int64_t* keys
                                      const size_t* value_bytes, uint64_t* stored, uint64_t* refused,
                                      size_t* refused_indexes);
 
+/* As mpidict_skiplist_range_i64, with flags (MPIDICT_SKIPLIST_DESCENDING,
+ * _AFTER_LO, _BEFORE_HI, _FROM).  Paging: a page cut by `limit` resumes with
+ * lo = its last key and _AFTER_LO (descending: hi = its last key and _BEFORE_HI). */
+int mpidict_skiplist_range_flags_i64(mpidict_skiplist* list, int64_t lo, int64_t hi, uint64_t limit, unsigned flags,
+                                     mpidict_skiplist_visitor visit, void* context, size_t* count);
+/* Pattern query (docs/skiplist_map.md "Pattern queries") on an INT64 list: a
+ * one-dimensional pattern in the text form, e.g. "[100,200)", "(5,]", "42",
+ * "*".  Visits the matching entries in key order (flags: MPIDICT_SKIPLIST_DESCENDING
+ * only), at most `limit` (0: all), as range_i64 does.  A syntax error returns
+ * MPIDICT_ERR_ARGUMENT naming the position.  BYTES lists have no numeric
+ * dimensions: MPIDICT_ERR_ARGUMENT (use prefix or range_bytes). */
+int mpidict_skiplist_match(mpidict_skiplist* list, const char* pattern, uint64_t limit, unsigned flags,
+                           mpidict_skiplist_visitor visit, void* context, size_t* count);
+/* Batch lookup (the C++ find_many: up to caller_window keys in flight, answered
+ * in index order).  found[i] (room for count) is 1 if keys[i] is there; its
+ * value is copied to out_values + i * value_capacity, truncated to
+ * value_capacity bytes (as find does; out_values may be NULL when
+ * value_capacity is 0), and value_bytes[i] (may be NULL; else room for count)
+ * gets its full size (0 when not found).  Local; other ranks are served while
+ * it waits. */
+int mpidict_skiplist_find_many_i64(mpidict_skiplist* list, const int64_t* keys, size_t count, void* out_values,
+                                   size_t value_capacity, size_t* value_bytes, int* found);
+
 /* ---- BYTES keys --------------------------------------------------------------- */
 
 int mpidict_skiplist_insert_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes, const void* value,
@@ -161,6 +199,14 @@ int mpidict_skiplist_range_bytes(mpidict_skiplist* list, const void* lo, size_t 
 int mpidict_skiplist_insert_many_bytes(mpidict_skiplist* list, const void* keys, const size_t* key_bytes,
                                        size_t count, const void* values, const size_t* value_bytes, uint64_t* stored,
                                        uint64_t* refused, size_t* refused_indexes);
+/* As mpidict_skiplist_range_bytes, with flags (as range_flags_i64). */
+int mpidict_skiplist_range_flags_bytes(mpidict_skiplist* list, const void* lo, size_t lo_bytes, const void* hi,
+                                       size_t hi_bytes, uint64_t limit, unsigned flags, mpidict_skiplist_visitor visit,
+                                       void* context, size_t* count);
+/* As mpidict_skiplist_find_many_i64; the keys packed back to back (key i has
+ * key_bytes[i] bytes and starts where key i - 1 ends). */
+int mpidict_skiplist_find_many_bytes(mpidict_skiplist* list, const void* keys, const size_t* key_bytes, size_t count,
+                                     void* out_values, size_t value_capacity, size_t* value_bytes, int* found);
 /* Every entry whose key starts with prefix[0..prefix_bytes) (prefix_bytes may be 0: all). */
 int mpidict_skiplist_prefix(mpidict_skiplist* list, const void* prefix, size_t prefix_bytes, uint64_t limit,
                             int descending, mpidict_skiplist_visitor visit, void* context, size_t* count);
@@ -175,6 +221,12 @@ int mpidict_skiplist_local_size(const mpidict_skiplist* list, size_t* entries);
 int mpidict_skiplist_global_size(mpidict_skiplist* list, size_t* entries);
 /* Local.  This rank's async inserts refused because the list was full (known after a flush). */
 int mpidict_skiplist_async_rejected(const mpidict_skiplist* list, uint64_t* rejected);
+/* Local.  This rank's consistency mode (options.consistency until changed).
+ * set_consistency first waits until this rank's earlier operations on the list
+ * have completed (other ranks are served meanwhile), so each mode's promise
+ * covers exactly the operations started in it (C++ set_consistency). */
+int mpidict_skiplist_consistency(const mpidict_skiplist* list, int* mode);
+int mpidict_skiplist_set_consistency(mpidict_skiplist* list, int mode);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,104 @@
+#pragma once
+// What the C API's skiplist translation units share (skiplist_c.cpp: create,
+// point operations, batches, ranges; skiplist_c_query.cpp: range flags, match,
+// find_many, consistency modes): the handle and the argument checks.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "c_support.hpp"
+#include "mpidict/c/skiplist.h"
+#include "mpidict/skiplist_map.hpp"
+
+namespace mpidict::c_skiplist {
+
+using int_map = mpidict::skiplist_map<std::int64_t, std::string>;
+using bytes_map = mpidict::skiplist_map<std::string, std::string>;
+
+inline constexpr std::uint64_t list_magic = 0x316c7369'6469706dULL;  // "mpidisl1"
+
+}  // namespace mpidict::c_skiplist
+
+struct mpidict_skiplist {
+    std::uint64_t magic = mpidict::c_skiplist::list_magic;
+    int kind = MPIDICT_SKIPLIST_INT64;
+    std::size_t value_size = 0;
+    int rank = 0;
+    int size = 1;
+    bool destroyed = false;
+    std::unique_ptr<mpidict::c_skiplist::int_map> ints;
+    std::unique_ptr<mpidict::c_skiplist::bytes_map> bytes;
+};
+
+namespace mpidict::c_skiplist {
+
+using mpidict::c_detail::fail;
+using mpidict::c_detail::guarded;
+
+inline int check_list(const mpidict_skiplist* list, const char* function) {
+    if (list == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "list is NULL");
+    if (list->magic != list_magic)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "list is not a live mpidict_skiplist handle (freed or corrupt)");
+    return MPIDICT_OK;
+}
+
+// A live list of the given key kind.
+inline int check_use(const mpidict_skiplist* list, int kind, const char* function) {
+    if (const int code = check_list(list, function))
+        return code;
+    if (list->destroyed)
+        return fail(MPIDICT_ERR_DESTROYED, function, "the list was destroyed by mpidict_skiplist_destroy");
+    if (list->kind != kind)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    std::string("this is a function for ") +
+                        (kind == MPIDICT_SKIPLIST_INT64 ? "MPIDICT_SKIPLIST_INT64" : "MPIDICT_SKIPLIST_BYTES") +
+                        " lists; the list was created with " +
+                        (list->kind == MPIDICT_SKIPLIST_INT64 ? "MPIDICT_SKIPLIST_INT64" : "MPIDICT_SKIPLIST_BYTES"));
+    return MPIDICT_OK;
+}
+
+inline int check_bytes(const void* data, std::size_t size, const char* what, const char* function) {
+    if (data == nullptr && size != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function, std::string(what) + " is NULL with " + std::to_string(size) +
+                                                        " bytes");
+    return MPIDICT_OK;
+}
+
+inline int check_value(const mpidict_skiplist* list, const void* value, std::size_t value_bytes, const char* function) {
+    if (const int code = check_bytes(value, value_bytes, "value", function))
+        return code;
+    if (list->value_size != 0 && value_bytes != list->value_size)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "value of " + std::to_string(value_bytes) + " bytes; this list's values have value_size = " +
+                        std::to_string(list->value_size) + " bytes");
+    return MPIDICT_OK;
+}
+
+inline std::string as_string(const void* data, std::size_t size) {
+    return size == 0 ? std::string() : std::string(static_cast<const char*>(data), size);
+}
+
+template <class Entries>
+int visit_all(const Entries& entries, mpidict_skiplist_visitor visit, void* context, std::size_t* count) {
+    std::size_t visited = 0;
+    for (const auto& [key, value] : entries) {
+        ++visited;
+        int stop = 0;
+        if constexpr (std::is_same_v<std::decay_t<decltype(key)>, std::int64_t>)
+            stop = visit(&key, sizeof key, value.data(), value.size(), context);
+        else
+            stop = visit(key.data(), key.size(), value.data(), value.size(), context);
+        if (stop != 0)
+            break;
+    }
+    if (count != nullptr)
+        *count = visited;
+    return MPIDICT_OK;
+}
+
+}  // namespace mpidict::c_skiplist
