@@ -3,7 +3,9 @@
 
 #include "mpidict/detail/skiplist_caller.hpp"
 
+#include <cstdlib>
 #include <span>
+#include <vector>
 
 #include "mpidict/error.hpp"
 
@@ -58,7 +60,33 @@ bool range_in_flight(const Ranges& ranges, std::string_view lo, std::string_view
     return false;
 }
 
+// Mode sequential: whether a range that range_in_flight holds back may go
+// ahead of the earlier ranges it overlaps (caller_ranges.cpp, "Ranges that go
+// ahead"): it and each of them walk level 0 ascending and are not streamed.
+// `after` receives their issue numbers.
+template <class Ranges>
+bool may_go_ahead(const Ranges& ranges, std::string_view lo, std::string_view hi, bool bounded, bool streaming,
+                  bool descending, std::vector<std::uint64_t>& after) {
+    after.clear();
+    if (streaming || descending)
+        return false;
+    for (const auto& [slot, state] : ranges) {
+        if (!((state.split || state.remaining != 0) && (!bounded || std::string_view(state.cursor) < hi) &&
+              (!state.bounded || lo < std::string_view(state.hi))))
+            continue;
+        if (state.split || state.streaming || state.descending)
+            return false;
+        after.push_back(state.sequence);
+    }
+    return true;
+}
+
 }  // namespace
+
+bool skiplist_caller::trust_ranges_for_testing() {
+    const char* text = std::getenv("MPIDICT_SKIPLIST_TRUST_RANGES_FOR_TESTING");
+    return text != nullptr && *text != '\0' && std::string_view(text) != "0";
+}
 
 void skiplist_caller::set_consistency(skiplist_consistency mode) {
     if (static_cast<unsigned>(mode) > static_cast<unsigned>(skiplist_consistency::none))
@@ -287,10 +315,16 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
     state.cursor = std::string(lo);
     state.hi = std::string(hi);
     state.bounded = bounded;
-    m_range_sequence[slot] = next_issue();
+    state.descending = descending;
+    state.limit = limit;
+    state.pattern = std::string(pattern);
+    state.sequence = m_range_sequence[slot] = next_issue();
+    std::vector<std::uint64_t> after;
     if ((in_issue_order() && !m_issue_queue.empty()) ||
-        (orders_ranges(m_mode, m_shared.config) && (!m_issue_queue.empty() || point_in_flight(m_keys, lo, hi, bounded) ||
-                                                    range_in_flight(m_ranges, lo, hi, bounded)))) {
+        (orders_ranges(m_mode, m_shared.config) &&
+         (!m_issue_queue.empty() || point_in_flight(m_keys, lo, hi, bounded) ||
+          (range_in_flight(m_ranges, lo, hi, bounded) &&
+           !may_go_ahead(m_ranges, lo, hi, bounded, streaming, descending, after))))) {
         queued_operation later;
         later.range = true;
         later.slot = slot;
@@ -304,6 +338,16 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
         return;
     }
     dispatch_range(slot, lo, hi, bounded, limit, pattern, descending);
+    go_ahead(slot, std::move(after));
+}
+
+void skiplist_caller::go_ahead(std::uint32_t slot, std::vector<std::uint64_t> after) {
+    if (after.empty())
+        return;
+    range_state& state = m_ranges[slot];
+    state.speculative = true;
+    state.after = std::move(after);
+    ++m_speculating;
 }
 
 void skiplist_caller::drain_issue_queue() {
@@ -311,10 +355,14 @@ void skiplist_caller::drain_issue_queue() {
         queued_operation& next = m_issue_queue.front();
         const bool sequential = orders_ranges(m_mode, m_shared.config);
         if (next.range) {
+            std::vector<std::uint64_t> after;
             if (sequential && (point_in_flight(m_keys, next.key, next.hi, next.bounded) ||
-                               range_in_flight(m_ranges, next.key, next.hi, next.bounded)))
+                               (range_in_flight(m_ranges, next.key, next.hi, next.bounded) &&
+                                !may_go_ahead(m_ranges, next.key, next.hi, next.bounded,
+                                              m_ranges[next.slot].streaming, next.descending, after))))
                 return;
             dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern, next.descending);
+            go_ahead(next.slot, std::move(after));
         } else {
             if (sequential && covered_by_range(m_ranges, next.key))
                 return;

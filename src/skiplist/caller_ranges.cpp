@@ -48,10 +48,140 @@ void skiplist_caller::handle_range_part(int source, std::string_view record) {
         result += bytes;
         total += state.counts[index];
     }
+    if (state.speculative) {
+        // It went ahead of earlier ranges: delivered once checked against them.
+        state.parts.clear();
+        state.counts.clear();
+        state.complete = true;
+        state.collected = std::move(result);
+        state.count = total;
+        state.source = source;
+        settle_ranges();
+        return;
+    }
+    if (m_speculating > 0)
+        m_settled_reads.emplace(state.sequence, reads_of(state, result, total));
     m_ranges.erase(found);
     deliver(take_range_sequence(slot), completion{source, slot, total, std::move(result)});
-    if (!m_issue_queue.empty())
+    if (m_speculating > 0)
+        settle_ranges();  // drains the issue queue
+    else if (!m_issue_queue.empty())
         drain_issue_queue();  // what waited for this range (mode sequential)
+}
+
+// ---------------------------------------------------------------------------
+// Ranges that go ahead (mode sequential)
+// ---------------------------------------------------------------------------
+//
+// A range must read every key after the caller's earlier ranges that read it
+// (monotonic reads).  An unbounded range_from(lo, limit) overlaps every later
+// range above lo until it finishes, so with that rule alone a caller's ranges
+// ran one at a time.  Instead, a range held back only by earlier ranges (each
+// an ascending level-0 walk, not streamed) leaves at once, remembering their
+// issue numbers (`after`).  When all its parts are here it waits until each of
+// those ranges is final, then compares the keys they read (reads_of: [lo, the
+// last entry] when the limit stopped the range, else [lo, hi) or to the end of
+// the list) with its own:
+//   - disjoint from all of them: no key was read by both, so no per-key order
+//     between them exists to break; the result is final and delivered (the
+//     hold-back queue still hands it out in issue order);
+//   - sharing a key with one: the result is dropped (nobody has seen it) and the
+//     range runs again now, when every earlier range is final (and no earlier
+//     point operation on its interval is in flight: it waited for those before
+//     it left), so it reads every key after them.
+// Later point operations on its interval wait for it as for any range, until it
+// is final; a later range that goes ahead of it is checked against its final
+// reads.  Mode sequential promises order per key only, so ranges that share no
+// key need no order between them.
+
+skiplist_caller::range_reads skiplist_caller::reads_of(const range_state& state, std::string_view result,
+                                                       std::uint32_t count) const {
+    range_reads reads;
+    reads.lo = state.cursor;
+    reads.end = state.hi;
+    reads.bounded = state.bounded;
+    if (state.limit != 0 && count >= state.limit && count > 0) {
+        byte_reader entries = reader_of(result);
+        std::string_view last;
+        for (std::uint32_t index = 0; index < count; ++index) {
+            last = read_string(entries);
+            read_string(entries);
+        }
+        std::string end(last);
+        end.push_back('\0');  // the smallest key above the last entry
+        if (!reads.bounded || end < reads.end)
+            reads.end = std::move(end);
+        reads.bounded = true;
+    }
+    return reads;
+}
+
+namespace {
+
+template <class Reads>
+bool share_a_key(const Reads& a, const Reads& b) {
+    const bool a_empty = a.bounded && a.end <= a.lo, b_empty = b.bounded && b.end <= b.lo;
+    if (a_empty || b_empty)
+        return false;
+    return (!b.bounded || a.lo < b.end) && (!a.bounded || b.lo < a.end);
+}
+
+}  // namespace
+
+void skiplist_caller::settle_ranges() {
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (auto it = m_ranges.begin(); it != m_ranges.end(); ++it) {
+            range_state& state = it->second;
+            if (!state.speculative || !state.complete)
+                continue;
+            const range_reads mine = reads_of(state, state.collected, state.count);
+            bool ready = true, shared = false;
+            for (const std::uint64_t earlier : state.after) {
+                auto reads = m_settled_reads.find(earlier);
+                if (reads == m_settled_reads.end()) {
+                    ready = false;
+                    break;
+                }
+                shared = shared || share_a_key(reads->second, mine);
+            }
+            if (!ready)
+                continue;
+            const std::uint32_t slot = it->first;
+            --m_speculating;
+            state.speculative = false;
+            state.complete = false;
+            state.after.clear();
+            if (shared && !m_trust_ranges) {
+                // Run it again, behind every earlier range (all final now).
+                state.collected.clear();
+                state.count = 0;
+                state.last = no_slot;
+                state.source = -1;
+                dispatch_range(slot, state.cursor, state.hi, state.bounded, state.limit, state.pattern, false);
+            } else {
+                if (m_speculating > 0)
+                    m_settled_reads.emplace(state.sequence, mine);
+                completion done{state.source, slot, state.count, std::move(state.collected)};
+                m_ranges.erase(it);
+                deliver(take_range_sequence(slot), std::move(done));
+            }
+            progress = true;
+            break;
+        }
+    }
+    if (m_speculating == 0) {
+        m_settled_reads.clear();
+    } else {
+        // Keep only what a range still waiting for its check may ask for.
+        std::uint64_t oldest = UINT64_MAX;
+        for (const auto& [slot, state] : m_ranges)
+            for (const std::uint64_t earlier : state.after)
+                oldest = std::min(oldest, earlier);
+        m_settled_reads.erase(m_settled_reads.begin(), m_settled_reads.lower_bound(oldest));
+    }
+    if (!m_issue_queue.empty())
+        drain_issue_queue();
 }
 
 void skiplist_caller::handle_range_piece(int source, std::string_view record) {

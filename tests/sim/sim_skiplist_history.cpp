@@ -8,6 +8,7 @@
 //   sim_skiplist_history --mode sequential --seeds 1000 --checker build/tools/histcheck/histcheck
 //   ... --break --expect-reject   (the mode broken on purpose: some history must be rejected)
 //   sim_skiplist_history --mode total_order --chains --seeds 1000 --checker ...   (two callers, dependent chains)
+//   sim_skiplist_history --mode sequential --range-runs [--trust-ranges --expect-reject] --seeds 300 --checker ...
 
 #include <cinttypes>
 #include <cstdio>
@@ -101,6 +102,17 @@ int main(int argc, char** argv) {
     // only) some seed must show an overtaking.
     const bool probing = sim_test::has_flag(cli, "--probe");
     const bool unordered = sim_test::has_flag(cli, "--unordered");
+    // --range-runs: runs of range_from queries in flight together against
+    // writes (history_workload.hpp; mode sequential lets a later one leave
+    // before an earlier one it overlaps and checks it afterwards).  With
+    // --trust-ranges (test only) that check is skipped: some history must then
+    // be rejected.
+    const bool range_runs = sim_test::has_flag(cli, "--range-runs");
+    const bool trust_ranges = sim_test::has_flag(cli, "--trust-ranges");
+    if (trust_ranges)
+        ::setenv("MPIDICT_SKIPLIST_TRUST_RANGES_FOR_TESTING", "1", 1);
+    const std::string flags = "--mode " + mode_name + (broken ? " --break" : "") +
+                              (range_runs ? " --range-runs" : "") + (trust_ranges ? " --trust-ranges" : "");
     long long probed_seeds = 0, overtaking_seeds = 0, probed_operations = 0;
     const long long seeds = cli.seeds >= 0 ? cli.seeds : 100;
     const char* tmp = std::getenv("TMPDIR");
@@ -135,6 +147,12 @@ int main(int argc, char** argv) {
             config.max_height = 4 + static_cast<unsigned>(draw(5));
             config.tower_probability = 0.7;
         }
+        if (range_runs) {
+            shape.operations = cli.ops > 0 ? cli.ops : 40;
+            shape.window = 4 + static_cast<int>(draw(4));
+            shape.ranges = false;
+            shape.range_runs = true;
+        }
         config.max_key_bytes = 8;
         config.max_value_bytes = 8;
         config.runtime.buffer_bytes = draw(2) == 0 ? 1024 : 8192;
@@ -148,7 +166,7 @@ int main(int argc, char** argv) {
         sim::options options;
         if (cli.trace)
             options.trace_stream = stderr;
-        sim_test::set_crash_note(cli, ranks, seed, "--mode " + mode_name + (broken ? " --break" : ""));
+        sim_test::set_crash_note(cli, ranks, seed, flags);
         const sim::result outcome = sim::run(ranks, seed, options, [&](int rank, sim::sim_context& context) {
             config.seed = context.seed();
             map_type map(std::make_unique<runtime::engine>(context.make_transport(), config.runtime), config);
@@ -179,7 +197,7 @@ int main(int argc, char** argv) {
         }
         if (!outcome.ok) {
             ++failed;
-            sim_test::print_failure(cli, outcome, "--mode " + mode_name + (broken ? " --break" : ""), "");
+            sim_test::print_failure(cli, outcome, flags, "");
             if (failed >= 3)
                 break;
             continue;

@@ -18,6 +18,7 @@
 // round than one issued before it that completed first (see histcheck's
 // reply-order check).
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -46,6 +47,13 @@ struct workload_shape {
     // operations in flight (total_order: issue order, across callers
     // linearizable) makes such a history legal.
     bool chains = false;
+    // Runs of range_from queries (issue 42, "Ranges that go ahead" in
+    // src/skiplist/caller_ranges.cpp): a third of the steps issue 2-4
+    // range_from(lo, limit) queries back to back, all in flight together, with
+    // random lo (so a later one often starts above an earlier one and may
+    // leave before it), while every caller writes the keys between them.
+    // Recorded as ranges with hi = keys (no key is at or above it).
+    bool range_runs = false;
 };
 
 struct pending {
@@ -56,6 +64,7 @@ struct pending {
     value_type value = 0;
     std::uint64_t limit = 0;
     bool descending = false;
+    bool from = false;  // range_from (unbounded above)
     std::variant<request<replace_result>, request<bool>, request<std::optional<value_type>>,
                  request<map_type::entry_list>>
         handle;
@@ -137,9 +146,11 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
         if (!any)
             idle();
     };
-    auto issue = [&](pending::kind what, key_type key, key_type hi, std::uint64_t limit = 0, bool descending = false) {
+    auto issue = [&](pending::kind what, key_type key, key_type hi, std::uint64_t limit = 0, bool descending = false,
+                     bool from = false) {
         pending p;
         p.what = what;
+        p.from = from;
         p.seq = seq++;
         p.key = key;
         p.hi = hi;
@@ -162,7 +173,10 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             p.handle = map.erase(key);
             break;
         case pending::kind::range:
-            p.handle = map.range(key, hi, {.limit = limit, .descending = descending});
+            if (from)
+                p.handle = map.range_from(key, {.limit = limit, .descending = descending});
+            else
+                p.handle = map.range(key, hi, {.limit = limit, .descending = descending});
             break;
         case pending::kind::match:
             p.handle = map.match("[" + std::to_string(key) + "," + std::to_string(hi) + "]",
@@ -202,6 +216,17 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             poll();
         const key_type key = static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
         const std::uint64_t pick = random_below(100);
+        if (shape.range_runs && pick < 33) {
+            // Each query is one of the caller's `operations` (final_reads numbers on from there).
+            const int run = std::min(2 + static_cast<int>(random_below(3)), shape.operations - op);
+            for (int query = 0; query < run; ++query) {
+                const key_type lo = static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
+                const std::uint64_t limit = random_below(4);  // 0: no limit
+                issue(pending::kind::range, lo, static_cast<key_type>(shape.keys), limit, false, true);
+            }
+            op += run - 1;
+            continue;
+        }
         if (shape.ranges && pick < 12) {
             const key_type hi = key + static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
             // A third by the pattern path; a third with a limit (1-3); a quarter descending.

@@ -11,7 +11,13 @@
 //
 // Options: --mode total_order|sequential|none, --rounds N (default 6), --out DIR
 // (default: a fresh directory under $TMPDIR), --checker PATH, --break,
-// --expect-reject, --seed S.
+// --expect-reject, --seed S, --range-runs (runs of range_from queries in flight
+// together against writes: history_workload.hpp), --trust-ranges (test only:
+// mode sequential skips the check of ranges that went ahead of earlier ones,
+// src/skiplist/caller_ranges.cpp; with --expect-reject).
+//
+//   mpiexec -n 3 mpi_skiplist_map_history --mode sequential --range-runs --checker ...
+//   ... --range-runs --trust-ranges --expect-reject
 
 #include <chrono>
 #include <cstdio>
@@ -38,6 +44,8 @@ struct options {
     std::string checker;
     bool broken = false;
     bool expect_reject = false;
+    bool range_runs = false;
+    bool trust_ranges = false;
     std::uint64_t seed = 1;
 };
 
@@ -66,6 +74,10 @@ options parse(int argc, char** argv) {
             o.broken = true;
         } else if (arg == "--expect-reject") {
             o.expect_reject = true;
+        } else if (arg == "--range-runs") {
+            o.range_runs = true;
+        } else if (arg == "--trust-ranges") {
+            o.trust_ranges = true;
         } else if (arg == "--seed") {
             o.seed = std::stoull(next());
         } else {
@@ -95,13 +107,15 @@ std::string gather_text(const std::string& mine, int rank, int size) {
 
 int main(int argc, char** argv) {
     const options o = parse(argc, argv);
+    if (o.trust_ranges)
+        ::setenv("MPIDICT_SKIPLIST_TRUST_RANGES_FOR_TESTING", "1", 1);  // before any map exists
     return mpidict::testing::run_mpi_test(argc, argv, [&](int rank, int size) {
         mpidict::testing::watchdog guard(rank, std::chrono::seconds(150), "mpi_skiplist_map_history");
         std::string directory = o.out;
         if (rank == 0 && directory.empty()) {
             const char* tmp = std::getenv("TMPDIR");
             directory = std::string(tmp ? tmp : "/tmp") + "/mpidict-history-" + to_string(o.mode) +
-                        (o.broken ? "-broken-" : "-") + std::to_string(size) + "-" +
+                        (o.broken || o.trust_ranges ? "-broken-" : "-") + (o.range_runs ? "runs-" : "") + std::to_string(size) + "-" +
                         std::to_string(static_cast<long long>(::getpid()));
         }
         std::vector<std::string> files;
@@ -115,6 +129,11 @@ int main(int argc, char** argv) {
             shape.ranges = round % 2 == 0;  // ranges and matches in every mode (issue 42)
             shape.window = 1 + static_cast<int>(shared() % 6);
             shape.keys = 8 + static_cast<int>(shared() % 8);
+            if (o.range_runs) {
+                shape.ranges = false;
+                shape.range_runs = true;
+                shape.window = 4 + static_cast<int>(shared() % 4);
+            }
             skiplist_map_config config;
             config.granularity = 1 + shared() % 4;
             config.max_height = 2 + static_cast<unsigned>(shared() % 4);

@@ -6,7 +6,8 @@
 //     the hold-back queue of mode sequential, the point and range records it
 //     sends, and the point answers;
 //   - src/skiplist/caller_ranges.cpp: range parts and split-range pieces
-//     collected in key order, streaming;
+//     collected in key order, streaming, and the check of ranges that went
+//     ahead of earlier overlapping ones (mode sequential);
 //   - src/skiplist/caller_batch.cpp: batches (find_many, insert_many): point
 //     records numbered by index, and direct-find records gathered per rank;
 //   - src/skiplist/caller_async.cpp: async_insert batched behind the caller's
@@ -180,7 +181,32 @@ private:
         bool descending = false;
         std::string top;
         std::uint64_t remaining = 0;
+        // Mode sequential, a level-0 walk (caller_ranges.cpp, "Ranges that go
+        // ahead"): its issue number, and what a re-run needs; `after` holds the
+        // issue numbers of the earlier ranges it left ahead of (speculative
+        // until its reads are found disjoint from theirs); `complete`: every
+        // part is here and the result waits in `collected` for that check.
+        std::uint64_t sequence = 0;
+        std::uint64_t limit = 0;
+        std::string pattern;
+        bool speculative = false;
+        bool complete = false;
+        std::uint32_t count = 0;
+        std::vector<std::uint64_t> after;
     };
+    // The keys a finished range read: [lo, end), or [lo, end of list) when not
+    // bounded (the limit's last entry ends it early).
+    struct range_reads {
+        std::string lo, end;
+        bool bounded = true;
+    };
+    range_reads reads_of(const range_state& state, std::string_view result, std::uint32_t count) const;
+    // Ranges that went ahead: final (delivered) once every earlier range they
+    // left ahead of is final and read no key they read; else run again.
+    void settle_ranges();
+    // Marks a range just dispatched as gone ahead of `after` (nothing if empty).
+    void go_ahead(std::uint32_t slot, std::vector<std::uint64_t> after);
+    static bool trust_ranges_for_testing();
     // A descending piece's place in the chain: its end, or the end of the list.
     static std::string descending_key(std::string_view to, bool bounded) {
         std::string key(1, bounded ? 'b' : 'u');
@@ -236,6 +262,13 @@ private:
 
     std::map<std::uint32_t, range_state> m_ranges;            // by request slot
     std::map<std::uint32_t, std::uint64_t> m_range_sequence;  // request slot -> issue number
+    // Ranges that went ahead (speculative) in flight or waiting for their check,
+    // and the reads of finished ranges they may be checked against (by issue number).
+    std::size_t m_speculating = 0;
+    std::map<std::uint64_t, range_reads> m_settled_reads;
+    // Test only (MPIDICT_SKIPLIST_TRUST_RANGES_FOR_TESTING set): a range that
+    // went ahead is never run again, so the history checkers must reject it.
+    bool m_trust_ranges = trust_ranges_for_testing();
 
     // The batch in progress (begin_batch .. end_batch).
     skiplist_batch_sink* m_batch = nullptr;
