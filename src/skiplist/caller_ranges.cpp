@@ -135,18 +135,15 @@ void skiplist_caller::settle_ranges() {
             range_state& state = it->second;
             if (!state.speculative || !state.complete)
                 continue;
-            const range_reads mine = reads_of(state, state.collected, state.count);
-            bool ready = true, shared = false;
-            for (const std::uint64_t earlier : state.after) {
-                auto reads = m_settled_reads.find(earlier);
-                if (reads == m_settled_reads.end()) {
-                    ready = false;
-                    break;
-                }
-                shared = shared || share_a_key(reads->second, mine);
-            }
+            const bool ready = std::all_of(state.after.begin(), state.after.end(), [&](std::uint64_t earlier) {
+                return m_settled_reads.count(earlier) != 0;
+            });
             if (!ready)
                 continue;
+            const range_reads mine = reads_of(state, state.collected, state.count);
+            const bool shared = std::any_of(state.after.begin(), state.after.end(), [&](std::uint64_t earlier) {
+                return share_a_key(m_settled_reads.find(earlier)->second, mine);
+            });
             const std::uint32_t slot = it->first;
             --m_speculating;
             state.speculative = false;
