@@ -11,6 +11,14 @@
 
 namespace mpidict::detail {
 
+namespace {
+// The most hops a link_up walk makes before it gives up (handle_link_up);
+// below the route header's hop counter's ceiling.  A walk through well-linked
+// levels takes about 1 / tower_probability hops per level (2 by default).
+constexpr unsigned link_up_hop_limit = 96;
+static_assert(link_up_hop_limit < skiplist_shared::hops_mask);
+}  // namespace
+
 skiplist_structure::skiplist_structure(skiplist_shared& shared, skiplist_nodes& nodes, skiplist_directory& directory)
     : m_shared(shared), m_nodes(nodes), m_directory(directory) {
     m_random.seed(shared.config.seed + static_cast<std::uint64_t>(shared.rank()) * 0x9e3779b97f4a7c15ULL);
@@ -259,17 +267,29 @@ void skiplist_structure::handle_link_up(int source, std::string_view record) {
         throw decode_error("mpidict: skiplist_map link_up record names a bad node or level");
     // Travel towards the new node's separator (strictly before it) down to the
     // level being linked; the node where that stops precedes it on that level.
+    // A walk that has made link_up_hop_limit hops gives up here: the new node
+    // stays lower (set_links with linked = 0, as when the predecessor is not on
+    // the level yet).  Without the limit, ascending inserts (every split near
+    // the tail) outran their own links: each level-1 walk started where level 2
+    // stopped, thousands of level-1 nodes back, and the lag grew with the list
+    // (issue 43: 28M link_up hops per rank at 600,000 keys per rank).
+    bool gave_up = false;
     for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1);
          level >= static_cast<int>(target_level); --level) {
         const link& next = here.tower[static_cast<std::size_t>(level)];
         if (next.set && !next.to.null() && std::string_view(next.separator) < separator) {
+            if ((route.hops & wire::hops_mask) >= link_up_hop_limit) {
+                gave_up = true;
+                break;
+            }
             ++m_shared.stats.hops;
-            m_shared.forward(m_shared.handlers.link_up, next.to, record.substr(wire_bytes<wire::route_header>), level);
+            m_shared.forward(m_shared.handlers.link_up, next.to, record.substr(wire_bytes<wire::route_header>), level,
+                             0, skiplist_shared::next_hops(route.hops));
             return;
         }
     }
     link& next = here.tower[target_level];
-    const bool linked = next.set;
+    const bool linked = next.set && !gave_up;
     const skiplist_node_id old = linked ? next.to : skiplist_node_id{};
     const std::string old_separator = linked ? next.separator : std::string();
     if (linked) {
@@ -297,8 +317,14 @@ void skiplist_structure::handle_set_links(int source, std::string_view record) {
     const std::string separator(read_string(in));
     if (level >= here.tower.size() || (level > 0 && !here.tower[level - 1].set) || here.tower[level].set)
         throw decode_error("mpidict: skiplist_map set_links record for a level that is not the next to link");
-    if (header.linked == 0)
-        return;  // the predecessor was not linked on that level: this node stays this tall
+    if (header.linked == 0) {
+        // The predecessor was not linked on that level, or the walk gave up:
+        // this node stays this tall.  Its tower ends here, so it is linked on
+        // every level it has (an emptied one is unlinked at a flush).
+        if (level > 0)
+            here.tower.resize(level);
+        return;
+    }
     here.tower[level] = link{separator, to, true};
     if (!to.null())
         order_new_link(here, static_cast<int>(level), to, separator, skiplist_node_id{});
