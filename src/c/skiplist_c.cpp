@@ -406,20 +406,10 @@ extern "C" int mpidict_skiplist_insert_many_bytes(mpidict_skiplist* list, const 
     constexpr const char* function = "mpidict_skiplist_insert_many_bytes";
     if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
         return code;
-    if (key_bytes == nullptr && count != 0)
-        return fail(MPIDICT_ERR_ARGUMENT, function, "key_bytes is NULL with count " + std::to_string(count));
     std::vector<std::string> copied;
     return guarded(function, [&] {
-        copied.reserve(count);
-        const char* at = static_cast<const char*>(keys);
-        std::size_t total = 0;
-        for (std::size_t i = 0; i < count; ++i) {
-            if (at == nullptr && key_bytes[i] != 0)
-                return fail(MPIDICT_ERR_ARGUMENT, function, "keys is NULL with " + std::to_string(key_bytes[i]) +
-                                                                " bytes for key " + std::to_string(i));
-            copied.emplace_back(key_bytes[i] == 0 ? std::string() : std::string(at + total, key_bytes[i]));
-            total += key_bytes[i];
-        }
+        if (const int code = unpack_keys(keys, key_bytes, count, copied, function))
+            return code;
         return insert_many(list, *list->bytes, std::span<const std::string>(copied), values, value_bytes, stored,
                            refused, refused_indexes, function);
     });

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "c_support.hpp"
 #include "mpidict/c/skiplist.h"
@@ -66,6 +67,28 @@ inline int check_bytes(const void* data, std::size_t size, const char* what, con
     if (data == nullptr && size != 0)
         return fail(MPIDICT_ERR_ARGUMENT, function, std::string(what) + " is NULL with " + std::to_string(size) +
                                                         " bytes");
+    return MPIDICT_OK;
+}
+
+// The packed BYTES keys of a batch call (key i is key_bytes[i] bytes long, the
+// keys back to back from `keys`) copied into `out`; a NULL `key_bytes` or
+// `keys` that should hold bytes is refused, naming the key.  Call inside
+// guarded() (copying may throw std::bad_alloc).
+inline int unpack_keys(const void* keys, const std::size_t* key_bytes, std::size_t count, std::vector<std::string>& out,
+                       const char* function) {
+    if (key_bytes == nullptr && count != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "key_bytes is NULL with count " + std::to_string(count));
+    out.clear();
+    out.reserve(count);
+    const char* at = static_cast<const char*>(keys);
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        if (at == nullptr && key_bytes[i] != 0)
+            return fail(MPIDICT_ERR_ARGUMENT, function, "keys is NULL with " + std::to_string(key_bytes[i]) +
+                                                            " bytes for key " + std::to_string(i));
+        out.emplace_back(key_bytes[i] == 0 ? std::string() : std::string(at + total, key_bytes[i]));
+        total += key_bytes[i];
+    }
     return MPIDICT_OK;
 }
 
