@@ -96,6 +96,7 @@ struct settings {
     std::uint64_t async_batch_bytes = 8u << 20;
     std::uint64_t async_in_flight = 2;
     std::uint64_t async_point = 0;
+    std::uint64_t async_ttl = 0;
 };
 
 void declare(mpidict::support::option_parser& parser, settings& s) {
@@ -137,7 +138,11 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_count("async-point", &s.async_point,
                    "async_insert phase: 1 also times async_insert with async_batch_keys = 0 (each key its own point "
                    "record, the path before issue 49) on the first tenth of the keys",
-                   0, 1, "A");
+                   0, 1, "A")
+        .add_count("async-ttl", &s.async_ttl,
+                   "async_insert phase: 1 also times insert_many with a TTL of one hour for the batch (issue 49 "
+                   "item 5: on insert_many's own path), against insert_many in the same round",
+                   0, 1, "T");
 }
 
 constexpr std::uint64_t value_of(std::uint64_t key) { return mpidict::mix64(key ^ 0x5bd1e9955bd1e995ULL); }
@@ -742,8 +747,8 @@ private:
             });
             check(wrong == 0, std::string(what) + ": " + std::to_string(wrong) + " sampled keys missing or wrong");
         };
-        enum kind { many, async, point };
-        const char* names[] = {"insert_many", "async_insert", "async_insert_point"};
+        enum kind { many, async, point, many_ttl };
+        const char* names[] = {"insert_many", "async_insert", "async_insert_point", "insert_many_ttl"};
         auto load = [&](kind what) {
             const std::uint64_t count = what == point ? std::max<std::uint64_t>(1, n / 10) : n;
             list_type list(m_w.comm, config_for(what == point ? 0 : m_s.async_batch));
@@ -751,6 +756,9 @@ private:
                 if (what == many) {
                     (void)list.insert_many(std::span<const std::uint64_t>(keys),
                                            std::span<const std::uint64_t>(values));
+                } else if (what == many_ttl) {
+                    (void)list.insert_many(std::span<const std::uint64_t>(keys),
+                                           std::span<const std::uint64_t>(values), std::chrono::hours(1));
                 } else {
                     for (std::uint64_t i = 0; i < count; ++i)
                         list.async_insert(keys[i], values[i]);
@@ -761,13 +769,20 @@ private:
             list.destroy();
             return rate;
         };
-        std::vector<double> rates[3], ratios, loads;
+        std::vector<double> rates[4], ratios, ttl_ratios, loads;
         for (std::uint64_t round = 0; round < m_s.async_rounds; ++round) {
             loads.push_back(mpidict::support::read_load_average());
-            double rate[3] = {0, 0, 0};
-            const kind order[2][2] = {{many, async}, {async, many}};
+            double rate[4] = {0, 0, 0, 0};
+            const kind order[2][3] = {{many, async, many_ttl}, {many_ttl, async, many}};
             for (const kind what : order[round % 2])
-                rates[what].push_back(rate[what] = load(what));
+                if (what != many_ttl || m_s.async_ttl != 0)
+                    rates[what].push_back(rate[what] = load(what));
+            if (m_s.async_ttl != 0) {
+                ttl_ratios.push_back(rate[many_ttl] / rate[many]);
+                if (m_w.rank == 0)
+                    std::fprintf(stderr, "round %llu: insert_many with a TTL %.3f M/s, over insert_many %.3f\n",
+                                 static_cast<unsigned long long>(round), rate[many_ttl] / 1e6, ttl_ratios.back());
+            }
             if (m_s.async_point != 0)
                 rates[point].push_back(rate[point] = load(point));
             ratios.push_back(rate[async] / rate[many]);
@@ -783,7 +798,10 @@ private:
             std::sort(values.begin(), values.end());
             return values.empty() ? 0.0 : values[values.size() / 2];
         };
-        for (const kind what : {many, async, point})
+        if (!ttl_ratios.empty())
+            m_out.figure("insert_many_ttl_over_insert_many", median(ttl_ratios), "ratio",
+                         mpidict::bench::json_object().add("rounds", static_cast<double>(ttl_ratios.size())));
+        for (const kind what : {many, async, point, many_ttl})
             if (!rates[what].empty())
                 m_out.figure(std::string(names[what]) + "_rate", median(rates[what]), "ops/s");
         m_out.figure("async_insert_over_insert_many", median(ratios), "ratio",

@@ -58,9 +58,9 @@
 //     Descending: to the node below hi, then node by node downward (each step
 //     located anew: links point forward), largest first, stopping at the
 //     limit: O(log n + limit) for "latest N" (src/skiplist/ranges.cpp).
-//   - Expiry: insert(key, value, expires_at) stores a deadline; an expired entry
+//   - Expiry: insert(key, value, expires_at or a TTL) stores a deadline; an expired entry
 //     is never returned and is removed by its node when the node is next
-//     accessed, and by flush() on every rank.
+//     accessed, and by flush() on every rank (detail/skiplist_expiry.hpp).
 //   - Emptied nodes: flush() unlinks every node (but the head) that holds no
 //     key once everything is answered: the list is quiescent then, so every
 //     rank announces its emptied nodes with their towers, each rank re-points
@@ -131,6 +131,7 @@
 #include "mpidict/detail/payload.hpp"
 #include "mpidict/detail/skiplist_checkpoint.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
+#include "mpidict/detail/skiplist_expiry.hpp"
 #include "mpidict/detail/skiplist_sorted_batch.hpp"
 #include "mpidict/detail/window_control.hpp"
 #include "mpidict/key_pattern.hpp"
@@ -141,7 +142,10 @@
 namespace mpidict {
 
 template <class K, class V>
-class skiplist_map : public detail::with_collectives<skiplist_map<K, V>, K, V> {
+class skiplist_map : public detail::with_collectives<skiplist_map<K, V>, K, V>,
+                     public detail::skiplist_expiry_api<skiplist_map<K, V>, K, V> {
+    using expiry_api = detail::skiplist_expiry_api<skiplist_map, K, V>;  // deadlines and TTLs (skiplist_expiry.hpp)
+    friend expiry_api;
     static_assert(requires { ordered_codec<K>::encode; },
                   "skiplist_map keys need an order-preserving encoding: integers, float/double, std::string, "
                   "std::vector<std::byte>, std::array/std::tuple/std::pair of fixed-width ones, or a specialisation "
@@ -213,22 +217,21 @@ public:
     // Inserts or replaces.  stored = false (nothing changed, nothing stored is
     // lost) when the key needed a new node and none was free anywhere
     // (list_full); a refusal is a result, never an exception.
-    request<replace_result> insert(const K& key, const V& value) { return insert(key, value, never); }
-    request<replace_result> insert(const K& key, const V& value, clock::time_point expires_at) {
+    // Expiry (a deadline or a TTL on insert, insert_if_absent, async_insert and
+    // insert_many; ttl, expire, expire_at, persist): detail/skiplist_expiry.hpp.
+    using expiry_api::insert, expiry_api::async_insert, expiry_api::insert_if_absent, expiry_api::insert_many;
+    request<replace_result> insert(const K& key, const V& value) {
         return start<replace_result>(skiplist_map_op::insert, detail::skiplist_core::op::insert, key,
-                                             detail::payload_of(value), expiry_of(expires_at), &decode_insert);
+                                     detail::payload_of(value), 0, &decode_insert);
     }
-    void async_insert(const K& key, const V& value) { async_insert(key, value, never); }
-    void async_insert(const K& key, const V& value, clock::time_point expires_at) {
-        start_async(skiplist_map_op::insert, detail::skiplist_core::op::insert, key, detail::payload_of(value),
-                    expiry_of(expires_at));
+    void async_insert(const K& key, const V& value) {
+        start_async(skiplist_map_op::insert, detail::skiplist_core::op::insert, key, detail::payload_of(value), 0);
     }
     // True if the key was new and is now stored; false if it was there
     // (unchanged) or the list was full (insert tells the two apart).
-    request<bool> insert_if_absent(const K& key, const V& value) { return insert_if_absent(key, value, never); }
-    request<bool> insert_if_absent(const K& key, const V& value, clock::time_point expires_at) {
+    request<bool> insert_if_absent(const K& key, const V& value) {
         return start<bool>(skiplist_map_op::insert_if_absent, detail::skiplist_core::op::insert_if_absent, key,
-                           detail::payload_of(value), expiry_of(expires_at), &decode_inserted);
+                           detail::payload_of(value), 0, &decode_inserted);
     }
     void async_insert_if_absent(const K& key, const V& value) {
         start_async(skiplist_map_op::insert_if_absent, detail::skiplist_core::op::insert_if_absent, key,
@@ -497,14 +500,6 @@ private:
         return [this](auto&& emit) { local_for_each(emit); };
     }
     static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, false, true};
-    static constexpr clock::time_point never{};
-
-    static detail::expiry_time expiry_of(clock::time_point at) {
-        if (at == never)
-            return 0;
-        const double seconds = std::chrono::duration<double>(at.time_since_epoch()).count();
-        return seconds > 0 ? seconds : 1e-9;  // a deadline in the past still expires
-    }
 
     std::string encode(const K& key) const {
         std::string out;

@@ -9,6 +9,7 @@
 // "Batch inserts and bulk splits".
 
 #include <algorithm>
+#include <limits>
 
 #include "mpidict/detail/skiplist_nodes.hpp"
 #include "mpidict/detail/skiplist_structure.hpp"
@@ -25,6 +26,7 @@ struct skiplist_nodes::direct_segment {
     const std::string_view* keys = nullptr;
     const std::string_view* values = nullptr;
     std::size_t count = 0;
+    expiry_time expires = 0;  // every key's deadline (0: none)
 };
 
 // The answers to one caller, {u32 batch slot} then found × ({index, status}
@@ -107,6 +109,8 @@ struct skiplist_nodes::direct_record {
         if ((header.slot & 0x80000000u) == 0 || !shared.valid_rank(header.caller) || header.segments == 0 ||
             header.segments > record.size() / wire_bytes<skiplist_wire::segment>)
             throw decode_error("mpidict: skiplist_map direct insert record with a bad slot, caller or segment count");
+        if (!(header.expires >= 0) || header.expires == std::numeric_limits<expiry_time>::infinity())
+            throw decode_error("mpidict: skiplist_map direct insert record with a bad expiry");
         parts.resize(header.segments);
         const auto& config = shared.config;
         for (part& p : parts) {
@@ -143,6 +147,7 @@ struct skiplist_nodes::direct_record {
         out.keys = keys.data() + p.from;
         out.values = values.data() + p.from;
         out.count = p.count;
+        out.expires = header.expires;
         return out;
     }
 };
@@ -189,7 +194,7 @@ void skiplist_nodes::send_segment(skiplist_node_id to, std::uint8_t level_byte, 
     for (std::size_t index = from; index < until; ++index)
         bytes += string_bytes(segment.keys[index]) + string_bytes(segment.values[index]);
     byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.insert_direct, bytes), bytes);
-    out.record(wire::insert_direct_header{level_byte, hops, segment.caller, segment.batch, 1})
+    out.record(wire::insert_direct_header{level_byte, hops, segment.caller, segment.batch, 1, segment.expires})
         .record(wire::segment{to.slot, to.generation, segment.first + static_cast<std::uint32_t>(from),
                               static_cast<std::uint32_t>(until - from)});
     for (std::size_t index = from; index < until; ++index) {
@@ -222,7 +227,8 @@ void skiplist_nodes::route_segment(int source, const direct_segment& segment, st
             bytes += string_bytes(segment.keys[index]) + string_bytes(segment.values[index]);
         std::string record(bytes, '\0');
         byte_writer out(reinterpret_cast<std::byte*>(record.data()), bytes);
-        out.record(wire::insert_direct_header{segment.level_byte, segment.hops, segment.caller, segment.batch, 1})
+        out.record(wire::insert_direct_header{segment.level_byte, segment.hops, segment.caller, segment.batch, 1,
+                                              segment.expires})
             .record(wire::segment{id.slot, id.generation, segment.first, static_cast<std::uint32_t>(count)});
         for (std::size_t index = 0; index < count; ++index) {
             put_string(out, segment.keys[index]);
@@ -288,7 +294,7 @@ void skiplist_nodes::route_segment(int source, const direct_segment& segment, st
     }
     for (std::size_t index = low; index < high; ++index)
         items.push_back(direct_item{segment.keys[index], segment.values[index], segment.caller, segment.batch,
-                                    segment.first + static_cast<std::uint32_t>(index)});
+                                    segment.first + static_cast<std::uint32_t>(index), segment.expires});
 }
 
 void skiplist_nodes::merge_items(skiplist_node_id id, const std::vector<direct_item>& items,
@@ -313,7 +319,7 @@ void skiplist_nodes::merge_items(skiplist_node_id id, const std::vector<direct_i
             // The same key again (another caller's, queued later): replaces.
             stats.payload_bytes -= merged.value(merged.size() - 1).size();
             stats.payload_bytes += item.value.size();
-            merged.assign(merged.size() - 1, item.value, 0);
+            merged.assign(merged.size() - 1, item.value, item.expires);
             continue;
         }
         const std::uint64_t prefix = sorted_run::prefix_of(item.key);
@@ -324,11 +330,11 @@ void skiplist_nodes::merge_items(skiplist_node_id id, const std::vector<direct_i
         if (at < old_size && run.holds_at(at, item.key, prefix)) {
             stats.payload_bytes -= run.value(at).size();
             stats.payload_bytes += item.value.size();
-            merged.push_back(item.key, item.value, 0);
+            merged.push_back(item.key, item.value, item.expires);
             ++at;
             continue;
         }
-        merged.push_back(item.key, item.value, 0);
+        merged.push_back(item.key, item.value, item.expires);
         stats.payload_bytes += item.key.size() + item.value.size();
         ++stats.entries;
         fresh[which] = 1;
@@ -336,6 +342,9 @@ void skiplist_nodes::merge_items(skiplist_node_id id, const std::vector<direct_i
     for (; at < old_size; ++at)
         merged.push_back(run.key(at), run.value(at), run.expires(at));
     run = std::move(merged);
+    for (const direct_item& item : items)  // (a batch's keys share one deadline: one comparison per batch)
+        if (item.expires != 0 && (here.earliest_expiry == 0 || item.expires < here.earliest_expiry))
+            here.earliest_expiry = item.expires;
     stats.handled += items.size();
     const bool splits = run.size() > m_shared.config.granularity;
     for (std::size_t which = 0; which < items.size(); ++which) {

@@ -19,6 +19,8 @@ void skiplist_caller::begin_batch(skiplist_batch_sink& sink, std::size_t keys, b
     release_async();
     m_shared.engine->wait_until([this] { return idle(); });
     m_batch = &sink;
+    m_batch_expires = finds ? 0 : m_next_batch_expires;
+    m_next_batch_expires = 0;
     ++m_batch_id;
     // Finds alone cannot reorder one another (begin_batch waited for what came
     // before), so in the shortcut modes each goes straight to its node.  The
@@ -46,6 +48,7 @@ bool skiplist_caller::direct_finds() const {
 
 void skiplist_caller::end_batch() {
     m_batch = nullptr;
+    m_batch_expires = m_next_batch_expires = 0;
     m_direct.clear();  // (what a batch that threw left unsent is dropped)
     m_direct_open.clear();
     m_batch_direct = m_batch_flat = m_batch_insert = false;
@@ -79,7 +82,8 @@ void skiplist_caller::send_batch_point(skiplist_op kind, std::uint32_t index, st
                               string_bytes(value);
     byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.point, bytes), bytes);
     out.record(wire::route_header{to.slot, to.generation, level_byte, 0})
-        .record(wire::point_header{static_cast<std::uint8_t>(kind), m_shared.rank(), slot, index, 0});
+        .record(wire::point_header{static_cast<std::uint8_t>(kind), m_shared.rank(), slot, index,
+                                   kind == skiplist_op::insert ? m_batch_expires : 0});
     put_string(out, key);
     put_string(out, value);
     out.finish();
@@ -158,7 +162,8 @@ void skiplist_caller::send_direct_record(int destination) {
         const std::uint8_t level_byte = entry_level_byte(record.node) | wire::route_shortcut;
         const std::size_t bytes = wire_bytes<wire::insert_direct_header> + record.segments.size();
         byte_writer(m_shared.engine->reserve(destination, m_shared.handlers.insert_direct, bytes), bytes)
-            .record(wire::insert_direct_header{level_byte, 0, m_shared.rank(), direct_slot(), record.count})
+            .record(wire::insert_direct_header{level_byte, 0, m_shared.rank(), direct_slot(), record.count,
+                                               m_sending_slot != 0 ? 0 : m_batch_expires})
             .put_bytes(record.segments)
             .finish();
     } else {

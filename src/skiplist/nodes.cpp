@@ -30,6 +30,8 @@
 #include "mpidict/detail/skiplist_nodes.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 
 #include "mpidict/detail/skiplist_ranges.hpp"
 #include "mpidict/detail/skiplist_structure.hpp"
@@ -216,8 +218,10 @@ void skiplist_nodes::handle_point(int source, std::string_view record) {
     point.header = read_record<wire::point_header>(in);
     point.key = read_string(in);
     point.value = read_string(in);
-    if (point.header.kind > static_cast<std::uint8_t>(skiplist_op::marker) || !m_shared.valid_rank(point.header.caller))
-        throw decode_error("mpidict: skiplist_map point record with a bad operation or caller");
+    if (point.header.kind > static_cast<std::uint8_t>(skiplist_op::set_expiry) ||
+        !m_shared.valid_rank(point.header.caller) || !(point.header.expires >= 0) ||
+        point.header.expires == std::numeric_limits<expiry_time>::infinity())
+        throw decode_error("mpidict: skiplist_map point record with a bad operation, caller or expiry");
     route_point(source, id, route.level, route.hops, point, tail);
 }
 
@@ -395,6 +399,33 @@ void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplis
         }
         reply_point(here, id, caller, slot, ticket, skiplist_status::stored, {}, hops);
         return;
+    case skiplist_op::expiry:
+    case skiplist_op::set_expiry: {
+        // The deadline (8 bytes; 0: none) goes back with a hit: ttl reads it,
+        // expire and persist tell from the old one what they changed.
+        if (!present) {
+            reply_point(here, id, caller, slot, ticket, skiplist_status::miss, {}, hops);
+            return;
+        }
+        const expiry_time old = here.run.expires(position);
+        char bytes[sizeof old];
+        std::memcpy(bytes, &old, sizeof old);
+        if (kind == skiplist_op::set_expiry) {
+            if (expires != 0 && expires <= m_shared.clock_now()) {
+                // A deadline already passed: the key goes at once (Redis EXPIRE with a time in the past).
+                stats.payload_bytes -= here.run.key(position).size() + here.run.value(position).size();
+                --stats.entries;
+                ++stats.expired;
+                here.run.erase(position, position + 1);
+            } else {
+                here.run.set_expires(position, expires);
+                if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
+                    here.earliest_expiry = expires;
+            }
+        }
+        reply_point(here, id, caller, slot, ticket, skiplist_status::hit, std::string_view(bytes, sizeof bytes), hops);
+        return;
+    }
     case skiplist_op::marker:
         break;
     }

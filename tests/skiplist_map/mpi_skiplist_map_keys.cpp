@@ -171,8 +171,10 @@ void expiry(int rank, int size) {
     std::int64_t total = 0;
     MPI_Allreduce(&entries, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPIDICT_CHECK(total == 20 * size);
-    // An expiry in the past: stored and never visible.
-    map.insert(1000000 + static_cast<std::uint64_t>(rank), 1, clock::now() - std::chrono::seconds(5)).get();
+    // An expiry in the past: not stored (stored = false), never visible.
+    MPIDICT_CHECK(!map.insert(1000000 + static_cast<std::uint64_t>(rank), 1, clock::now() - std::chrono::seconds(5))
+                       .get()
+                       .stored);
     MPIDICT_CHECK(!map.find(1000000 + static_cast<std::uint64_t>(rank)).get().has_value());
     map.flush();
 }

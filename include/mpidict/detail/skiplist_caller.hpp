@@ -73,6 +73,9 @@ public:
     void close_batch_record();
     bool direct_finds() const;
     void end_batch();
+    // The deadline of every key of the next insert batch (insert_many with an
+    // expiry; 0: none): begin_batch takes it, end_batch forgets it.
+    void set_batch_expiry(expiry_time expires) { m_next_batch_expires = expires; }
 
     // Handlers.
     void handle_point_reply(int source, std::string_view record);
@@ -279,6 +282,7 @@ private:
     std::vector<direct_record> m_direct;  // per rank, while a direct batch runs
     std::vector<int> m_direct_open;       // ranks whose record may hold segments
     std::size_t m_direct_limit = 0;
+    expiry_time m_next_batch_expires = 0, m_batch_expires = 0;  // set_batch_expiry
 };
 
 }  // namespace mpidict::detail

@@ -109,6 +109,11 @@ public:
     // modes with shortcuts; then the keys' order within it is free).
     bool direct_finds() const { return m_caller.direct_finds(); }
     void end_batch() { m_caller.end_batch(); }
+    // insert_many's deadline for the next batch (skiplist_caller::set_batch_expiry).
+    void set_batch_expiry(expiry_time expires) { m_caller.set_batch_expiry(expires); }
+    // The expiry clock's now (config().expiry_clock, else the system clock), in
+    // seconds since the epoch: deadlines are judged against it.
+    expiry_time clock_now() const { return m_shared.clock_now(); }
 
     void check_key(std::size_t bytes) const;
     void check_value(std::size_t bytes) const;

@@ -180,6 +180,7 @@ private:
         std::string_view key, value;
         int caller;
         std::uint32_t batch, index;
+        expiry_time expires;
     };
     // A segment at its node: held, or its keys sent on (the head, next
     // nodes) and those of this node's range appended to `items`.

@@ -246,10 +246,11 @@ struct skiplist_wire {
         std::int32_t caller;
         std::uint32_t slot;  // the batch
         std::uint32_t segments;
+        expiry_time expires;  // every key's deadline (insert_many with an expiry; 0: none)
         static constexpr auto fields() {
             return std::tuple{&insert_direct_header::level, &insert_direct_header::hops,
                               &insert_direct_header::caller, &insert_direct_header::slot,
-                              &insert_direct_header::segments};
+                              &insert_direct_header::segments, &insert_direct_header::expires};
         }
     };
     // bulk_reserve: {bulk_reserve} — the splitting node asks a rank for

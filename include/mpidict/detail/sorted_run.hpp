@@ -175,6 +175,13 @@ public:
         erase(index, index + 1);
         insert(index, key_copy, value_bytes, expiry);
     }
+    // Sets entry `index`'s expiry (0: none), its key and value unchanged.
+    void set_expires(std::size_t index, double expiry) {
+        if (expiry != 0 && m_expires.empty())
+            m_expires.assign(m_offsets.size(), 0.0);
+        if (!m_expires.empty())
+            m_expires[index] = expiry;
+    }
     // Removes entries [first, last).
     void erase(std::size_t first, std::size_t last) {
         if (first >= last)
