@@ -59,6 +59,7 @@ struct settings {
     std::string directory = "mpidict_checkpoint_bench";
     bool keep = false;
     bool drop_cache = false;
+    std::uint64_t buffer_bytes = mpidict::checkpoint_options{}.buffer_bytes;
 };
 
 void declare(mpidict::support::option_parser& parser, settings& s) {
@@ -69,6 +70,8 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_text("dir", &s.directory, "scratch directory for the checkpoints and baseline files (removed after)",
                   "DIR")
         .add_flag("keep", &s.keep, "keep the scratch directory")
+        .add_count("buffer-bytes", &s.buffer_bytes, "checkpoint_options::buffer_bytes of the loads (read buffers)",
+                   std::uint64_t{1} << 16, std::uint64_t{1} << 30, "B")
         .add_flag("drop-cache", &s.drop_cache,
                   "posix_fadvise(DONTNEED) the checkpoint's files before each load and each read of them");
 }
@@ -231,6 +234,8 @@ int run(const settings& s, const mpidict::bench::world& w) {
     bool ok = verified(*map, s, w);
     mpidict::checkpoint_options per_rank;
     per_rank.layout = mpidict::checkpoint_layout::file_per_rank;
+    mpidict::checkpoint_options load_options;
+    load_options.buffer_bytes = static_cast<std::size_t>(s.buffer_bytes);
     for (std::uint64_t rep = 0; rep < s.reps && ok; ++rep) {
         write_bw.push_back(total_bytes / timed(w.comm, [&] { posix_write(baseline, shard_bytes, piece); }) / 1e6);
         shared_bw.push_back(total_bytes / timed(w.comm, [&] { map->save(shared_dir); }) / 1e6);
@@ -257,7 +262,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
         auto loaded = std::make_unique<map_type>(w.comm, config);
         const auto load = [&] {
             prepare();
-            load_bw.push_back(total_bytes / timed(w.comm, [&] { loaded->load(source); }) / 1e6);
+            load_bw.push_back(total_bytes / timed(w.comm, [&] { loaded->load(source, load_options); }) / 1e6);
         };
         if (rep % 2 == 0) {
             read_same();

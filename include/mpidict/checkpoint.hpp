@@ -207,6 +207,15 @@ private:
     std::unique_ptr<state> m;
 };
 
+// When a reader checks the dealt shards' checksums and column structure:
+// `before` in its constructor (a first full read of every column; nothing is
+// handed out unchecked), or `while_reading`: the constructor checks files and
+// sizes only, every stream checks the bytes it reads as it reads them (the
+// CRC-32 once its column is read to the end), and finish() checks the rest.  A
+// container loads with while_reading only if it can undo what it stored from a
+// shard that then fails (hash_map: it empties the map).
+enum class verification { before, while_reading };
+
 // Reads one checkpoint.  The constructor is collective: it reads the manifest on
 // rank 0, checks it against `expected` on every rank, deals the shards out
 // (shard s to readers[s % readers.size()]; no readers: every rank) and verifies each dealt shard's files, sizes,
@@ -215,7 +224,7 @@ class reader {
 public:
     reader(MPI_Comm communicator, const std::string& directory, const description& expected,
            const std::vector<column_spec>& expected_columns, const checkpoint_options& options,
-           const std::vector<int>& readers = {});
+           const std::vector<int>& readers = {}, verification when = verification::before);
     ~reader();
     reader(const reader&) = delete;
     reader& operator=(const reader&) = delete;
@@ -235,6 +244,9 @@ public:
         ~stream();
         // The next `bytes` bytes of the column, valid until the next call.
         const std::byte* next(std::size_t bytes);
+        // The next whole elements of `width` bytes, at least one and at most
+        // `most` (as many as are buffered), valid until the next call.
+        std::span<const std::byte> next_run(std::size_t width, std::size_t most);
 
     private:
         friend class reader;
@@ -242,6 +254,10 @@ public:
         std::unique_ptr<state> m;
     };
     stream open(std::size_t shard, std::string_view column);
+    // Local.  With verification::while_reading, call once the streams are done:
+    // checks what they did not (a column not read to its end is read and
+    // checked now, and the columns against each other); throws checkpoint_error.
+    void finish();
 
 private:
     struct state;
@@ -251,7 +267,8 @@ private:
 // Test-only fault injection, from the environment variable
 // MPIDICT_CHECKPOINT_FAULT: "fail-before-manifest" makes commit() fail on every
 // rank after the data is written; "exit-during-write" makes every rank exit
-// (status 86) after writing its first chunk of data.
+// (status 86) after writing its first chunk of data; "no-map" makes a
+// verification::while_reading reader read through MPI-IO, not a mapping.
 
 // ---- the columns of a container's entries -------------------------------------
 
@@ -431,8 +448,26 @@ public:
     std::uint64_t count() { return load<std::uint64_t>(m_counts); }
     V value() { return get<V>(m_values, m_value_offsets, m_value_end); }
     double expiry() { return load<double>(m_expiry); }
+    // The next `n` keys, counts or values in bulk (fixed-width types only): one
+    // call per buffered run, not one an element.
+    void keys(K* out, std::size_t n) { runs(m_keys, out, n); }
+    void counts(std::uint64_t* out, std::size_t n) { runs(m_counts, out, n); }
+    void values(V* out, std::size_t n) { runs(m_values, out, n); }
 
 private:
+    template <class T>
+    static void runs(reader::stream& from, T* out, std::size_t n) {
+        static_assert(!column_codec<T>::variable, "bulk reads are for fixed-width columns");
+        constexpr std::size_t width = column_codec<T>::width;
+        while (n > 0) {
+            const std::span<const std::byte> run = from.next_run(width, n);
+            const std::size_t got = run.size() / width;
+            for (std::size_t i = 0; i < got; ++i)
+                out[i] = column_codec<T>::read(run.data() + i * width);
+            out += got;
+            n -= got;
+        }
+    }
     template <class T>
     static T load(reader::stream& from) {
         T value;

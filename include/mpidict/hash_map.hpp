@@ -72,6 +72,7 @@
 #include "mpidict/detail/collectives.hpp"
 #include "mpidict/detail/facade.hpp"
 #include "mpidict/detail/hash_map_caller.hpp"
+#include "mpidict/detail/hash_map_load.hpp"
 #include "mpidict/detail/hash_map_shard.hpp"
 #include "mpidict/detail/hash_map_visitors.hpp"
 #include "mpidict/detail/wire.hpp"
@@ -629,64 +630,13 @@ public:
     // is missing, damaged or of other types, or if this map's capacity limits
     // refuse any value.
     void load(const std::string& directory, const checkpoint_options& options = {}) {
-        namespace ck = detail::checkpoint;
-        if (const std::size_t held = global_size(); held != 0)
-            throw invalid_argument_error("mpidict: hash_map load needs an empty map; this one holds " +
-                                         std::to_string(held) + " keys");
-        ck::communicator_copy comm(m_engine->mpi_communicator(), "hash_map");
-        ck::reader in(comm.get(), directory, ck::describe<K, V>("hash_map", checkpoint_flags, options),
-                      ck::columns_for<K, V>(checkpoint_flags, {}), options);
-        const std::uint64_t refused_before = m_shard.local_rejected();
-        std::string problem;  // e.g. a saved value too large for this map's messages
-        try {
-            runtime::engine_lock lock(*m_engine);
-            const std::size_t batch_bytes = m_engine->max_record_bytes() / 4;
-            std::vector<V> values;
-            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
-                ck::entry_reader<K, V> entries(in, shard, checkpoint_flags);
-                for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
-                    const K key = entries.key();
-                    const std::uint64_t count = entries.count();
-                    const int target = owner(key);
-                    std::size_t bytes = 0;
-                    values.clear();
-                    for (std::uint64_t index = 0; index < count; ++index) {
-                        values.push_back(entries.value());
-                        bytes += codec<V>::encoded_size(values.back());
-                        if (values.size() == checkpoint_batch || bytes >= batch_bytes || index + 1 == count) {
-                            restore(target, key, values);
-                            values.clear();
-                            bytes = 0;
-                        }
-                    }
-                }
-            }
-        } catch (const std::exception& failure) {
-            problem = "mpidict: checkpoint " + directory + ": loading failed: " + failure.what();
-        }
-        flush();
-        const std::size_t refused = global_sum(m_shard.local_rejected() - refused_before, "load");
-        if (problem.empty() && refused != 0)
-            problem = "mpidict: checkpoint " + directory + ": this hash_map's capacity limits refused " +
-                      std::to_string(refused) + " of the saved values";
-        // A key saved twice (each shard's keys are distinct, and so are the shards'):
-        // fewer keys than the manifest's entries.
-        if (const std::size_t distinct = global_size(); problem.empty() && distinct != in.total_entries())
-            problem = "mpidict: checkpoint " + directory + ": the manifest lists " +
-                      std::to_string(in.total_entries()) + " keys, but only " + std::to_string(distinct) +
-                      " are distinct: a key is saved more than once";
-        try {
-            ck::agree(comm.get(), problem);
-        } catch (const checkpoint_error& failure) {
-            runtime::engine_lock lock(*m_engine);
-            m_shard.reset();
-            throw checkpoint_error(std::string(failure.what()) + "; the map is left empty");
-        }
+        detail::hash_map_loader::load(*this, directory, options);  // detail/hash_map_load.hpp
     }
 
     static constexpr std::size_t unlimited = std::numeric_limits<std::uint32_t>::max();
 
 private:
+    friend struct detail::hash_map_loader;
     using wire = detail::hash_map_wire;
     using shard_type = detail::hash_map_shard<K, V, Hash>;
     using visitors = detail::hash_map_visitors<K, V, Hash, hash_map>;

@@ -6,9 +6,11 @@
 
 #include "mpidict/checkpoint.hpp"
 
+#include "column_check.hpp"
 #include "manifest.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,7 +30,6 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
-#include <zlib.h>
 
 namespace mpidict::detail::checkpoint {
 namespace {
@@ -43,23 +44,6 @@ std::string mpi_message(int code) {
     if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
         return "MPI error " + std::to_string(code);
     return std::string(text, static_cast<std::size_t>(length));
-}
-
-std::string hex32(std::uint32_t value) {
-    char text[16];
-    std::snprintf(text, sizeof text, "0x%08x", value);
-    return text;
-}
-
-std::uint32_t crc_update(std::uint32_t crc, const std::byte* data, std::size_t bytes) {
-    while (bytes > 0) {
-        const std::size_t piece = std::min(bytes, max_io_bytes);
-        crc = static_cast<std::uint32_t>(
-            ::crc32(crc, reinterpret_cast<const Bytef*>(data), static_cast<uInt>(piece)));
-        data += piece;
-        bytes -= piece;
-    }
-    return crc;
 }
 
 std::string fault_setting() {
@@ -519,11 +503,13 @@ void writer::commit() {
 
 namespace {
 
-// Checks one shard's files, sizes, checksums and column structure; throws
-// checkpoint_error naming the problem.  Opens (and keeps in `files`) its data file.
+
+// Checks one shard's files, sizes, checksums and column structure (without
+// `read_columns`: files and sizes only); throws checkpoint_error naming the
+// problem.  Opens (and keeps in `files`) its data file.
 void verify_shard(const fs::path& directory, const shard_info& shard,
-                  std::map<std::string, std::shared_ptr<open_file>>& files) {
-    const std::string shard_name = "shard " + std::to_string(shard.rank) + " (file " + shard.file + ")";
+                  std::map<std::string, std::shared_ptr<open_file>>& files, bool read_columns = true) {
+    const std::string shard_name = name_of(shard);
     auto& file = files[shard.file];
     if (!file) {
         file = std::make_shared<open_file>();
@@ -540,78 +526,43 @@ void verify_shard(const fs::path& directory, const shard_info& shard,
         MPI_File_get_size(file->handle, &bytes);
         file->size = static_cast<std::uint64_t>(bytes);
     }
-    std::uint64_t counted_values = 0;
-    bool have_counts = false;
-    std::map<std::string, std::uint64_t> offsets_end;
-    std::vector<std::byte> chunk(min_column_buffer * 4);
-    for (const shard_column& column : shard.columns) {
+    for (const shard_column& column : shard.columns)
         if (column.offset + column.bytes > file->size)
             throw checkpoint_error(shard_name + " is truncated: column " + column.spec.name + " needs bytes " +
                                    std::to_string(column.offset) + " to " + std::to_string(column.offset + column.bytes) +
                                    ", the file has " + std::to_string(file->size));
-        std::uint32_t crc = 0;
-        const bool offsets = column.spec.name.ends_with(".offsets");
-        const bool counts = column.spec.name == "value_counts";
-        std::uint64_t previous = 0;
-        std::uint64_t seen = 0;  // elements of an offsets column checked so far
+    if (!read_columns)
+        return;
+    std::vector<column_check> checks;
+    std::vector<std::byte> chunk(min_column_buffer * 4);
+    for (const shard_column& column : shard.columns) {
+        column_check& check = checks.emplace_back(shard_name, column);
         std::uint64_t done = 0;
+        std::size_t carried = 0;  // bytes of an unchecked element kept at the chunk's front
         while (done < column.bytes) {
-            const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(column.bytes - done, chunk.size()));
+            const std::size_t piece =
+                static_cast<std::size_t>(std::min<std::uint64_t>(column.bytes - done, chunk.size() - carried));
             MPI_Status status;
             int got = 0;
-            const int code = MPI_File_read_at(file->handle, static_cast<MPI_Offset>(column.offset + done), chunk.data(),
-                                              static_cast<int>(piece), MPI_BYTE, &status);
+            const int code = MPI_File_read_at(file->handle, static_cast<MPI_Offset>(column.offset + done),
+                                              chunk.data() + carried, static_cast<int>(piece), MPI_BYTE, &status);
             if (code == MPI_SUCCESS)
                 MPI_Get_count(&status, MPI_BYTE, &got);
             if (code != MPI_SUCCESS || got != static_cast<int>(piece))
                 throw checkpoint_error(shard_name + ": reading column " + column.spec.name + " failed" +
                                        (code != MPI_SUCCESS ? ": " + mpi_message(code) : std::string(" (short read)")));
-            crc = crc_update(crc, chunk.data(), piece);
-            if (offsets || counts) {
-                for (std::size_t at = 0; at + 8 <= piece; at += 8) {
-                    std::uint64_t value = 0;
-                    std::memcpy(&value, chunk.data() + at, 8);
-                    if (offsets) {
-                        if (value < previous || (seen++ == 0 && value != 0))
-                            throw checkpoint_error(shard_name + ": column " + column.spec.name +
-                                                   " is not a list of increasing offsets from 0");
-                        previous = value;
-                    } else {
-                        if (value == 0)
-                            throw checkpoint_error(shard_name + ": value_counts holds a 0 at entry " +
-                                                   std::to_string(seen) + " (every saved key has a value)");
-                        ++seen;
-                        if (value > std::numeric_limits<std::uint64_t>::max() - counted_values)
-                            throw checkpoint_error(shard_name + ": value_counts overflow");
-                        counted_values += value;
-                    }
-                }
-            }
+            check.feed(chunk.data() + carried, piece);
             done += piece;
+            const std::size_t filled = carried + piece;
+            carried = check.offsets || check.counts ? static_cast<std::size_t>(check.bytes_seen - check.elements * 8) : 0;
+            if (carried > 0)
+                std::memmove(chunk.data(), chunk.data() + filled - carried, carried);
         }
-        if (crc != column.crc)
-            throw checkpoint_error(shard_name + " is corrupt: column " + column.spec.name + " has CRC-32 " + hex32(crc) +
+        if (column.bytes == 0 && column.crc != 0)
+            throw checkpoint_error(shard_name + " is corrupt: column " + column.spec.name + " has CRC-32 " + hex32(0) +
                                    ", the manifest says " + hex32(column.crc));
-        if (offsets)
-            offsets_end[column.spec.name.substr(0, column.spec.name.size() - 8)] = previous;
-        if (counts)
-            have_counts = true;
     }
-    for (const shard_column& column : shard.columns) {
-        if (column.spec.name.ends_with(".data")) {
-            const std::string base = column.spec.name.substr(0, column.spec.name.size() - 5);
-            if (offsets_end[base] != column.spec.count)
-                throw checkpoint_error(shard_name + ": column " + base + ".offsets ends at " +
-                                       std::to_string(offsets_end[base]) + ", but " + column.spec.name + " holds " +
-                                       std::to_string(column.spec.count) + " bytes");
-        }
-        if (have_counts && (column.spec.name == "values" || column.spec.name == "values.offsets")) {
-            const std::uint64_t values = column.spec.name == "values" ? column.spec.count : column.spec.count - 1;
-            if (values != counted_values)
-                throw checkpoint_error(shard_name + ": value_counts add up to " + std::to_string(counted_values) +
-                                       ", but the values column holds " + std::to_string(values));
-        }
-    }
+    check_columns_agree(shard, checks);
 }
 
 }  // namespace
@@ -627,6 +578,8 @@ struct reader::state {
     std::uint64_t total_entries = 0;
     std::vector<shard_info> dealt;
     std::map<std::string, std::shared_ptr<open_file>> files;
+    verification when = verification::before;
+    std::vector<std::vector<column_check>> checks;  // while_reading: per dealt shard, per column
 
     std::string where() const { return "mpidict: checkpoint " + directory.string(); }
 };
@@ -639,6 +592,21 @@ struct reader::stream::state {
     std::vector<std::byte> buffer;
     std::size_t start = 0, end = 0;
     std::size_t capacity = 0;
+    column_check* check = nullptr;  // while_reading: fed every byte read
+    // A mapped file: the column's bytes in place, `start` of them consumed and
+    // `fed` of them checked (fed ahead in pieces of feed_bytes); no buffer.
+    const std::byte* mapped = nullptr;
+    std::uint64_t length = 0, fed = 0;
+    static constexpr std::uint64_t feed_bytes = std::uint64_t{256} << 10;
+
+    // Checks (feeds) the mapped bytes up to at least `until` (at most the column's end).
+    void feed_to(std::uint64_t until) {
+        if (check == nullptr || until <= fed)
+            return;
+        const std::uint64_t to = std::min(length, std::max(until, fed + feed_bytes));
+        check->feed(mapped + fed, static_cast<std::size_t>(to - fed));
+        fed = to;
+    }
 };
 
 reader::stream::stream() = default;
@@ -651,6 +619,14 @@ const std::byte* reader::stream::next(std::size_t bytes) {
     if (bytes == 0)
         return &nothing;
     state& s = *m;
+    if (s.mapped != nullptr) {
+        if (bytes > s.length - s.start)
+            throw decode_error("mpidict: checkpoint column " + s.name + " ends early");
+        s.feed_to(s.start + bytes);
+        const std::byte* out = s.mapped + s.start;
+        s.start += bytes;
+        return out;
+    }
     if (s.end - s.start < bytes) {
         const std::size_t have = s.end - s.start;
         if (bytes - have > s.left)
@@ -680,6 +656,8 @@ const std::byte* reader::stream::next(std::size_t bytes) {
             s.left -= piece;
             s.end += piece;
         }
+        if (s.check != nullptr && s.end > have)
+            s.check->feed(s.buffer.data() + have, s.end - have);
         if (s.end < bytes)
             throw decode_error("mpidict: checkpoint column " + s.name + " ends early");
     }
@@ -688,10 +666,33 @@ const std::byte* reader::stream::next(std::size_t bytes) {
     return out;
 }
 
+std::span<const std::byte> reader::stream::next_run(std::size_t width, std::size_t most) {
+    state& s = *m;
+    if (s.mapped != nullptr) {
+        if (width > s.length - s.start)
+            throw decode_error("mpidict: checkpoint column " + s.name + " ends early");
+        s.feed_to(s.start + width);
+        const std::size_t elements =
+            std::min<std::size_t>(most, static_cast<std::size_t>(((s.check ? s.fed : s.length) - s.start) / width));
+        const std::span<const std::byte> out(s.mapped + s.start, elements * width);
+        s.start += elements * width;
+        return out;
+    }
+    if (s.end - s.start < width) {
+        next(width);  // fills the buffer with at least one element ...
+        s.start -= width;  // ... which stays unread here
+    }
+    const std::size_t elements = std::min(most, (s.end - s.start) / width);
+    const std::span<const std::byte> out(s.buffer.data() + s.start, elements * width);
+    s.start += elements * width;
+    return out;
+}
+
 reader::reader(MPI_Comm communicator, const std::string& directory, const description& expected,
                const std::vector<column_spec>& expected_columns, const checkpoint_options& options,
-               const std::vector<int>& readers)
+               const std::vector<int>& readers, verification when)
     : m(std::make_unique<state>()) {
+    m->when = when;
     m->comm = communicator;
     MPI_Comm_rank(communicator, &m->rank);
     MPI_Comm_size(communicator, &m->size);
@@ -737,7 +738,14 @@ reader::reader(MPI_Comm communicator, const std::string& directory, const descri
             m->dealt.push_back(manifest.shards[s]);
     try {
         for (const shard_info& shard : m->dealt)
-            verify_shard(m->directory, shard, m->files);
+            verify_shard(m->directory, shard, m->files, when == verification::before);
+        if (when == verification::while_reading)
+            for (const shard_info& shard : m->dealt) {
+                auto& checks = m->checks.emplace_back();
+                checks.reserve(shard.columns.size());  // streams point into it
+                for (const shard_column& column : shard.columns)
+                    checks.emplace_back(name_of(shard), column);
+            }
     } catch (const error& failure) {
         problem = where + ": " + failure.what();
     }
@@ -749,9 +757,12 @@ reader::~reader() {
     MPI_Finalized(&finalized);
     if (finalized)
         return;
-    for (auto& [name, file] : m->files)
+    for (auto& [name, file] : m->files) {
+        if (file && file->mapped != nullptr)
+            ::munmap(const_cast<std::byte*>(file->mapped), static_cast<std::size_t>(file->size));
         if (file && file->handle != MPI_FILE_NULL)
             MPI_File_close(&file->handle);
+    }
 }
 
 std::size_t reader::shards() const { return m->dealt.size(); }
@@ -773,9 +784,37 @@ reader::stream reader::open(std::size_t shard, std::string_view column) {
         out.m->left = c.bytes;
         out.m->capacity = std::clamp<std::size_t>(m->options.buffer_bytes / std::max<std::size_t>(1, info.columns.size()),
                                                   min_column_buffer, max_io_bytes);
+        if (m->when == verification::while_reading) {
+            column_check& check = m->checks.at(shard).at(static_cast<std::size_t>(&c - info.columns.data()));
+            if (check.bytes_seen != 0)
+                throw checkpoint_error(m->where() + ": column " + out.m->name + " opened twice while being verified");
+            out.m->check = &check;
+            open_file& file = *out.m->file;
+            if (!file.map_tried) {
+                file.map_tried = true;
+                if (fault_setting() != "no-map")
+                    file.mapped = map_file(m->directory / info.file, file.size);
+            }
+            if (file.mapped != nullptr) {
+                out.m->mapped = file.mapped + c.offset;
+                out.m->length = c.bytes;
+            }
+        }
         return out;
     }
     throw checkpoint_error(m->where() + ": shard " + std::to_string(info.rank) + " has no column " + std::string(column));
+}
+
+void reader::finish() {
+    if (m->when != verification::while_reading)
+        return;
+    for (std::size_t shard = 0; shard < m->dealt.size(); ++shard) {
+        const auto& checks = m->checks[shard];
+        if (std::all_of(checks.begin(), checks.end(), [](const column_check& c) { return c.done; }))
+            check_columns_agree(m->dealt[shard], checks);
+        else
+            verify_shard(m->directory, m->dealt[shard], m->files);  // what the streams left: read it all
+    }
 }
 
 }  // namespace mpidict::detail::checkpoint

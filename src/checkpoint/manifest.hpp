@@ -56,6 +56,10 @@ struct shard_info {
 struct open_file {
     MPI_File handle = MPI_FILE_NULL;
     std::uint64_t size = 0;
+    // A read-only mapping of the whole file (reader::open under
+    // verification::while_reading), or null: read through MPI-IO.
+    const std::byte* mapped = nullptr;
+    bool map_tried = false;
 };
 struct parsed_manifest {
     std::string container;

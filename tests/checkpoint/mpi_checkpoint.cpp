@@ -136,6 +136,36 @@ void check_numbers(number_map& numbers, int rank) {
         MPIDICT_CHECK(numbers.find(k).get().size() == count_of(k));
 }
 
+// hash_map<uint64, int64> with hash placement and (mostly) one value a key:
+// the load's bulk path (runs of 4,096 entries with one value each, a key's
+// owner changing with the rank count); every 1,000th key has two values, so
+// some runs take the entry-by-entry path.
+constexpr std::uint64_t single_keys = 10'000;
+std::size_t singles_count(std::uint64_t k) { return k % 1000 == 17 ? 2 : 1; }
+
+void fill_singles(int rank, int size, number_map& singles) {
+    for (std::uint64_t k = static_cast<std::uint64_t>(rank); k < single_keys; k += static_cast<std::uint64_t>(size))
+        for (std::size_t j = 0; j < singles_count(k); ++j)
+            singles.async_insert(k * 0x9e3779b97f4a7c15ULL, value_of(k, j));
+    singles.flush();
+}
+
+void check_singles(number_map& singles, int rank) {
+    MPIDICT_CHECK(singles.global_size() == single_keys);
+    std::uint64_t wrong = 0;
+    for (std::uint64_t k = 0; k < single_keys; ++k) {
+        const std::uint64_t key = k * 0x9e3779b97f4a7c15ULL;
+        if (singles.owner(key) != rank)
+            continue;
+        const auto got = singles.local_find(key);
+        bool ok = got.size() == singles_count(k);
+        for (std::size_t j = 0; ok && j < got.size(); ++j)
+            ok = got[j] == value_of(k, j);
+        wrong += !ok;
+    }
+    MPIDICT_CHECK_MSG(wrong == 0, std::to_string(wrong) + " wrong entries in the single-valued hash_map");
+}
+
 void check_texts(text_map& texts, int rank) {
     std::map<std::string, std::uint64_t> model;
     for (std::uint64_t k = 0; k < keys; k += 4)
@@ -231,6 +261,11 @@ void save_all(const std::string& root, int rank, int size) {
     per_rank.layout = checkpoint_layout::file_per_rank;
     per_rank.buffer_bytes = 1;  // the smallest buffers: many writes per column
     numbers.save(dir(root, size, "numbers"));
+    {
+        number_map singles(MPI_COMM_WORLD);
+        fill_singles(rank, size, singles);
+        singles.save(dir(root, size, "singles"));
+    }
     texts.save(dir(root, size, "texts"), per_rank);
     words.save(dir(root, size, "words"));
     ordered.save(dir(root, size, "ordered"), per_rank);
@@ -251,6 +286,24 @@ void load_all(const std::string& root, int saved, int rank, int size) {
         number_map numbers(MPI_COMM_WORLD, cyclic_config());
         numbers.load(dir(root, saved, "numbers"));
         check_numbers(numbers, rank);
+    }
+    {
+        number_map singles(MPI_COMM_WORLD);
+        singles.load(dir(root, saved, "singles"));  // mapped, checked as read
+        check_singles(singles, rank);
+    }
+    {
+        // The same through MPI-IO (no mapping) in the smallest buffers.
+        setenv("MPIDICT_CHECKPOINT_FAULT", "no-map", 1);
+        checkpoint_options small;
+        small.buffer_bytes = 1;
+        number_map singles(MPI_COMM_WORLD);
+        singles.load(dir(root, saved, "singles"), small);
+        check_singles(singles, rank);
+        text_map texts(MPI_COMM_WORLD);
+        texts.load(dir(root, saved, "texts"), small);  // offsets columns checked in buffer pieces
+        check_texts(texts, rank);
+        unsetenv("MPIDICT_CHECKPOINT_FAULT");
     }
     {
         text_map texts(MPI_COMM_WORLD);
@@ -355,6 +408,46 @@ void faults(const std::string& root, int rank, int size) {
         file.write(&byte, 1);
     });
     expect_refused(flipped, {"is corrupt", "CRC-32", "keys"});
+
+    // The load checks each column as it reads it: the last column (values) of
+    // the last shard, and a count of 0 in the first shard's value_counts.
+    const std::string flipped_end = copy_of_good("flipped_end");
+    on_rank0(rank, [&] {
+        std::ifstream in(flipped_end + "/manifest.json");
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto column = text.rfind("\"name\": \"values\"");
+        const auto offset = text.find("\"offset\": ", column);
+        const auto bytes = text.find("\"bytes\": ", column);
+        MPIDICT_CHECK(column != std::string::npos && offset != std::string::npos && bytes != std::string::npos);
+        const auto last = static_cast<std::streamoff>(std::stoull(text.substr(offset + 10)) +
+                                                      std::stoull(text.substr(bytes + 9)) - 1);
+        std::fstream data(first_data_file(flipped_end), std::ios::in | std::ios::out | std::ios::binary);
+        data.seekg(last);
+        char byte = 0;
+        data.read(&byte, 1);
+        byte = static_cast<char>(byte ^ 0x01);
+        data.seekp(last);
+        data.write(&byte, 1);
+    });
+    expect_refused(flipped_end, {"is corrupt", "CRC-32", "values"});
+    for (const char* fault : {"", "no-map"}) {
+        setenv("MPIDICT_CHECKPOINT_FAULT", fault, 1);
+        const std::string zero_count = copy_of_good(std::string("zero_count") + fault);
+        on_rank0(rank, [&] {
+            std::ifstream in(zero_count + "/manifest.json");
+            const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            const auto column = text.find("\"name\": \"value_counts\"");
+            const auto at = text.find("\"offset\": ", column);
+            MPIDICT_CHECK(column != std::string::npos && at != std::string::npos);
+            const auto offset = std::stoull(text.substr(at + 10));
+            std::fstream data(first_data_file(zero_count), std::ios::in | std::ios::out | std::ios::binary);
+            data.seekp(static_cast<std::streamoff>(offset + 8 * 5));  // the 6th key's count
+            const char zeros[8] = {};
+            data.write(zeros, 8);
+        });
+        expect_refused(zero_count, {"value_counts holds a 0 at entry 5"});
+        unsetenv("MPIDICT_CHECKPOINT_FAULT");
+    }
 
     const std::string truncated = copy_of_good("truncated");
     on_rank0(rank, [&] {

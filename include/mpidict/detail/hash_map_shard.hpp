@@ -15,6 +15,7 @@
 // find or a take, single or batched, is answer() below.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -188,6 +189,36 @@ public:
         m_table.append(key, value);
         m_stored_bytes += codec<V>::payload_bytes(value) + (new_key ? codec<K>::payload_bytes(key) : 0);
         return true;
+    }
+
+    // Appends keys[i]'s value values[i] for every i (a load's run of this
+    // rank's pairs): without capacity limits, fixed-size pairs go in with each
+    // key hashed once and its slot prefetched `ahead` keys early.
+    void store_pairs(std::span<const K> keys, std::span<const V> values) {
+        if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
+            if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0) [[likely]] {
+                constexpr std::size_t ahead = 16;
+                std::array<std::uint64_t, ahead> hashes{};
+                const std::size_t n = keys.size();
+                for (std::size_t i = 0; i < std::min(n, ahead); ++i) {
+                    hashes[i] = m_table.hash_of(keys[i]);
+                    m_table.prefetch_hashed(hashes[i]);
+                }
+                for (std::size_t i = 0; i < n; ++i) {
+                    const std::uint64_t hash = hashes[i % ahead];
+                    if (i + ahead < n) {
+                        hashes[i % ahead] = m_table.hash_of(keys[i + ahead]);
+                        m_table.prefetch_hashed(hashes[i % ahead]);
+                    }
+                    if (m_table.append_hashed(keys[i], hash, values[i]))
+                        m_stored_bytes += sizeof(K);
+                    m_stored_bytes += sizeof(V);
+                }
+                return;
+            }
+        }
+        for (std::size_t i = 0; i < keys.size(); ++i)
+            store_value(keys[i], values[i]);
     }
 
     // Removes `key` and all its values.

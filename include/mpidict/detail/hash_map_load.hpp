@@ -1,0 +1,163 @@
+#pragma once
+// hash_map::load (include/mpidict/hash_map.hpp, docs/checkpoint.md): a
+// checkpoint read back into an empty map, in one pass over the files.
+//
+// The reader checks the bytes as the load reads them (verification::
+// while_reading: the CRC-32 and column structure of each column as its bytes
+// arrive, the rest in reader::finish()), so every byte is read from the file
+// once; a shard that fails a check fails the load on every rank and the map is
+// emptied, as for any other failure.  Fixed-size keys and values are read in
+// runs (entry_reader::keys/counts/values: one call per buffered run); a run in
+// which every key has one value goes to the owners in bulk: this rank's pairs
+// into the table with their slots prefetched (hash_map_shard::store_pairs),
+// the others as insert_one records.  Other runs, and byte-string keys or
+// values, go entry by entry as before.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mpidict/checkpoint.hpp"
+#include "mpidict/error.hpp"
+#include "mpidict/hash_map_types.hpp"
+#include "mpidict/local/codec.hpp"
+#include "mpidict/runtime/engine.hpp"
+
+namespace mpidict::detail {
+
+struct hash_map_loader {
+    // Entries read per run on the bulk path.
+    static constexpr std::size_t run_entries = 4096;
+
+    template <class Map>
+    static void load(Map& map, const std::string& directory, const checkpoint_options& options) {
+        using K = typename Map::key_type;
+        using V = typename Map::value_type;
+        namespace ck = checkpoint;
+        constexpr auto flags = Map::checkpoint_flags;
+        if (const std::size_t held = map.global_size(); held != 0)
+            throw invalid_argument_error("mpidict: hash_map load needs an empty map; this one holds " +
+                                         std::to_string(held) + " keys");
+        ck::communicator_copy comm(map.m_engine->mpi_communicator(), "hash_map");
+        ck::reader in(comm.get(), directory, ck::describe<K, V>("hash_map", flags, options),
+                      ck::columns_for<K, V>(flags, {}), options, {}, ck::verification::while_reading);
+        const std::uint64_t refused_before = map.m_shard.local_rejected();
+        std::string problem;  // e.g. a saved value too large for this map's messages
+        try {
+            runtime::engine_lock lock(*map.m_engine);
+            // Room for this rank's share of the keys (hash placement deals about
+            // as many to each rank), so the table does not grow while loading.
+            std::vector<V> scratch;
+            const std::uint64_t share = in.total_entries() / static_cast<std::uint64_t>(map.num_ranks());
+            if (share > map.m_shard.table().size())
+                map.m_shard.table().reserve(static_cast<std::size_t>(share + share / 64 + 16));
+            for (std::size_t shard = 0; shard < in.shards(); ++shard) {
+                ck::entry_reader<K, V> entries(in, shard, flags);
+                if constexpr (codec<K>::fixed_size && codec<V>::fixed_size && !ck::column_codec<K>::variable &&
+                              !ck::column_codec<V>::variable)
+                    load_runs(map, entries, in.entries(shard), scratch);
+                else
+                    for (std::uint64_t entry = 0; entry < in.entries(shard); ++entry) {
+                        const K key = entries.key();
+                        load_entry(map, entries, key, entries.count(), scratch);
+                    }
+            }
+            in.finish();
+        } catch (const std::exception& failure) {
+            problem = "mpidict: checkpoint " + directory + ": loading failed: " + failure.what();
+        }
+        map.flush();
+        // A damaged shard first (it also makes keys go missing; its message is the one to give).
+        settle(map, comm.get(), problem);
+        const std::size_t refused = map.global_sum(map.m_shard.local_rejected() - refused_before, "load");
+        if (problem.empty() && refused != 0)
+            problem = "mpidict: checkpoint " + directory + ": this hash_map's capacity limits refused " +
+                      std::to_string(refused) + " of the saved values";
+        // A key saved twice (each shard's keys are distinct, and so are the shards'):
+        // fewer keys than the manifest's entries.
+        if (const std::size_t distinct = map.global_size(); problem.empty() && distinct != in.total_entries())
+            problem = "mpidict: checkpoint " + directory + ": the manifest lists " +
+                      std::to_string(in.total_entries()) + " keys, but only " + std::to_string(distinct) +
+                      " are distinct: a key is saved more than once";
+        settle(map, comm.get(), problem);
+    }
+
+private:
+    // Collective: if any rank has a problem, every rank empties its shard and
+    // throws the lowest such rank's message.
+    template <class Map>
+    static void settle(Map& map, MPI_Comm comm, const std::string& problem) {
+        try {
+            checkpoint::agree(comm, problem);
+        } catch (const checkpoint_error& failure) {
+            runtime::engine_lock lock(*map.m_engine);
+            map.m_shard.reset();
+            throw checkpoint_error(std::string(failure.what()) + "; the map is left empty");
+        }
+    }
+
+    // One key's `count` values, read one by one, to the owner in pieces.
+    template <class Map, class Entries, class K, class V>
+    static void load_entry(Map& map, Entries& entries, const K& key, std::uint64_t count, std::vector<V>& values) {
+        const std::size_t batch_bytes = map.m_engine->max_record_bytes() / 4;
+        const int target = map.owner(key);
+        std::size_t bytes = 0;
+        values.clear();
+        for (std::uint64_t index = 0; index < count; ++index) {
+            values.push_back(entries.value());
+            bytes += codec<V>::encoded_size(values.back());
+            if (values.size() == Map::checkpoint_batch || bytes >= batch_bytes || index + 1 == count) {
+                map.restore(target, key, values);
+                values.clear();
+                bytes = 0;
+            }
+        }
+    }
+
+    // Fixed-size keys and values: runs of entries read in bulk.
+    template <class Map, class Entries>
+    static void load_runs(Map& map, Entries& entries, std::uint64_t total,
+                          std::vector<typename Map::value_type>& scratch) {
+        using K = typename Map::key_type;
+        using V = typename Map::value_type;
+        std::vector<K> keys(run_entries), mine_keys;
+        std::vector<V> values(run_entries), mine_values;
+        std::vector<std::uint64_t> counts(run_entries);
+        mine_keys.reserve(run_entries);
+        mine_values.reserve(run_entries);
+        const int me = map.rank();
+        for (std::uint64_t left = total; left > 0;) {
+            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, run_entries));
+            left -= n;
+            entries.keys(keys.data(), n);
+            entries.counts(counts.data(), n);
+            if (!std::all_of(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(n),
+                             [](std::uint64_t c) { return c == 1; })) {
+                for (std::size_t i = 0; i < n; ++i)
+                    load_entry(map, entries, keys[i], counts[i], scratch);
+                continue;
+            }
+            entries.values(values.data(), n);
+            mine_keys.clear();
+            mine_values.clear();
+            for (std::size_t i = 0; i < n; ++i) {
+                const int target = map.owner(keys[i]);
+                if (target == me) {
+                    mine_keys.push_back(keys[i]);
+                    mine_values.push_back(values[i]);
+                } else {
+                    map.forget_pending_reduce(keys[i]);
+                    std::byte* out = map.reserve(target_rank{target}, map.m_handlers.insert_one, sizeof(K) + sizeof(V));
+                    out = codec<K>::encode(out, keys[i]);
+                    codec<V>::encode(out, values[i]);
+                }
+            }
+            map.m_shard.store_pairs(std::span<const K>(mine_keys), std::span<const V>(mine_values));
+        }
+    }
+};
+
+}  // namespace mpidict::detail
