@@ -84,6 +84,7 @@ check_all() {
   mpi_check
   cxx_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)   # checkpoint manifests (src/checkpoint)
   cxx_header zlib.h || missing+=(zlib1g-dev)                      # CRC-32 of checkpoint columns, .mtx.gz
+  cxx_header libdeflate.h || missing+=(libdeflate-dev)            # the faster CRC-32 a checkpoint load uses (optional in CMake)
   # `make demo` stops here: the library and the CLI need nothing else.
   [ "$want_demo" = 1 ] && return 0
 
