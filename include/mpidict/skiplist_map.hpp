@@ -348,6 +348,16 @@ public:
     request<entry_list> match(std::string_view pattern, range_options options = {}) {
         return match(key_pattern::parse<K>(pattern), options);
     }
+    // The entries with lo <= key <= hi (after_lo / before_hi as range's; no limit,
+    // not descending), counted at their nodes: no entry travels (Redis ZCOUNT).
+    request<std::uint64_t> count(const K& lo, const K& hi, range_options options = {}) {
+        return start_counting("count", lo, hi, options, detail::skiplist_wire::range_count);
+    }
+    // Erases them at their nodes; the number erased (ZREMRANGEBYSCORE, DeleteRange).
+    request<std::uint64_t> erase_range(const K& lo, const K& hi, range_options options = {}) {
+        return start_counting("erase_range", lo, hi, options,
+                              detail::skiplist_wire::range_count | detail::skiplist_wire::range_erase);
+    }
 
     // Streaming forms of the ordered queries: on_entry(key, value) is called in
     // key order as the parts arrive (a part waits only for the parts before it),
@@ -606,8 +616,9 @@ private:
         return bound;
     }
 
-    request<entry_list> start_range(const std::string& lo, const std::string& hi, bool bounded, range_options options,
-                                    std::string_view pattern = {}) {
+    template <class T = entry_list>  // T = std::uint64_t: count, erase_range (`counting`)
+    request<T> start_range(const std::string& lo, const std::string& hi, bool bounded, range_options options,
+                           std::string_view pattern = {}, std::uint8_t counting = 0) {
         runtime::engine_lock lock(m_core->engine());
         prepare(skiplist_map_op::range, {});
         auto& engine = m_core->engine();
@@ -615,12 +626,25 @@ private:
         // Descending: the nodes walk from hi down and stop at the limit; the
         // entries arrive largest first (skiplist_core::send_range).
         try {
-            m_core->send_range(slot, lo, hi, bounded, options.limit, pattern, false, options.descending);
+            m_core->send_range(slot, lo, hi, bounded, options.limit, pattern, false, options.descending, counting);
         } catch (...) {
             engine.cancel_request(slot);
             throw;
         }
-        return request<entry_list>(engine, slot, &decode_range, nullptr);
+        if constexpr (std::is_same_v<T, entry_list>)
+            return request<T>(engine, slot, &decode_range, nullptr);
+        else
+            return request<T>(engine, slot, &decode_counted, nullptr);
+    }
+    request<std::uint64_t> start_counting(const char* name, const K& lo, const K& hi, range_options options,
+                                          std::uint8_t counting) {
+        if (options.limit != 0 || options.descending)
+            throw invalid_argument_error(std::string("mpidict: skiplist_map ") + name +
+                                         " takes no limit and no descending: it covers the whole interval");
+        return start_range<std::uint64_t>(low_bound(lo, options), high_bound(hi, options), true, {}, {}, counting);
+    }
+    static std::uint64_t decode_counted(std::uint32_t, byte_reader& reader, const void*) {
+        return reader.read<std::uint64_t>();
     }
 
     std::size_t batch_window() const { return std::max<std::size_t>(1, m_core->config().caller_window); }

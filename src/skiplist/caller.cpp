@@ -62,19 +62,21 @@ bool range_in_flight(const Ranges& ranges, std::string_view lo, std::string_view
 
 // Mode sequential: whether a range that range_in_flight holds back may go
 // ahead of the earlier ranges it overlaps (caller_ranges.cpp, "Ranges that go
-// ahead"): it and each of them walk level 0 ascending and are not streamed.
+// ahead"): it and each of them walk level 0 ascending, are not streamed and
+// return their entries (a count or erase_range returns none to compare, and an
+// erase_range writes: neither goes ahead, nor does a range of one).
 // `after` receives their issue numbers.
 template <class Ranges>
 bool may_go_ahead(const Ranges& ranges, std::string_view lo, std::string_view hi, bool bounded, bool streaming,
-                  bool descending, std::vector<std::uint64_t>& after) {
+                  bool descending, bool counting, std::vector<std::uint64_t>& after) {
     after.clear();
-    if (streaming || descending)
+    if (streaming || descending || counting)
         return false;
     for (const auto& [slot, state] : ranges) {
         if (!((state.split || state.remaining != 0) && (!bounded || std::string_view(state.cursor) < hi) &&
               (!state.bounded || lo < std::string_view(state.hi))))
             continue;
-        if (state.split || state.streaming || state.descending)
+        if (state.split || state.streaming || state.descending || state.counting)
             return false;
         after.push_back(state.sequence);
     }
@@ -305,7 +307,8 @@ void skiplist_caller::handle_point_reply(int source, std::string_view record) {
 // ---------------------------------------------------------------------------
 
 void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
-                                 std::uint64_t limit, std::string_view pattern, bool streaming, bool descending) {
+                                 std::uint64_t limit, std::string_view pattern, bool streaming, bool descending,
+                                 std::uint8_t counting) {
     // The interval, for the order of mode sequential: cursor = lo, hi,
     // bounded; `remaining` becomes nonzero when the query leaves (a split
     // range, total_order, sets them again in dispatch_range).
@@ -318,13 +321,14 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
     state.descending = descending;
     state.limit = limit;
     state.pattern = std::string(pattern);
+    state.counting = counting != 0;
     state.sequence = m_range_sequence[slot] = next_issue();
     std::vector<std::uint64_t> after;
     if ((in_issue_order() && !m_issue_queue.empty()) ||
         (orders_ranges(m_mode, m_shared.config) &&
          (!m_issue_queue.empty() || point_in_flight(m_keys, lo, hi, bounded) ||
           (range_in_flight(m_ranges, lo, hi, bounded) &&
-           !may_go_ahead(m_ranges, lo, hi, bounded, streaming, descending, after))))) {
+           !may_go_ahead(m_ranges, lo, hi, bounded, streaming, descending, counting != 0, after))))) {
         queued_operation later;
         later.range = true;
         later.slot = slot;
@@ -333,11 +337,12 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
         later.bounded = bounded;
         later.limit = limit;
         later.descending = descending;
+        later.counting = counting;
         later.pattern = std::string(pattern);
         m_issue_queue.push_back(std::move(later));
         return;
     }
-    dispatch_range(slot, lo, hi, bounded, limit, pattern, descending);
+    dispatch_range(slot, lo, hi, bounded, limit, pattern, descending, counting);
     go_ahead(slot, std::move(after));
 }
 
@@ -359,9 +364,11 @@ void skiplist_caller::drain_issue_queue() {
             if (sequential && (point_in_flight(m_keys, next.key, next.hi, next.bounded) ||
                                (range_in_flight(m_ranges, next.key, next.hi, next.bounded) &&
                                 !may_go_ahead(m_ranges, next.key, next.hi, next.bounded,
-                                              m_ranges[next.slot].streaming, next.descending, after))))
+                                              m_ranges[next.slot].streaming, next.descending, next.counting != 0,
+                                              after))))
                 return;
-            dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern, next.descending);
+            dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern, next.descending,
+                           next.counting);
             go_ahead(next.slot, std::move(after));
         } else {
             if (sequential && covered_by_range(m_ranges, next.key))
@@ -377,10 +384,11 @@ void skiplist_caller::drain_issue_queue() {
 }
 
 void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
-                                     std::uint64_t limit, std::string_view pattern, bool descending) {
+                                     std::uint64_t limit, std::string_view pattern, bool descending,
+                                     std::uint8_t counting) {
     const std::uint64_t wire_limit = limit == 0 ? skiplist_shared::unlimited : limit;
     const auto flags = static_cast<std::uint8_t>((bounded ? wire::range_bounded : 0) |
-                                                 (descending ? wire::range_descending : 0));
+                                                 (descending ? wire::range_descending : 0) | counting);
     auto write = [&](runtime::handler_id handler, skiplist_node_id to, std::uint8_t level_byte, const auto& header) {
         const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<std::decay_t<decltype(header)>> +
                                   string_bytes(lo) + string_bytes(hi) + string_bytes(pattern);

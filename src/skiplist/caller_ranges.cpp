@@ -9,6 +9,15 @@
 
 namespace mpidict::detail {
 
+namespace {
+// The result of count and erase_range: {u64 total}.
+std::string counted_bytes(std::uint64_t total) {
+    std::string bytes(sizeof total, '\0');
+    byte_writer(reinterpret_cast<std::byte*>(bytes.data()), bytes.size()).put(total).finish();
+    return bytes;
+}
+}  // namespace
+
 std::uint64_t skiplist_caller::take_range_sequence(std::uint32_t slot) {
     auto found = m_range_sequence.find(slot);
     MPIDICT_ASSERT(found != m_range_sequence.end(), "a range without an issue number");
@@ -41,13 +50,18 @@ void skiplist_caller::handle_range_part(int source, std::string_view record) {
     }
     if (state.last == no_slot || state.parts.size() != std::size_t(state.last) + 1)
         return;
-    // Every part is here: hand the request its entries in key order.
+    // Every part is here: hand the request its entries in key order (count,
+    // erase_range: the sum of the parts' counts).
     std::string result;
     std::uint32_t total = 0;
+    std::uint64_t counted = 0;
     for (auto& [index, bytes] : state.parts) {
         result += bytes;
         total += state.counts[index];
+        counted += state.counts[index];
     }
+    if (state.counting)
+        result = counted_bytes(counted);
     if (state.speculative) {
         // It went ahead of earlier ranges: delivered once checked against them.
         state.parts.clear();
@@ -155,7 +169,8 @@ void skiplist_caller::settle_ranges() {
                 state.count = 0;
                 state.last = no_slot;
                 state.source = -1;
-                dispatch_range(slot, state.cursor, state.hi, state.bounded, state.limit, state.pattern, false);
+                dispatch_range(slot, state.cursor, state.hi, state.bounded, state.limit, state.pattern, false,
+                               0);  // never a count or erase_range: those do not go ahead
             } else {
                 if (m_speculating > 0)
                     m_settled_reads.emplace(state.sequence, mine);
@@ -208,8 +223,8 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
          next = state.pieces.find(state.cursor)) {
         range_state::piece taken = std::move(next->second);
         state.pieces.erase(next);
-        // Cut to the entries the limit leaves.
-        std::uint32_t kept = 0;
+        // Cut to the entries the limit leaves (count, erase_range: no limit, no entries).
+        std::uint32_t kept = state.counting ? taken.entries : 0;
         byte_reader entries = reader_of(taken.data);
         while (kept < taken.entries && state.remaining != 0) {
             read_string(entries);
@@ -288,7 +303,7 @@ void skiplist_caller::finish_split_range(std::uint32_t slot, range_state& state)
         advance_stream(slot, state);
         return;
     }
-    std::string result = std::move(state.collected);
+    std::string result = state.counting ? counted_bytes(state.entries) : std::move(state.collected);
     const int source = state.source < 0 ? m_shared.rank() : state.source;
     m_ranges.erase(slot);
     deliver(take_range_sequence(slot), completion{source, slot, count, std::move(result)});

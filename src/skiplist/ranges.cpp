@@ -26,6 +26,17 @@ void forward_three(skiplist_shared& shared, runtime::handler_id handler, skiplis
     out.finish();
 }
 
+// count, erase_range: the entries [first, last) of a node's run, counted in
+// its statistics as erased (an emptied node is unlinked at the next flush, as
+// after erase).
+template <class Node>
+void erase_entries(skiplist_shared& shared, Node& here, std::size_t first, std::size_t last) {
+    for (std::size_t at = first; at < last; ++at)
+        shared.stats.payload_bytes -= here.run.key(at).size() + here.run.value(at).size();
+    shared.stats.entries -= last - first;
+    here.run.erase(first, last);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -94,6 +105,26 @@ void skiplist_range_nodes::handle_range(int source, std::string_view record) {
     std::size_t it = run.lower_bound(lo);
     const link& next = here.tower[0];
     auto& engine = *m_shared.engine;
+    if ((header.flags & wire::range_count) != 0) {
+        // count, erase_range: this node's part counted (and erased) here, one
+        // part per node with the count and no entries.
+        const std::size_t last = bounded ? std::max(it, run.lower_bound(hi)) : run.size();
+        if ((header.flags & wire::range_erase) != 0 && last > it)
+            erase_entries(m_shared, here, it, last);
+        const bool more = next.set && !next.to.null() && (!bounded || std::string_view(next.separator) < hi);
+        const std::size_t bytes = wire_bytes<wire::range_part_header>;
+        byte_writer(engine.reserve(caller, h.range_part, bytes), bytes)
+            .record(wire::range_part_header{slot, sequence, static_cast<std::uint8_t>(!more),
+                                            static_cast<std::uint32_t>(last - it)})
+            .finish();
+        ++stats.range_parts;
+        if (more) {
+            ++stats.hops;
+            forward_three(m_shared, h.range, next.to, 0, 0, 0,
+                          wire::range_header{caller, slot, sequence + 1, header.flags, limit}, next.separator, hi, {});
+        }
+        return;
+    }
     const std::size_t room = engine.max_record_bytes() - runtime::reply_header_bytes - 16;
     // Where a pattern query goes after `key`: the smallest key above it that can
     // match (nullopt: nothing more can).
@@ -345,7 +376,8 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
                           bool up_bounded) {
         ++stats.hops;
         const auto flags = static_cast<std::uint8_t>((up_bounded ? wire::range_bounded : 0) |
-                                                     (descending ? wire::range_descending : 0));
+                                                     (descending ? wire::range_descending : 0) |
+                                                     (header.flags & (wire::range_count | wire::range_erase)));
         forward_three(m_shared, h.range_split, to, level, 0, skiplist_shared::next_hops(hops),
                       wire::range_split_header{caller, slot, flags, limit}, from, upto, pattern_bytes);
     };
@@ -374,6 +406,22 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
         engine.max_record_bytes() - runtime::reply_header_bytes - 32 - 2 * m_shared.config.max_key_bytes;
     std::uint64_t left = limit;
     std::string data;
+    if ((header.flags & wire::range_count) != 0) {
+        // count, erase_range: [lo, upto) counted (and erased) here, one piece.
+        const std::size_t first = run.lower_bound(lo);
+        const std::size_t last = up_bounded ? std::max(first, run.lower_bound(upto)) : run.size();
+        if ((header.flags & wire::range_erase) != 0 && last > first)
+            erase_entries(m_shared, here, first, last);
+        const std::size_t bytes = wire_bytes<wire::range_piece_header> + string_bytes(lo) + string_bytes(upto);
+        byte_writer out(engine.reserve(caller, h.range_piece, bytes), bytes);
+        out.record(wire::range_piece_header{slot, static_cast<std::uint8_t>(up_bounded),
+                                            static_cast<std::uint32_t>(last - first)});
+        put_string(out, lo);
+        put_string(out, upto);
+        out.finish();
+        ++stats.range_parts;
+        return;
+    }
     if (descending) {
         // The largest `limit` entries of [lo, upto), largest first, in parts
         // that each name the interval they cover: a part that stops early

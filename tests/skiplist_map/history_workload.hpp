@@ -13,7 +13,8 @@
 // out: insert 0 stored / 1 replaced; insert_if_absent 1 inserted / 0 present;
 // find the value or -1; erase 1 hit / 0 miss; range and match: "hi":H,
 // "limit":L (0: all), "desc":true|false and "out":[[k,v],...] in the order
-// returned (match is the pattern "[K,H]", the same interval by the pattern path).
+// returned (match is the pattern "[K,H]", the same interval by the pattern path);
+// count and erase_range (shape.counts): "hi":H and "out" the number counted or erased.
 // Completion is polled newest first, so an operation is never given an earlier
 // round than one issued before it that completed first (see histcheck's
 // reply-order check).
@@ -54,10 +55,13 @@ struct workload_shape {
     // leave before it), while every caller writes the keys between them.
     // Recorded as ranges with hi = keys (no key is at or above it).
     bool range_runs = false;
+    // count and erase_range of [key, key + 0..3] (issue 49), drawn instead of
+    // some erases (no extra random draw when false).
+    bool counts = false;
 };
 
 struct pending {
-    enum class kind { insert, insert_if_absent, find, erase, range, match } what;
+    enum class kind { insert, insert_if_absent, find, erase, range, match, count, erase_range } what;
     std::uint64_t seq = 0;
     std::int64_t call = 0;
     key_type key = 0, hi = 0;
@@ -66,7 +70,7 @@ struct pending {
     bool descending = false;
     bool from = false;  // range_from (unbounded above)
     std::variant<request<replace_result>, request<bool>, request<std::optional<value_type>>,
-                 request<map_type::entry_list>>
+                 request<map_type::entry_list>, request<std::uint64_t>>
         handle;
 };
 
@@ -78,6 +82,8 @@ inline const char* name_of(pending::kind what) {
     case pending::kind::erase: return "erase";
     case pending::kind::range: return "range";
     case pending::kind::match: return "match";
+    case pending::kind::count: return "count";
+    case pending::kind::erase_range: return "erase_range";
     }
     return "?";
 }
@@ -102,6 +108,8 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
         if (done.what == pending::kind::range || done.what == pending::kind::match)
             out += ",\"hi\":" + std::to_string(done.hi) + ",\"limit\":" + std::to_string(done.limit) +
                    ",\"desc\":" + (done.descending ? "true" : "false");
+        if (done.what == pending::kind::count || done.what == pending::kind::erase_range)
+            out += ",\"hi\":" + std::to_string(done.hi);
         out += ",\"out\":" + result + "}\n";
     };
     // One poll round: newest first (see the header comment).
@@ -138,6 +146,10 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
                 result += "]";
                 break;
             }
+            case pending::kind::count:
+            case pending::kind::erase_range:
+                result = std::to_string(std::get<request<std::uint64_t>>(p.handle).get());
+                break;
             }
             record(p, returned, result);
             open.erase(open.begin() + static_cast<std::ptrdiff_t>(index));
@@ -181,6 +193,12 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
         case pending::kind::match:
             p.handle = map.match("[" + std::to_string(key) + "," + std::to_string(hi) + "]",
                                  {.limit = limit, .descending = descending});
+            break;
+        case pending::kind::count:
+            p.handle = map.count(key, hi);
+            break;
+        case pending::kind::erase_range:
+            p.handle = map.erase_range(key, hi);
             break;
         }
         open.push_back(std::move(p));
@@ -239,6 +257,9 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             issue(pending::kind::insert_if_absent, key, 0);
         } else if (pick < 85) {
             issue(pending::kind::find, key, 0);
+        } else if (shape.counts && pick >= 93) {
+            const key_type hi = key + static_cast<key_type>(random_below(4));
+            issue(pick < 96 ? pending::kind::count : pending::kind::erase_range, key, hi);
         } else {
             issue(pending::kind::erase, key, 0);
         }

@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
             std::mt19937_64 shared(o.seed * 31 + static_cast<std::uint64_t>(round));
             workload_shape shape;
             shape.ranges = round % 2 == 0;  // ranges and matches in every mode (issue 42)
+            shape.counts = round % 2 == 1;  // count and erase_range in every mode (issue 49)
             shape.window = 1 + static_cast<int>(shared() % 6);
             shape.keys = 8 + static_cast<int>(shared() % 8);
             if (o.range_runs) {

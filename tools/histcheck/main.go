@@ -32,7 +32,14 @@
 //     keys removed, 0 or 1).
 //
 // Ranges carry "hi", "limit" (0: all) and "desc"; op "match" is the pattern
-// [key,hi] on a one-dimensional key, checked as the same range.
+// [key,hi] on a one-dimensional key, checked as the same range.  Ops "count"
+// and "erase_range" (issue 49) carry "hi" and out = the number of entries in
+// [key, hi] (erase_range: erased): in total_order a read and a write of the
+// whole interval at one moment; in sequential and none (pointReads) an
+// erase_range is an erase of every key of its interval, each at one moment
+// between its call and return (its count cannot be split over the keys and is
+// only checked to be at most the interval's known keys), and a count is
+// checked the same way.
 //
 // Exit status: 0 if every history passes (with --expect-reject: if at least
 // one is rejected), 1 otherwise, 2 on bad input.
@@ -83,6 +90,19 @@ type input struct {
 // same query by another path).
 func isRange(op string) bool { return op == "range" || op == "match" }
 
+// isInterval: count and erase_range, whose result is a number of entries of [key, hi].
+func isInterval(op string) bool { return op == "count" || op == "erase_range" }
+
+func countIn(s state, lo, hi int64) int64 {
+	n := int64(0)
+	for k := range s {
+		if k >= lo && k <= hi {
+			n++
+		}
+	}
+	return n
+}
+
 // Point results are numbers (see history_workload.hpp); a range's is its
 // entries in canonical text.
 type output struct {
@@ -131,6 +151,25 @@ func step(s state, in input, out output) (bool, state) {
 		return out.number == 0, s
 	case "range", "match":
 		return out.text == rangeText(s, in), s
+	case "count":
+		return out.number == countIn(s, in.key, in.hi), s
+	case "erase_range":
+		if out.number != countIn(s, in.key, in.hi) {
+			return false, s
+		}
+		next := make(state, len(s))
+		for k, v := range s {
+			if k < in.key || k > in.hi {
+				next[k] = v
+			}
+		}
+		return true, next
+	case "erase_any":
+		// One key of an erase_range (pointReads): erased, whatever was there.
+		if present {
+			return true, without(s, in.key)
+		}
+		return true, s
 	// The Redis register (apps/serve/tests/history.py).
 	case "get":
 		if present {
@@ -305,7 +344,8 @@ func load(path string) ([]event, error) {
 			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
 		}
 		switch e.Op {
-		case "insert", "insert_if_absent", "find", "erase", "range", "match", "get", "set", "incr", "del":
+		case "insert", "insert_if_absent", "find", "erase", "range", "match", "count", "erase_range", "get", "set",
+			"incr", "del":
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown operation %q", path, line, e.Op)
 		}
@@ -327,7 +367,7 @@ func operations(events []event) ([]porcupine.Operation, bool, error) {
 		if err != nil {
 			return nil, false, fmt.Errorf("client %d seq %d: bad result %s: %v", e.Client, e.Seq, string(e.Out), err)
 		}
-		ranges = ranges || isRange(e.Op)
+		ranges = ranges || isRange(e.Op) || isInterval(e.Op)
 		ops = append(ops, porcupine.Operation{ClientId: e.Client, Input: inputOf(e),
 			Call: e.Call, Output: out, Return: e.Return})
 	}
@@ -388,6 +428,30 @@ func pointReads(events []event) ([]event, string, bool) {
 	}
 	out := make([]event, 0, len(events))
 	for i, e := range events {
+		if isInterval(e.Op) {
+			var keys []int64
+			for k := range known {
+				if k >= e.Key && k <= e.Hi {
+					keys = append(keys, k)
+				}
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(string(e.Out)), 10, 64)
+			if err != nil || n < 0 || n > int64(len(keys)) {
+				return nil, fmt.Sprintf("client %d seq %d: %s(%d, %d) -> %s: more entries than the interval's keys",
+					e.Client, e.Seq, e.Op, e.Key, e.Hi, string(e.Out)), false
+			}
+			if e.Op == "count" {
+				continue
+			}
+			sort.Slice(keys, func(a, b int) bool { return keys[a] < keys[b] })
+			for _, k := range keys {
+				erase := e
+				erase.Op, erase.Key, erase.Hi, erase.Value, erase.Final, erase.Out = "erase_any", k, 0, 0, false,
+					json.RawMessage("0")
+				out = append(out, erase)
+			}
+			continue
+		}
 		if !isRange(e.Op) {
 			out = append(out, e)
 			continue

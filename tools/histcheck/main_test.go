@@ -222,3 +222,49 @@ func TestRangeLimitAndDescending(t *testing.T) {
 		t.Fatal("a result longer than its limit and out of order was accepted")
 	}
 }
+
+// count and erase_range (issue 49): in total_order one read or write of the
+// whole interval; per key (sequential, none) an erase_range erases each key.
+func TestCountAndEraseRange(t *testing.T) {
+	history := []event{
+		ev(0, 0, 0, 10, 1, "insert", 1, 5, "0"),
+		ev(0, 1, 11, 20, 2, "insert", 3, 6, "0"),
+		ev(1, 0, 30, 40, 1, "count", 0, 0, "2"),
+		ev(1, 1, 50, 60, 2, "erase_range", 1, 0, "2"),
+		ev(0, 2, 70, 80, 3, "find", 3, 0, "-1"),
+	}
+	history[2].Hi, history[3].Hi = 5, 3
+	if _, ok := orderedLinearizable(history, 100000); !ok {
+		t.Fatal("a count and an erase_range of what was there were rejected (ordered)")
+	}
+	if _, ok := linearizable(history, time.Second); !ok {
+		t.Fatal("a count and an erase_range of what was there were rejected (Porcupine)")
+	}
+	if _, ok := perKeyReads(programOrderPerKey)(history); !ok {
+		t.Fatal("an erase_range as per-key erases was rejected")
+	}
+	wrongCount := append([]event(nil), history...)
+	wrongCount[2].Out = json.RawMessage("1")
+	if _, ok := orderedLinearizable(wrongCount, 100000); ok {
+		t.Fatal("a count that missed a completed insert was accepted")
+	}
+	// Per key only the issue order of one client and the final reads bind.
+	own := []event{
+		ev(0, 0, 0, 10, 1, "insert", 3, 6, "0"),
+		ev(0, 1, 11, 20, 2, "erase_range", 1, 0, "1"),
+		ev(0, 2, 30, 40, 0, "find", 3, 0, "-1"),
+	}
+	own[1].Hi, own[2].Final = 3, true
+	if _, ok := perKeyReads(programOrderPerKey)(own); !ok {
+		t.Fatal("an erase_range after the caller's insert was rejected (per key)")
+	}
+	own[2].Out = json.RawMessage("6")
+	if _, ok := perKeyReads(programOrderPerKey)(own); ok {
+		t.Fatal("a key that survived the caller's later erase_range was accepted (per key)")
+	}
+	notErased := append([]event(nil), history...)
+	notErased[4].Out = json.RawMessage("6")
+	if _, ok := orderedLinearizable(notErased, 100000); ok {
+		t.Fatal("a key that survived a completed erase_range was accepted (ordered)")
+	}
+}

@@ -62,7 +62,7 @@ public:
     void send_point(skiplist_op kind, std::uint32_t slot, std::string_view key, std::string_view value,
                     expiry_time expires);
     void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit,
-                    std::string_view pattern, bool streaming, bool descending);
+                    std::string_view pattern, bool streaming, bool descending, std::uint8_t counting = 0);
     bool take_stream_part(std::uint32_t slot, std::string& part);
     void abandon_stream(std::uint32_t slot);
     bool range_in_progress(std::uint32_t slot) const { return m_ranges.count(slot) != 0; }
@@ -132,7 +132,7 @@ private:
     void dispatch_point(skiplist_op kind, std::uint32_t slot, const std::string& key, std::string_view value,
                         expiry_time expires, std::uint64_t sequence, key_state* state);
     void dispatch_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded,
-                        std::uint64_t limit, std::string_view pattern, bool descending);
+                        std::uint64_t limit, std::string_view pattern, bool descending, std::uint8_t counting);
     // Mode total_order: operations behind one that waits for its key, in issue
     // order (a range waits too), so that the head receives them in that order.
     struct queued_operation {
@@ -146,6 +146,7 @@ private:
         std::string hi, pattern;
         bool bounded = false;
         bool descending = false;
+        std::uint8_t counting = 0;
         std::uint64_t limit = 0;
     };
     struct ticket_state {
@@ -182,6 +183,7 @@ private:
         std::string cursor, hi, collected;
         bool bounded = false;
         bool descending = false;
+        bool counting = false;  // count / erase_range: parts carry counts, the result is {u64 total}
         std::string top;
         std::uint64_t remaining = 0;
         // Mode sequential, a level-0 walk (caller_ranges.cpp, "Ranges that go

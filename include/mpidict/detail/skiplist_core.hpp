@@ -74,9 +74,12 @@ public:
     // descending: the largest `limit` entries, largest first (and streamed in
     // that order); the nodes walk from hi down and stop at the limit (outside
     // total_order), so the cost is O(log n + limit), not the interval's.
+    // counting (count, erase_range): each node counts its part (and with
+    // range_erase erases it); completes `slot` with {u64 total}.
     void send_range(std::uint32_t slot, std::string_view lo, std::string_view hi, bool bounded, std::uint64_t limit,
-                    std::string_view pattern = {}, bool streaming = false, bool descending = false) {
-        m_caller.send_range(slot, lo, hi, bounded, limit, pattern, streaming, descending);
+                    std::string_view pattern = {}, bool streaming = false, bool descending = false,
+                    std::uint8_t counting = 0) {  // counting: skiplist_wire::range_count [| range_erase]
+        m_caller.send_range(slot, lo, hi, bounded, limit, pattern, streaming, descending, counting);
     }
     bool take_stream_part(std::uint32_t slot, std::string& part) { return m_caller.take_stream_part(slot, part); }
     // The caller gave up (its callback threw); later parts are dropped.

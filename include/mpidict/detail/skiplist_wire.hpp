@@ -78,7 +78,11 @@ struct skiplist_wire {
     // flags: range_bounded (hi is an end; else to the end of the list) and
     // range_descending (the query walks from hi down: every step locates the
     // node below hi, whose part comes next, largest key first).
-    static constexpr std::uint8_t range_bounded = 1, range_descending = 2;
+    // range_count (count, erase_range; never with a pattern or descending):
+    // each node counts the entries of its part instead of sending them (a
+    // part's or piece's `entries` is the count, no entries follow);
+    // range_erase (with range_count) erases what it counts.
+    static constexpr std::uint8_t range_bounded = 1, range_descending = 2, range_count = 4, range_erase = 8;
     struct range_header {
         std::int32_t caller;
         std::uint32_t slot;
