@@ -113,6 +113,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -132,6 +133,7 @@
 #include "mpidict/detail/skiplist_checkpoint.hpp"
 #include "mpidict/detail/skiplist_core.hpp"
 #include "mpidict/detail/skiplist_expiry.hpp"
+#include "mpidict/detail/skiplist_reduce.hpp"
 #include "mpidict/detail/skiplist_sorted_batch.hpp"
 #include "mpidict/detail/window_control.hpp"
 #include "mpidict/key_pattern.hpp"
@@ -248,6 +250,21 @@ public:
     void async_erase(const K& key) {
         start_async(skiplist_map_op::erase, detail::skiplist_core::op::erase, key, {}, 0);
     }
+    // op(current, value) applied at the key's node, a new key storing value: an
+    // update or merge without fetching the value (skiplist_map.md, "Reduce at the
+    // node").  op: a stateless V(const V&, const V&) numbered by its type, as
+    // hash_map's async_reduce; replaced: the key was there.  Counted as inserts.
+    template <class Op = std::plus<>>
+    request<replace_result> reduce(const K& key, const V& value, Op = {}) {
+        return start<replace_result>(skiplist_map_op::insert, detail::skiplist_core::op::reduce, key,
+                                     detail::payload_of(value), reduce_number<Op>(), &decode_insert);
+    }
+    template <class Op = std::plus<>>
+    void async_reduce(const K& key, const V& value, Op = {}) {
+        start_async(skiplist_map_op::insert, detail::skiplist_core::op::reduce, key, detail::payload_of(value),
+                    reduce_number<Op>());
+    }
+    using detail::with_collectives<skiplist_map<K, V>, K, V>::reduce;  // reduce(op): the collective fold
 
     // Inserts refused with list_full among this rank's async inserts (known once
     // their refusals arrived, e.g. after flush()).
@@ -510,6 +527,9 @@ private:
         return [this](auto&& emit) { local_for_each(emit); };
     }
     static constexpr detail::checkpoint::layout_flags checkpoint_flags{true, false, true};
+
+    template <class Op>
+    static detail::expiry_time reduce_number() { return detail::skiplist_reduce_op<skiplist_map, V, Op>::wire_id(); }
 
     std::string encode(const K& key) const {
         std::string out;

@@ -34,6 +34,7 @@
 #include <limits>
 
 #include "mpidict/detail/skiplist_ranges.hpp"
+#include "mpidict/detail/skiplist_reduce.hpp"
 #include "mpidict/detail/skiplist_structure.hpp"
 #include "mpidict/error.hpp"
 
@@ -218,7 +219,7 @@ void skiplist_nodes::handle_point(int source, std::string_view record) {
     point.header = read_record<wire::point_header>(in);
     point.key = read_string(in);
     point.value = read_string(in);
-    if (point.header.kind > static_cast<std::uint8_t>(skiplist_op::set_expiry) ||
+    if (point.header.kind > static_cast<std::uint8_t>(skiplist_op::reduce) ||
         !m_shared.valid_rank(point.header.caller) || !(point.header.expires >= 0) ||
         point.header.expires == std::numeric_limits<expiry_time>::infinity())
         throw decode_error("mpidict: skiplist_map point record with a bad operation, caller or expiry");
@@ -332,11 +333,12 @@ void skiplist_nodes::route_point(int source, skiplist_node_id id, std::uint8_t l
 }
 
 void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplist_point& point, std::uint8_t hops) {
-    const skiplist_op kind = point.kind();
+    skiplist_op kind = point.kind();
     const int caller = point.header.caller;
     const std::uint32_t slot = point.header.slot, ticket = point.header.ticket;
-    const std::string_view key = point.key, value = point.value;
-    const expiry_time expires = point.header.expires;
+    const std::string_view key = point.key;
+    std::string_view value = point.value;
+    expiry_time expires = point.header.expires;
     auto& stats = m_shared.stats;
     if (kind == skiplist_op::marker) {
         // A routed ordering marker (order_new_link): it has reached the end of the
@@ -352,6 +354,26 @@ void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplis
     purge_expired(here, m_shared.clock_now());
     const std::size_t position = here.run.lower_bound(key);
     const bool present = here.run.holds_at(position, key);
+    if (kind == skiplist_op::reduce) {
+        // op(current, value) at the node (skiplist_reduce.hpp): `expires` is the
+        // operator's number.  The stored value keeps its expiry; a new key is
+        // stored as an insert of the operand (no expiry).
+        const auto& reducers = skiplist_reducers::entries();
+        const auto number = static_cast<std::uint32_t>(expires);
+        if (expires < 0 || static_cast<expiry_time>(number) != expires || number >= reducers.size())
+            throw decode_error("mpidict: skiplist_map reduce record names operator " + std::to_string(expires) +
+                               ", which this rank does not know");
+        if (present) {
+            const std::string folded = reducers[number].entry(here.run.value(position), value);
+            stats.payload_bytes += folded.size();
+            stats.payload_bytes -= here.run.value(position).size();
+            here.run.assign(position, folded, here.run.expires(position));
+            reply_point(here, id, caller, slot, ticket, skiplist_status::replaced, {}, hops);
+            return;
+        }
+        kind = skiplist_op::insert;
+        expires = 0;
+    }
     switch (kind) {
     case skiplist_op::find:
         if (present)
@@ -427,6 +449,7 @@ void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplis
         return;
     }
     case skiplist_op::marker:
+    case skiplist_op::reduce:  // became an insert above
         break;
     }
 }

@@ -14,7 +14,8 @@
 // find the value or -1; erase 1 hit / 0 miss; range and match: "hi":H,
 // "limit":L (0: all), "desc":true|false and "out":[[k,v],...] in the order
 // returned (match is the pattern "[K,H]", the same interval by the pattern path);
-// count and erase_range (shape.counts): "hi":H and "out" the number counted or erased.
+// count and erase_range (shape.counts): "hi":H and "out" the number counted or erased;
+// reduce (shape.counts): value = the operand (std::plus), out as insert's.
 // Completion is polled newest first, so an operation is never given an earlier
 // round than one issued before it that completed first (see histcheck's
 // reply-order check).
@@ -56,12 +57,13 @@ struct workload_shape {
     // Recorded as ranges with hi = keys (no key is at or above it).
     bool range_runs = false;
     // count and erase_range of [key, key + 0..3] (issue 49), drawn instead of
-    // some erases (no extra random draw when false).
+    // some erases, and reduce (std::plus) instead of some inserts (no extra
+    // random draw when false).
     bool counts = false;
 };
 
 struct pending {
-    enum class kind { insert, insert_if_absent, find, erase, range, match, count, erase_range } what;
+    enum class kind { insert, insert_if_absent, find, erase, range, match, count, erase_range, reduce } what;
     std::uint64_t seq = 0;
     std::int64_t call = 0;
     key_type key = 0, hi = 0;
@@ -84,6 +86,7 @@ inline const char* name_of(pending::kind what) {
     case pending::kind::match: return "match";
     case pending::kind::count: return "count";
     case pending::kind::erase_range: return "erase_range";
+    case pending::kind::reduce: return "reduce";
     }
     return "?";
 }
@@ -125,6 +128,7 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             std::string result;
             switch (p.what) {
             case pending::kind::insert:
+            case pending::kind::reduce:
                 result = std::get<request<replace_result>>(p.handle).get().replaced ? "1" : "0";
                 break;
             case pending::kind::insert_if_absent:
@@ -194,6 +198,10 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             p.handle = map.match("[" + std::to_string(key) + "," + std::to_string(hi) + "]",
                                  {.limit = limit, .descending = descending});
             break;
+        case pending::kind::reduce:
+            p.value = next_value++;
+            p.handle = map.reduce(key, p.value);  // std::plus at the key's node
+            break;
         case pending::kind::count:
             p.handle = map.count(key, hi);
             break;
@@ -251,6 +259,8 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             const std::uint64_t form = random_below(12);
             const std::uint64_t limit = form % 3 == 0 ? 1 + random_below(3) : 0;
             issue(form < 4 ? pending::kind::match : pending::kind::range, key, hi, limit, form % 4 == 1);
+        } else if (shape.counts && pick < 8) {
+            issue(pending::kind::reduce, key, 0);
         } else if (pick < 45) {
             issue(pending::kind::insert, key, 0);
         } else if (pick < 55) {

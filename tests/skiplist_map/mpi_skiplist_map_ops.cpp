@@ -1,7 +1,8 @@
 // The operations users of ordered stores expect (issue 49, item 6) at 1-4 ranks
 // in every consistency mode, against std::map models: count(lo, hi) (Redis
 // ZCOUNT) and erase_range(lo, hi) (ZREMRANGEBYSCORE, RocksDB DeleteRange),
-// both answered at the nodes.
+// both answered at the nodes, and reduce / async_reduce (op applied at the
+// key's node; run_reduce).
 //
 // Every rank owns a region of the key space, [rank * region, (rank + 1) *
 // region), and is the only one to write there, so its model of the region is
@@ -209,13 +210,81 @@ void run_mode(int rank, int size, mode_type mode, std::size_t granularity) {
     MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
 }
 
+// reduce / async_reduce (op(current, v) at the key's node): counters every
+// rank adds to at once, a maximum by a lambda, new keys that split nodes, and
+// one caller's insert, reduce, find in flight together (not in mode none,
+// which keeps no order between them).
+void run_reduce(int rank, int size, mode_type mode, std::size_t granularity) {
+    mpidict::skiplist_map_config config;
+    config.granularity = granularity;
+    config.max_height = 5;
+    config.consistency = mode;
+    config.max_key_bytes = 8;
+    config.max_value_bytes = 8;
+    map_type map(MPI_COMM_WORLD, config);
+    const std::string where = std::string(" (") + name_of(mode) + ", G = " + std::to_string(granularity) + ", " +
+                              std::to_string(size) + " ranks, rank " + std::to_string(rank) + ")";
+    constexpr key_type counters = 64;
+    constexpr int rounds = 5;
+    constexpr auto larger = [](std::uint64_t a, std::uint64_t b) { return std::max(a, b); };
+    for (int round = 0; round < rounds; ++round)
+        for (key_type key = 0; key < counters; ++key) {
+            map.async_reduce(key, static_cast<std::uint64_t>(key + 1));  // std::plus by default
+            map.async_reduce(1'000'000 + key, static_cast<std::uint64_t>(rank * 100 + round), larger);
+        }
+    // Request forms on keys of this rank only: the first reduce stores, later ones fold.
+    std::mt19937_64 random(0x7ed + 17 * rank + granularity);
+    model_type mine;
+    for (int step = 0; step < 200; ++step) {
+        const key_type key = 2'000'000 + rank * 1000 + static_cast<key_type>(random() % 300);
+        const std::uint64_t operand = random() % 1000;
+        const auto result = map.reduce(key, operand).get();
+        MPIDICT_CHECK_MSG(result.stored && result.replaced == (mine.count(key) > 0), "reduce's result" + where);
+        mine[key] += operand;
+    }
+    map.flush();
+    for (key_type key = 0; key < counters; ++key) {
+        const auto sum = map.find(key).get();
+        MPIDICT_CHECK_MSG(sum && *sum == static_cast<std::uint64_t>((key + 1) * rounds * size),
+                          "counter " + std::to_string(key) + " = " + (sum ? std::to_string(*sum) : "none") + where);
+        const auto top = map.find(1'000'000 + key).get();
+        MPIDICT_CHECK_MSG(top && *top == static_cast<std::uint64_t>((size - 1) * 100 + rounds - 1),
+                          "maximum " + std::to_string(key) + where);
+    }
+    const auto stored = map.range(2'000'000 + rank * 1000, 2'000'000 + rank * 1000 + 999).get();
+    MPIDICT_CHECK_MSG(stored.size() == mine.size() && std::equal(stored.begin(), stored.end(), mine.begin(), same_entry),
+                      "reduced keys against the model" + where);
+    if (mode != mode_type::none) {
+        for (int round = 0; round < 20; ++round) {
+            const key_type key = 3'000'000 + rank * 100 + round;
+            auto put = map.insert(key, 5);
+            auto add = map.reduce(key, std::uint64_t{3});
+            auto keep = map.reduce(key, std::uint64_t{2}, larger);
+            auto read = map.find(key);
+            auto gone = map.erase(key);
+            auto fresh = map.reduce(key, std::uint64_t{7});
+            auto again = map.find(key);
+            MPIDICT_CHECK(!put.get().replaced);
+            MPIDICT_CHECK(add.get().replaced && keep.get().replaced);
+            MPIDICT_CHECK_MSG(read.get() == std::optional<std::uint64_t>(8), "insert, reduce, find in flight" + where);
+            MPIDICT_CHECK(gone.get());
+            MPIDICT_CHECK(!fresh.get().replaced);
+            MPIDICT_CHECK_MSG(again.get() == std::optional<std::uint64_t>(7), "erase, reduce, find in flight" + where);
+        }
+    }
+    map.flush();
+    MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     return mpidict::testing::run_mpi_test(argc, argv, [](int rank, int size) {
         mpidict::testing::watchdog guard(rank, std::chrono::seconds(170), "mpi_skiplist_map_ops");
         for (const mode_type mode : {mode_type::sequential, mode_type::none, mode_type::total_order})
-            for (const std::size_t granularity : {std::size_t{4}, std::size_t{64}})
+            for (const std::size_t granularity : {std::size_t{4}, std::size_t{64}}) {
                 run_mode(rank, size, mode, granularity);
+                run_reduce(rank, size, mode, granularity);
+            }
     });
 }

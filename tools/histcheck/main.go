@@ -39,7 +39,8 @@
 // erase_range is an erase of every key of its interval, each at one moment
 // between its call and return (its count cannot be split over the keys and is
 // only checked to be at most the interval's known keys), and a count is
-// checked the same way.
+// checked the same way.  Op "reduce" is skiplist_map's reduce(key, value) with
+// std::plus (out 1: folded into a present key, 0: stored new).
 //
 // Exit status: 0 if every history passes (with --expect-reject: if at least
 // one is rejected), 1 otherwise, 2 on bad input.
@@ -128,6 +129,12 @@ func step(s state, in input, out output) (bool, state) {
 			return false, s
 		}
 		return true, with(s, in.key, in.value)
+	case "reduce":
+		// skiplist_map reduce with std::plus: out 1 if the key was there (folded), 0 if stored new.
+		if present {
+			return out.number == 1, with(s, in.key, current+in.value)
+		}
+		return out.number == 0, with(s, in.key, in.value)
 	case "insert_if_absent":
 		if present {
 			return out.number == 0, s
@@ -344,8 +351,8 @@ func load(path string) ([]event, error) {
 			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
 		}
 		switch e.Op {
-		case "insert", "insert_if_absent", "find", "erase", "range", "match", "count", "erase_range", "get", "set",
-			"incr", "del":
+		case "insert", "insert_if_absent", "reduce", "find", "erase", "range", "match", "count", "erase_range", "get",
+			"set", "incr", "del":
 		default:
 			return nil, fmt.Errorf("%s:%d: unknown operation %q", path, line, e.Op)
 		}

@@ -268,3 +268,20 @@ func TestCountAndEraseRange(t *testing.T) {
 		t.Fatal("a key that survived a completed erase_range was accepted (ordered)")
 	}
 }
+
+// reduce (std::plus at the node): folds into a present key, stores a new one.
+func TestReduce(t *testing.T) {
+	history := []event{
+		ev(0, 0, 0, 10, 1, "reduce", 1, 5, "0"),
+		ev(1, 0, 20, 30, 1, "reduce", 1, 7, "1"),
+		ev(0, 1, 40, 50, 2, "find", 1, 0, "12"),
+	}
+	if _, ok := linearizable(history, time.Second); !ok {
+		t.Fatal("two reduces and the sum were rejected")
+	}
+	lost := append([]event(nil), history...)
+	lost[2].Out = json.RawMessage("7")
+	if _, ok := linearizable(lost, time.Second); ok {
+		t.Fatal("a reduce that replaced instead of folding was accepted")
+	}
+}

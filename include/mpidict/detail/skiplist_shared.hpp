@@ -24,8 +24,10 @@ namespace mpidict::detail {
 // expiry: answers hit with the key's deadline (8 bytes, 0: none) or miss;
 // set_expiry: sets the key's deadline to the record's `expires` (0: none; one
 // already passed removes the key) and answers hit with the old one, or miss.
+// reduce: op(current, operand) folded in at the key's node (skiplist_reduce.hpp);
+// the operator's number travels in `expires`.
 enum class skiplist_op : std::uint8_t {
-    find = 0, insert = 1, insert_if_absent = 2, erase = 3, marker = 4, expiry = 5, set_expiry = 6
+    find = 0, insert = 1, insert_if_absent = 2, erase = 3, marker = 4, expiry = 5, set_expiry = 6, reduce = 7
 };
 
 // Status byte of a point answer.
