@@ -292,7 +292,7 @@ public:
             find_many_sorted(keys, on_result);
             return;
         }
-        const std::size_t window = batch_window();
+        const std::size_t window = batch_window(true);
         std::vector<std::optional<V>> found(std::min(window, keys.size()));
         batched(skiplist_map_op::find, detail::skiplist_op::find, keys.size(), encode_each(keys), nullptr, false,
                 [&](std::size_t index, std::uint8_t status, std::string_view value) {
@@ -667,7 +667,10 @@ private:
         return reader.read<std::uint64_t>();
     }
 
-    std::size_t batch_window() const { return std::max<std::size_t>(1, m_core->config().caller_window); }
+    // Keys in flight at most (total_order's find_many: a multiple, caller_batch.cpp).
+    std::size_t batch_window(bool finds = false) const {
+        return std::max<std::size_t>(1, m_core->config().caller_window) * m_core->batch_window_scale(finds);
+    }
 
     // find_many in the modes whose finds go straight to their nodes (the
     // shortcut modes; finds of one batch may be answered in any order): the
@@ -810,7 +813,8 @@ private:
         if (count >= detail::skiplist_core::no_slot)
             throw invalid_argument_error("mpidict: skiplist_map find_many/insert_many take fewer than 4294967295 "
                                          "keys per call");
-        const std::size_t window = batch_window();  // the largest W; rings are this long
+        const std::size_t scale = m_core->batch_window_scale(operation == detail::skiplist_op::find);
+        const std::size_t window = batch_window(operation == detail::skiplist_op::find);  // the largest; rings are this long
         const bool adaptive = m_core->config().adaptive_window;
         const double started = runtime::now_seconds();
         m_window_control.start_batch(started);
@@ -869,9 +873,14 @@ private:
             m_core->check_key(key.size());
             const std::string_view payload = values ? detail::payload_of((*values)[index]) : std::string_view();
             m_core->check_value(payload.size());
-            if (index - deliver_ready() >= m_window_control.window()) {
+            if (index - deliver_ready() >= m_window_control.window() * scale) {
                 m_core->close_batch_record();
-                engine.wait_until([&] { return index - deliver_ready() < m_window_control.window(); });
+                if (scale == 1) {
+                    engine.wait_until([&] { return index - deliver_ready() < m_window_control.window(); });
+                } else {  // total_order's chunks: until a window's worth of keys is free
+                    const std::size_t free = m_window_control.window() * (scale - 1);
+                    engine.wait_until([&] { return index - deliver_ready() <= free; });
+                }
             }
             if (distinct) {
                 const std::uint64_t hash = hash_bytes(key.data(), key.size());

@@ -11,6 +11,22 @@
 
 namespace mpidict::detail {
 
+namespace {
+
+// find_split records (mode total_order): the header's bytes before the keys,
+// and how many chunks a window holds (so several are in flight at once).
+constexpr std::size_t split_record_bytes =
+    wire_bytes<skiplist_wire::route_header> + wire_bytes<skiplist_wire::find_split_header>;
+// A chunk holds up to W keys (one record at most), and a total_order
+// find_many keeps up to split_window_scale * W keys in flight: a chunk's
+// pieces take ~log(N/G) hops one after another, each a message (and, on a
+// busy machine, a wait for the next rank to be scheduled), so only many keys
+// in flight hide that latency; chunks make them cheap (one record at the head
+// per chunk, about one per node touched below).
+constexpr std::size_t split_window_scale = 16;
+
+}  // namespace
+
 void skiplist_caller::begin_batch(skiplist_batch_sink& sink, std::size_t keys, bool finds) {
     if (m_batch)
         throw error("mpidict: skiplist_map find_many/insert_many called while another one is running");
@@ -29,6 +45,15 @@ void skiplist_caller::begin_batch(skiplist_batch_sink& sink, std::size_t keys, b
     // Inserts in the same modes go as sorted runs per node (direct-insert
     // records), merged by each node in one pass (src/skiplist/bulk.cpp).
     m_batch_insert = !finds && direct_finds();
+    // Mode total_order: finds go to the head in sorted chunks that split over
+    // the towers (send_split_chunk).  The broken and unordered test modes keep
+    // the point records they were built to break.
+    m_batch_split = finds && in_issue_order();
+    if (m_batch_split) {
+        m_split_chunk = std::max<std::size_t>(1, m_shared.config.caller_window);
+        m_split_keys.clear();
+        m_split_bytes.clear();
+    }
     if (m_batch_direct || m_batch_insert) {
         m_direct.assign(static_cast<std::size_t>(m_shared.engine->size()), direct_record{});
         m_direct_limit = direct_record_limit();
@@ -41,6 +66,10 @@ void skiplist_caller::begin_batch(skiplist_batch_sink& sink, std::size_t keys, b
     m_batch_flat = m_batch_direct && m_directory.flat_current();
 }
 
+std::size_t skiplist_caller::batch_window_scale(bool finds) const {
+    return finds && in_issue_order() ? split_window_scale : 1;
+}
+
 bool skiplist_caller::direct_finds() const {
     return m_mode != skiplist_consistency::total_order && uses_shortcuts() &&
            !m_shared.config.break_consistency_for_testing;
@@ -51,12 +80,28 @@ void skiplist_caller::end_batch() {
     m_batch_expires = m_next_batch_expires = 0;
     m_direct.clear();  // (what a batch that threw left unsent is dropped)
     m_direct_open.clear();
-    m_batch_direct = m_batch_flat = m_batch_insert = false;
+    m_batch_direct = m_batch_flat = m_batch_insert = m_batch_split = false;
+    m_split_keys.clear();
+    m_split_bytes.clear();
 }
 
 void skiplist_caller::send_batch_point(skiplist_op kind, std::uint32_t index, std::string_view key,
                                        std::string_view value) {
     const std::uint32_t slot = batch_slot();
+    if (m_batch_split && kind == skiplist_op::find) {
+        // Into the chunk; it leaves when full (keys, or bytes: one record) and
+        // when the batch closes its records (close_batch_record).
+        const std::size_t entry = 4 + string_bytes(key);
+        if (!m_split_keys.empty() && split_record_bytes + m_split_bytes.size() + 8 * m_split_keys.size() + entry >
+                                          m_shared.engine->max_record_bytes())
+            send_split_chunk();
+        m_split_keys.push_back(split_key{index, static_cast<std::uint32_t>(m_split_bytes.size()),
+                                         static_cast<std::uint32_t>(key.size())});
+        m_split_bytes.append(key);
+        if (m_split_keys.size() >= m_split_chunk)
+            send_split_chunk();
+        return;
+    }
     if (m_batch_direct && kind == skiplist_op::find) {
         const skiplist_node_id to = m_batch_flat ? m_directory.flat_entry_point(key) : m_directory.entry_point(key);
         if (!(to == m_shared.head)) {
@@ -177,7 +222,57 @@ void skiplist_caller::send_direct_record(int destination) {
     record.count = 0;
 }
 
+// ---------------------------------------------------------------------------
+// find_many in mode total_order: sorted chunks split over the towers
+// ---------------------------------------------------------------------------
+//
+// A chunk is the next keys of the batch in index order (at most
+// m_split_chunk, and one record), sorted, and sent to the head as ONE
+// find_split record.  The head handles it in one handler call, at one
+// position of its order; from there the chunk splits over the towers exactly
+// as a total_order range does (src/skiplist/ranges.cpp, handle_find_split):
+// on each level, from the arrival level down, the keys at or above the
+// successor's separator go over that link.  So the piece holding a key
+// travels exactly the links a point operation on that key would travel from
+// the head, and per-link FIFO order keeps it behind every operation the head
+// passed on before the chunk and ahead of every one after, at every node on
+// the way (holding nodes queue it like a point record: hold_if_busy).  Each
+// key is therefore read as a find passing the head at the chunk's position
+// would read it: the chunk is a set of reads at one position of the head's
+// order, like a range.  Reads at one position commute, so they can be placed
+// there in index order; chunks leave in index order over the FIFO link to the
+// head, so a batch's keys are linearized in index order, after everything the
+// caller issued before (begin_batch waited for it) and before everything it
+// issues after (find_many returns once every key is answered): linearizable in
+// head order, each caller's operations in issue order, as single finds are.
+// The caller completes a chunk by key coverage: every key is answered once
+// (found_split, by batch index), whichever node holds it.
+// Cost: about (nodes touched + towers' inner nodes) records per chunk instead
+// of ~log(N/G) records per key.
+
+void skiplist_caller::send_split_chunk() {
+    if (m_split_keys.empty())
+        return;
+    std::sort(m_split_keys.begin(), m_split_keys.end(), [this](const split_key& a, const split_key& b) {
+        return std::string_view(m_split_bytes.data() + a.at, a.bytes) <
+               std::string_view(m_split_bytes.data() + b.at, b.bytes);
+    });
+    const std::size_t bytes = split_record_bytes + m_split_bytes.size() + 8 * m_split_keys.size();
+    byte_writer out(m_shared.engine->reserve(m_shared.head.rank, m_shared.handlers.find_split, bytes), bytes);
+    out.record(skiplist_shared::route(m_shared.head, m_shared.top_level(), 0, 0))
+        .record(wire::find_split_header{m_shared.rank(), batch_slot(), static_cast<std::uint32_t>(m_split_keys.size())});
+    for (const split_key& key : m_split_keys) {
+        out.put(key.index);
+        put_string(out, std::string_view(m_split_bytes.data() + key.at, key.bytes));
+    }
+    out.finish();
+    m_split_keys.clear();
+    m_split_bytes.clear();
+}
+
 void skiplist_caller::close_batch_record() {
+    if (m_batch_split)
+        send_split_chunk();
     for (const int destination : m_direct_open) {
         send_direct_record(destination);
         m_direct[static_cast<std::size_t>(destination)].listed = false;
@@ -188,6 +283,16 @@ void skiplist_caller::close_batch_record() {
 void skiplist_caller::handle_found_direct(int, std::string_view record) {
     byte_reader in = reader_of(record);
     const auto slot = in.read<std::uint32_t>();
+    take_found(slot, in, 0);  // no hop: the node the directory named answered
+}
+
+void skiplist_caller::handle_found_split(int, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto header = read_record<wire::found_split_header>(in);
+    take_found(header.slot, in, header.hops & wire::hops_mask);
+}
+
+void skiplist_caller::take_found(std::uint32_t slot, byte_reader& in, std::uint8_t hops) {
     if ((slot & batch_slot_bit) == 0)
         throw decode_error("mpidict: skiplist_map direct find answer with a bad slot");
     skiplist_batch_sink* current = m_batch && slot == batch_slot() ? m_batch : async_sink(slot);
@@ -199,7 +304,8 @@ void skiplist_caller::handle_found_direct(int, std::string_view record) {
         else if (found.status != skiplist_status::miss && found.status != skiplist_status::stored &&
                  found.status != skiplist_status::replaced)
             throw decode_error("mpidict: skiplist_map direct answer with a bad status");
-        ++m_shared.stats.answers;  // no hop: the node the directory named answered
+        ++m_shared.stats.answers;
+        m_shared.stats.answer_hops += hops;
         if (found.status == skiplist_status::full && !value.empty())
             m_shared.last_refusal = value;
         if (current)

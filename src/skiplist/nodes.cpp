@@ -149,6 +149,8 @@ void skiplist_nodes::release_held(skiplist_node_id id) {
             m_ranges->handle_range(next.source, next.bytes);
         else if (next.handler == h.range_split)
             m_ranges->handle_range_split(next.source, next.bytes);
+        else if (next.handler == h.find_split)
+            m_ranges->handle_find_split(next.source, next.bytes);
         else if (next.handler == h.link_up)
             m_structure->handle_link_up(next.source, next.bytes);
         else if (next.handler == h.set_links)

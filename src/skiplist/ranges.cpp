@@ -2,7 +2,9 @@
 
 #include "mpidict/detail/skiplist_ranges.hpp"
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "mpidict/error.hpp"
 #include "mpidict/key_pattern.hpp"
@@ -497,6 +499,128 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
             return;
         from = part_end;
     }
+}
+
+}  // namespace mpidict::detail
+
+namespace mpidict::detail {
+
+// ---------------------------------------------------------------------------
+// find_many chunks in mode total_order: split over the towers like a range
+// ---------------------------------------------------------------------------
+//
+// A piece (sorted keys, each with its batch index) arriving at a node on level
+// L looks at its levels from L down: the keys at or above a successor's
+// separator go over that link (all of them when the smallest does, as a point
+// operation on it would), and what is left at level 0 is this node's to
+// answer.  The piece holding a key travels exactly the links a point
+// operation on that key travels (skiplist_caller.cpp's send_split_chunk has
+// the ordering argument).  The answers go straight to the caller in
+// found_split records, by batch index.
+
+void skiplist_range_nodes::handle_find_split(int source, std::string_view record) {
+    const auto& h = m_shared.handlers;
+    auto& stats = m_shared.stats;
+    byte_reader in = reader_of(record);
+    const auto route = read_record<wire::route_header>(in);
+    const skiplist_node_id id{m_shared.rank(), route.slot, route.generation};
+    const int arrival = route.level & wire::level_mask;
+    const std::uint8_t hops = route.hops;
+    node& here = m_nodes.addressed(id, "find split");
+    if (m_nodes.hold_if_busy(here, h.find_split, source, record, arrival))
+        return;
+    const auto header = read_record<wire::find_split_header>(in);
+    const int caller = header.caller;
+    const std::uint32_t slot = header.slot;
+    if (!m_shared.valid_rank(caller) || (slot & 0x80000000u) == 0 || header.keys == 0 ||
+        header.keys > in.remaining() / 8)
+        throw decode_error("mpidict: skiplist_map find split record with a bad caller, batch or key count");
+    // The keys: where each entry ({u32 index} key) starts in the record, and its key.
+    struct entry {
+        std::size_t at;
+        std::uint32_t index;
+        std::string_view key;
+    };
+    std::vector<entry> keys;
+    keys.reserve(header.keys);
+    for (std::uint32_t k = 0; k < header.keys; ++k) {
+        const std::size_t at = record.size() - in.remaining();
+        const auto index = in.read<std::uint32_t>();
+        const std::string_view key = read_string(in);
+        if (!keys.empty() && key < keys.back().key)
+            throw decode_error("mpidict: skiplist_map find split record with keys out of order");
+        keys.push_back(entry{at, index, key});
+    }
+    if (!in.empty() || keys.front().key < std::string_view(here.separator))
+        throw decode_error("mpidict: skiplist_map find split record with trailing bytes or a key below its node");
+    auto* probe = skiplist_order_probe_for_testing.load(std::memory_order_relaxed);
+    if (id == m_shared.head) {
+        ++stats.head_visits;
+        if (probe != nullptr)
+            for (const entry& key : keys)
+                probe->at_head(caller, slot, key.index);
+    }
+    // keys[0, end) are still this node's to route or answer.
+    std::size_t end = keys.size();
+    for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0 && end > 0; --level) {
+        const link& next = here.tower[static_cast<std::size_t>(level)];
+        if (!next.set || next.to.null())
+            continue;
+        const std::string_view separator = next.separator;
+        const auto first = std::lower_bound(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(end), separator,
+                                            [](const entry& key, std::string_view bound) { return key.key < bound; });
+        const auto from = static_cast<std::size_t>(first - keys.begin());
+        if (from == end)
+            continue;
+        // keys[from, end) go over this link: their entries are contiguous in the record.
+        const std::size_t stop = end == keys.size() ? record.size() : keys[end].at;
+        const std::string_view entries = record.substr(keys[from].at, stop - keys[from].at);
+        const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::find_split_header> + entries.size();
+        ++stats.hops;
+        byte_writer(m_shared.engine->reserve(next.to.rank, h.find_split, bytes), bytes)
+            .record(skiplist_shared::route(next.to, level, 0, skiplist_shared::next_hops(hops)))
+            .record(wire::find_split_header{caller, slot, static_cast<std::uint32_t>(end - from)})
+            .put_bytes(entries)
+            .finish();
+        end = from;
+    }
+    if (end == 0)
+        return;
+    // keys[0, end) are this node's: answered in records of at most one message.
+    stats.handled += end;
+    m_nodes.purge_expired(here, m_shared.clock_now());
+    const sorted_run& run = here.run;
+    auto& engine = *m_shared.engine;
+    const std::size_t room = engine.max_record_bytes() - wire_bytes<wire::found_split_header>;
+    std::string answers;
+    auto send = [&] {
+        const std::size_t bytes = wire_bytes<wire::found_split_header> + answers.size();
+        byte_writer(engine.reserve(caller, h.found_split, bytes), bytes)
+            .record(wire::found_split_header{slot, hops})
+            .put_bytes(answers)
+            .finish();
+        answers.clear();
+    };
+    std::size_t position = 0;
+    for (std::size_t k = 0; k < end; ++k) {
+        if (probe != nullptr)
+            probe->applied(caller, slot, keys[k].index, keys[k].key);
+        // Sorted keys: each lookup starts where the last one ended.
+        position = run.lower_bound(keys[k].key, position);
+        const bool present = run.holds_at(position, keys[k].key);
+        const std::string_view value = present ? run.value(position) : std::string_view();
+        const std::size_t size = wire_bytes<wire::found> + (present ? string_bytes(value) : 0);
+        if (!answers.empty() && answers.size() + size > room)
+            send();
+        const std::size_t at = answers.size();
+        answers.resize(at + size);
+        byte_writer out(reinterpret_cast<std::byte*>(answers.data() + at), size);
+        out.record(wire::found{keys[k].index, present ? skiplist_status::hit : skiplist_status::miss});
+        if (present)
+            put_string(out, value);
+        out.finish();
+    }
+    send();
 }
 
 }  // namespace mpidict::detail

@@ -144,6 +144,8 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     h.bulk_reserved =
         m_shared.add_handler<&skiplist_structure::handle_bulk_reserved>("skiplist.bulk_reserved", &m_structure);
     h.bulk_fill = m_shared.add_handler<&skiplist_structure::handle_bulk_fill>("skiplist.bulk_fill", &m_structure);
+    h.find_split = m_shared.add_handler<&skiplist_range_nodes::handle_find_split>("skiplist.find_split", &m_ranges);
+    h.found_split = m_shared.add_handler<&skiplist_caller::handle_found_split>("skiplist.found_split", &m_caller);
     auto& engine_ref = *m_shared.engine;
     engine_ref.verify_handlers();
     // Every rank must agree on the tunables that shape the list.

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -60,6 +61,14 @@ struct workload_shape {
     // some erases, and reduce (std::plus) instead of some inserts (no extra
     // random draw when false).
     bool counts = false;
+    // find_many (issue 42): now and then every open operation is polled to
+    // completion and a find_many of 1-5 keys (repeats allowed, any order) is
+    // called; each key is recorded as a find with its own issue number (index
+    // order), all with the batch's call and return times and one poll round.
+    // In total_order its keys go to the head as sorted chunks that split over
+    // the towers (caller_batch.cpp), so the checkers see whether those reads
+    // are linearizable in issue order.
+    bool find_many = false;
 };
 
 struct pending {
@@ -211,6 +220,25 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
         }
         open.push_back(std::move(p));
     };
+    // A find_many of `keys` (see workload_shape::find_many).
+    auto find_many = [&](const std::vector<key_type>& keys) {
+        while (!open.empty())
+            poll();
+        std::vector<std::optional<value_type>> results(keys.size());
+        const std::int64_t call = now();
+        map.find_many(std::span<const key_type>(keys),
+                      [&](std::size_t index, const std::optional<value_type>& found) { results[index] = found; });
+        const std::int64_t returned = now();
+        ++round;
+        for (std::size_t index = 0; index < keys.size(); ++index) {
+            pending done;
+            done.what = pending::kind::find;
+            done.seq = seq++;
+            done.call = call;
+            done.key = keys[index];
+            record(done, returned, results[index] ? std::to_string(*results[index]) : std::string("-1"));
+        }
+    };
     if (shape.chains) {
         for (int op = 0; op < shape.operations;) {
             while (!open.empty())
@@ -225,6 +253,8 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
                 const std::uint64_t pick = random_below(10);
                 if (pick < 4)
                     issue(pending::kind::insert, key, 0);
+                else if (pick == 6 && shape.find_many)
+                    find_many({key, link % 2 == 0 ? second : first, key});
                 else if (pick < 7)
                     issue(pending::kind::find, key, 0);
                 else if (pick < 8)
@@ -267,6 +297,12 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             issue(pending::kind::insert_if_absent, key, 0);
         } else if (pick < 85) {
             issue(pending::kind::find, key, 0);
+        } else if (pick < 90 && shape.find_many) {
+            std::vector<key_type> keys(1 + random_below(5));
+            keys[0] = key;
+            for (std::size_t k = 1; k < keys.size(); ++k)
+                keys[k] = static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
+            find_many(keys);
         } else if (shape.counts && pick >= 93) {
             const key_type hi = key + static_cast<key_type>(random_below(4));
             issue(pick < 96 ? pending::kind::count : pending::kind::erase_range, key, hi);
@@ -277,6 +313,12 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
     while (!open.empty())
         poll();
     return out;
+}
+
+// The issue number of the first final read: above every number run_workload
+// gave (a find_many takes one per key, at most 5, from one operation).
+inline std::uint64_t final_reads_first_seq(const workload_shape& shape) {
+    return 8 * static_cast<std::uint64_t>(shape.operations);
 }
 
 // After a flush on every caller: one find of every key (the final state).

@@ -72,6 +72,7 @@ public:
     void send_batch_point(skiplist_op kind, std::uint32_t index, std::string_view key, std::string_view value);
     void close_batch_record();
     bool direct_finds() const;
+    std::size_t batch_window_scale(bool finds) const;
     void end_batch();
     // The deadline of every key of the next insert batch (insert_many with an
     // expiry; 0: none): begin_batch takes it, end_batch forgets it.
@@ -82,6 +83,7 @@ public:
     void handle_range_part(int source, std::string_view record);
     void handle_range_piece(int source, std::string_view record);
     void handle_found_direct(int source, std::string_view record);
+    void handle_found_split(int source, std::string_view record);
 
 private:
     bool requests_idle() const {
@@ -251,6 +253,20 @@ private:
     // release_async sends it (bit 30 set), else the user batch's.
     std::uint32_t direct_slot() const { return m_sending_slot != 0 ? m_sending_slot : batch_slot(); }
     std::uint32_t m_sending_slot = 0;
+    // Mode total_order: a find_many's keys go out in chunks of consecutive
+    // indices, each sorted and sent to the head as one find_split record
+    // (caller_batch.cpp); the chunk being gathered.
+    struct split_key {
+        std::uint32_t index;
+        std::uint32_t at, bytes;  // in m_split_bytes
+    };
+    void send_split_chunk();
+    // The answers of a direct or split batch record (hops: the piece's).
+    void take_found(std::uint32_t slot, byte_reader& in, std::uint8_t hops);
+    bool m_batch_split = false;
+    std::size_t m_split_chunk = 0;  // keys per chunk
+    std::vector<split_key> m_split_keys;
+    std::string m_split_bytes;
 
     skiplist_shared& m_shared;
     skiplist_directory& m_directory;

@@ -111,6 +111,8 @@ public:
     // Whether a find batch started now would send direct-find records (the
     // modes with shortcuts; then the keys' order within it is free).
     bool direct_finds() const { return m_caller.direct_finds(); }
+    // Keys a batch keeps in flight per key of the window (total_order finds: more, see caller_batch.cpp).
+    std::size_t batch_window_scale(bool finds) const { return m_caller.batch_window_scale(finds); }
     void end_batch() { m_caller.end_batch(); }
     // insert_many's deadline for the next batch (skiplist_caller::set_batch_expiry).
     void set_batch_expiry(expiry_time expires) { m_caller.set_batch_expiry(expires); }

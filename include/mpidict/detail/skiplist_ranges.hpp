@@ -11,6 +11,8 @@
 //     at every level on the way down, so the piece holding a key travels the
 //     links a point operation on that key travels; each node answers its piece
 //     with range_piece records naming the interval they cover.
+//   - find_split (mode total_order, a find_many chunk): the chunk's sorted keys
+//     split the same way; each node answers the keys left to it (found_split).
 
 #include <string_view>
 
@@ -30,6 +32,7 @@ public:
 
     void handle_range(int source, std::string_view record);
     void handle_range_split(int source, std::string_view record);
+    void handle_find_split(int source, std::string_view record);
 
 private:
     // A descending range at `here` (ranges.cpp: locate the node below hi,

@@ -69,7 +69,8 @@ struct skiplist_shared {
         runtime::handler_id point = 0, range = 0, range_part = 0, range_split = 0, range_piece = 0, alloc = 0,
                             alloc_reply = 0, link_up = 0, set_links = 0, expect = 0, marker = 0, clear = 0,
                             point_reply = 0, unlinked = 0, find_direct = 0, found_direct = 0,
-                            insert_direct = 0, bulk_reserve = 0, bulk_reserved = 0, bulk_fill = 0;
+                            insert_direct = 0, bulk_reserve = 0, bulk_reserved = 0, bulk_fill = 0,
+                            find_split = 0, found_split = 0;
     } handlers;
 
     // Registers `Member` (void (Class::*)(int source, std::string_view record))

@@ -128,6 +128,26 @@ struct skiplist_wire {
             return std::tuple{&range_piece_header::slot, &range_piece_header::bounded, &range_piece_header::entries};
         }
     };
+    // find_split (tail, mode total_order; a find_many chunk): {find_split_header},
+    // keys × ({u32 batch index} key), keys in ascending order (a repeated key
+    // stays next to itself).  It enters at the head and splits over the towers
+    // as a range_split does (ranges.cpp, handle_find_split): the piece holding
+    // a key takes the links a point operation on that key takes.
+    struct find_split_header {
+        std::int32_t caller;
+        std::uint32_t slot;  // the batch
+        std::uint32_t keys;
+        static constexpr auto fields() {
+            return std::tuple{&find_split_header::caller, &find_split_header::slot, &find_split_header::keys};
+        }
+    };
+    // found_split: {found_split_header}, then answers as found_direct's
+    // ({found} [value if hit]): a node's answers to its keys of a piece.
+    struct found_split_header {
+        std::uint32_t slot;
+        std::uint8_t hops;  // the hops the piece made (each of its keys made as many)
+        static constexpr auto fields() { return std::tuple{&found_split_header::slot, &found_split_header::hops}; }
+    };
     // alloc: {alloc_header} separator {alloc_shape}, links × ({u8 level} node id
     // separator), {u32 entries}, entries × (key value {f64 expires}).
     struct alloc_header {
