@@ -10,6 +10,7 @@
 #include "mpidict/c/skiplist.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -28,18 +29,6 @@
 namespace {
 
 using namespace mpidict::c_skiplist;
-
-// A refused insert (list_full): MPIDICT_ERR_FULL with what to change.
-template <class Map>
-int full(const Map& map, const char* function) {
-    const auto& config = map.settings();
-    std::string message = map.last_refusal();  // names the limit that stopped the server ranks
-    if (message.empty())
-        message = "the list is full (list_full): no free node on any server rank (node_slots_per_rank = " +
-                  std::to_string(config.node_slots_per_rank) + ", G = " + std::to_string(config.granularity) +
-                  " keys per node); the insert was not applied";
-    return fail(MPIDICT_ERR_FULL, function, message);
-}
 
 template <class Map, class Key>
 int insert(mpidict_skiplist* list, Map& map, const Key& key, const void* value, std::size_t value_bytes,
@@ -85,7 +74,7 @@ int async_insert(mpidict_skiplist* list, Map& map, const Key& key, const void* v
 template <class Map, class Key>
 int insert_many(mpidict_skiplist* list, Map& map, std::span<const Key> keys, const void* values,
                 const std::size_t* value_bytes, std::uint64_t* stored, std::uint64_t* refused,
-                std::size_t* refused_indexes, const char* function) {
+                std::size_t* refused_indexes, const char* function, const std::int64_t* ttl_ms = nullptr) {
     const std::size_t count = keys.size();
     if (value_bytes == nullptr && list->value_size == 0 && count != 0)
         return fail(MPIDICT_ERR_ARGUMENT, function,
@@ -108,7 +97,10 @@ int insert_many(mpidict_skiplist* list, Map& map, std::span<const Key> keys, con
             copied.emplace_back(bytes == 0 ? std::string() : std::string(at + total, bytes));
             total += bytes;
         }
-        const auto result = map.insert_many(keys, std::span<const std::string>(copied));
+        const auto result = ttl_ms == nullptr
+                                ? map.insert_many(keys, std::span<const std::string>(copied))
+                                : map.insert_many(keys, std::span<const std::string>(copied),
+                                                  std::chrono::milliseconds(*ttl_ms));
         if (stored != nullptr)
             *stored = result.stored;
         if (refused != nullptr)
@@ -325,6 +317,19 @@ extern "C" int mpidict_skiplist_insert_many_i64(mpidict_skiplist* list, const in
                        refused, refused_indexes, function);
 }
 
+extern "C" int mpidict_skiplist_insert_many_ttl_i64(mpidict_skiplist* list, const int64_t* keys, size_t count,
+                                                    const void* values, const size_t* value_bytes, int64_t ttl_ms,
+                                                    uint64_t* stored, uint64_t* refused, size_t* refused_indexes) {
+    constexpr const char* function = "mpidict_skiplist_insert_many_ttl_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    if (keys == nullptr && count != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "keys is NULL with count " + std::to_string(count));
+    const std::int64_t ttl = ttl_ms;
+    return insert_many(list, *list->ints, std::span<const std::int64_t>(keys, count), values, value_bytes, stored,
+                       refused, refused_indexes, function, &ttl);
+}
+
 extern "C" int mpidict_skiplist_find_i64(mpidict_skiplist* list, int64_t key, void* out_value, size_t capacity,
                                          size_t* value_bytes, int* found) {
     constexpr const char* function = "mpidict_skiplist_find_i64";
@@ -412,6 +417,23 @@ extern "C" int mpidict_skiplist_insert_many_bytes(mpidict_skiplist* list, const 
             return code;
         return insert_many(list, *list->bytes, std::span<const std::string>(copied), values, value_bytes, stored,
                            refused, refused_indexes, function);
+    });
+}
+
+extern "C" int mpidict_skiplist_insert_many_ttl_bytes(mpidict_skiplist* list, const void* keys,
+                                                      const size_t* key_bytes, size_t count, const void* values,
+                                                      const size_t* value_bytes, int64_t ttl_ms, uint64_t* stored,
+                                                      uint64_t* refused, size_t* refused_indexes) {
+    constexpr const char* function = "mpidict_skiplist_insert_many_ttl_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    std::vector<std::string> copied;
+    const std::int64_t ttl = ttl_ms;
+    return guarded(function, [&] {
+        if (const int code = unpack_keys(keys, key_bytes, count, copied, function))
+            return code;
+        return insert_many(list, *list->bytes, std::span<const std::string>(copied), values, value_bytes, stored,
+                           refused, refused_indexes, function, &ttl);
     });
 }
 

@@ -106,6 +106,18 @@ inline std::string as_string(const void* data, std::size_t size) {
     return size == 0 ? std::string() : std::string(static_cast<const char*>(data), size);
 }
 
+// A refused insert (list_full): MPIDICT_ERR_FULL with what to change.
+template <class Map>
+inline int full(const Map& map, const char* function) {
+    const auto& config = map.settings();
+    std::string message = map.last_refusal();  // names the limit that stopped the server ranks
+    if (message.empty())
+        message = "the list is full (list_full): no free node on any server rank (node_slots_per_rank = " +
+                  std::to_string(config.node_slots_per_rank) + ", G = " + std::to_string(config.granularity) +
+                  " keys per node); the insert was not applied";
+    return fail(MPIDICT_ERR_FULL, function, message);
+}
+
 template <class Entries>
 int visit_all(const Entries& entries, mpidict_skiplist_visitor visit, void* context, std::size_t* count) {
     std::size_t visited = 0;

@@ -211,6 +211,63 @@ int mpidict_skiplist_find_many_bytes(mpidict_skiplist* list, const void* keys, c
 int mpidict_skiplist_prefix(mpidict_skiplist* list, const void* prefix, size_t prefix_bytes, uint64_t limit,
                             int descending, mpidict_skiplist_visitor visit, void* context, size_t* count);
 
+/* ---- expiry (milliseconds, as Redis PTTL) -------------------------------------------- */
+/* skiplist_map.md "Expiry".  A time to live counts milliseconds from now (by the
+ * system clock); an expired entry is seen by no operation and is removed by a
+ * later flush.  A ttl_ms <= 0 is a deadline already passed: the insert stores
+ * and changes nothing (an existing value stays), *stored = 0, MPIDICT_OK (as the
+ * C++ duration forms; Python's ttl= does the same).  An insert without a TTL
+ * clears the key's deadline (Redis SET). */
+
+/* insert with a time to live; *stored (may be NULL) is 1 if stored, *replaced
+ * (may be NULL) 1 if the key was there.  A list full: MPIDICT_ERR_FULL as insert. */
+int mpidict_skiplist_insert_ttl_i64(mpidict_skiplist* list, int64_t key, const void* value, size_t value_bytes,
+                                    int64_t ttl_ms, int* stored, int* replaced);
+int mpidict_skiplist_insert_ttl_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes, const void* value,
+                                      size_t value_bytes, int64_t ttl_ms, int* stored, int* replaced);
+int mpidict_skiplist_async_insert_ttl_i64(mpidict_skiplist* list, int64_t key, const void* value,
+                                          size_t value_bytes, int64_t ttl_ms);
+int mpidict_skiplist_async_insert_ttl_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes,
+                                            const void* value, size_t value_bytes, int64_t ttl_ms);
+/* insert_many with one time to live for every pair (on insert_many's own path);
+ * arguments and results as mpidict_skiplist_insert_many_i64 / _bytes. */
+int mpidict_skiplist_insert_many_ttl_i64(mpidict_skiplist* list, const int64_t* keys, size_t count,
+                                         const void* values, const size_t* value_bytes, int64_t ttl_ms,
+                                         uint64_t* stored, uint64_t* refused, size_t* refused_indexes);
+int mpidict_skiplist_insert_many_ttl_bytes(mpidict_skiplist* list, const void* keys, const size_t* key_bytes,
+                                           size_t count, const void* values, const size_t* value_bytes,
+                                           int64_t ttl_ms, uint64_t* stored, uint64_t* refused,
+                                           size_t* refused_indexes);
+/* The key's time left in milliseconds, rounded up (Redis PTTL): *ms = -2 if the
+ * key is absent (or expired), -1 if it has no deadline. */
+#define MPIDICT_SKIPLIST_TTL_NO_KEY (-2)
+#define MPIDICT_SKIPLIST_TTL_NO_EXPIRY (-1)
+int mpidict_skiplist_pttl_i64(mpidict_skiplist* list, int64_t key, int64_t* ms);
+int mpidict_skiplist_pttl_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes, int64_t* ms);
+/* Sets the key's deadline ttl_ms from now (Redis PEXPIRE); *existed (may be
+ * NULL) is 1 if the key was there.  ttl_ms <= 0 removes the key. */
+int mpidict_skiplist_expire_i64(mpidict_skiplist* list, int64_t key, int64_t ttl_ms, int* existed);
+int mpidict_skiplist_expire_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes, int64_t ttl_ms,
+                                  int* existed);
+/* Removes the key's deadline (Redis PERSIST); *had_deadline (may be NULL) is 1
+ * if it had one. */
+int mpidict_skiplist_persist_i64(mpidict_skiplist* list, int64_t key, int* had_deadline);
+int mpidict_skiplist_persist_bytes(mpidict_skiplist* list, const void* key, size_t key_bytes, int* had_deadline);
+
+/* ---- counting and erasing a range ------------------------------------------------------ */
+/* skiplist_map.md "Counting and erasing a range": the entries with lo <= key <=
+ * hi (flags MPIDICT_SKIPLIST_AFTER_LO / _BEFORE_HI exclude an end; no other
+ * flag) counted (Redis ZCOUNT) or erased (ZREMRANGEBYSCORE, RocksDB DeleteRange)
+ * at their nodes: no entry travels.  *count / *erased (not NULL) gets the
+ * number; lo > hi is an empty interval (0).  Ordered as a range in every mode. */
+int mpidict_skiplist_count_i64(mpidict_skiplist* list, int64_t lo, int64_t hi, unsigned flags, uint64_t* count);
+int mpidict_skiplist_erase_range_i64(mpidict_skiplist* list, int64_t lo, int64_t hi, unsigned flags,
+                                     uint64_t* erased);
+int mpidict_skiplist_count_bytes(mpidict_skiplist* list, const void* lo, size_t lo_bytes, const void* hi,
+                                 size_t hi_bytes, unsigned flags, uint64_t* count);
+int mpidict_skiplist_erase_range_bytes(mpidict_skiplist* list, const void* lo, size_t lo_bytes, const void* hi,
+                                       size_t hi_bytes, unsigned flags, uint64_t* erased);
+
 /* ---- the whole list -------------------------------------------------------------- */
 
 /* Collective.  Returns when every operation started anywhere has been applied. */
