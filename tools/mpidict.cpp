@@ -90,7 +90,7 @@ int dispatch(int argc, char** argv, int rank) {
 #define MPIDICT_TOOL_NOT_BUILT ""
 #endif
         const std::string not_built = " " MPIDICT_TOOL_NOT_BUILT " ";
-        if (!first.empty() && not_built.find(" " + std::string(first) + " ") != std::string::npos)
+        if (!first.empty() && not_built.find(std::string(" ").append(first).append(" ")) != std::string::npos)
             throw usage_error("'" + std::string(first) + "' runs an application this build left out "
                               "(configured with MPIDICT_BUILD_APPS=OFF, as make demo does); make build "
                               "builds it (commands here: " + known + ")");

@@ -408,8 +408,11 @@ private:
                           ",\"truncated\":" + (found.size() > m_options.max_results ? "true" : "false") +
                           ",\"flights\":[";
         const std::size_t shown = std::min<std::size_t>(found.size(), m_options.max_results);
-        for (std::size_t i = 0; i < shown; ++i)
-            out += (i ? "," : "") + flight_json(m_data, found[i]);
+        for (std::size_t i = 0; i < shown; ++i) {
+            if (i != 0)
+                out += ',';
+            out += flight_json(m_data, found[i]);
+        }
         return out + "]}";
     }
 

@@ -89,7 +89,7 @@ void run_mode(int rank, int size, mode_type mode, std::size_t granularity) {
         key_type hi = std::min(base + region - 1, lo + static_cast<key_type>(random() % (step % 10 == 0 ? region : 60)));
         if (random() % 8 == 0)
             std::swap(lo, hi);  // an empty interval unless lo == hi
-        const std::string what = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]" +
+        const std::string what = std::string("[").append(std::to_string(lo)) + ", " + std::to_string(hi) + "]" +
                                  (flags.after_lo ? " after_lo" : "") + (flags.before_hi ? " before_hi" : "") + where;
         switch (random() % 6) {
         case 0:
