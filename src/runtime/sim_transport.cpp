@@ -8,6 +8,11 @@
 
 #include "mpidict/runtime/sim_transport.hpp"
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <cstdlib>
 #include <cinttypes>
@@ -177,6 +182,49 @@ struct rank_slot {
     std::unique_ptr<sim_context> context;
 };
 
+// Only the baton's holder runs, so the virtual ranks gain nothing from several
+// CPUs, and on a loaded machine every handover to a thread on another CPU waits
+// for that CPU's scheduler: p7's 150 seeds took 64-77 s of wall time for 6 s of
+// CPU at load 4-10, and 7-8 s with the threads on one CPU (docs/maintainers.md,
+// "How long the tests take").  So a run's rank threads share the CPU the caller
+// is on (Linux; MPIDICT_SIM_PIN=0 leaves them to the scheduler).
+struct one_cpu {
+    int cpu = -1;
+    void pin_this_thread() const {
+#if defined(__linux__)
+        if (cpu < 0)
+            return;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort: unpinned is only slower
+#endif
+    }
+};
+
+one_cpu pick_one_cpu() {
+    one_cpu chosen;
+#if defined(__linux__)
+    if (const char* pin = std::getenv("MPIDICT_SIM_PIN"); pin != nullptr && std::strcmp(pin, "0") == 0)
+        return chosen;
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+        return chosen;
+    const int here = sched_getcpu();
+    if (here >= 0 && here < CPU_SETSIZE && CPU_ISSET(here, &allowed)) {
+        chosen.cpu = here;
+        return chosen;
+    }
+    for (int each = 0; each < CPU_SETSIZE; ++each)
+        if (CPU_ISSET(each, &allowed)) {
+            chosen.cpu = each;
+            break;
+        }
+#endif
+    return chosen;
+}
+
 }  // namespace
 
 class world {
@@ -195,8 +243,12 @@ public:
     }
 
     result execute() {
+        const one_cpu cpu = pick_one_cpu();
         for (int rank = 0; rank < m_size; ++rank)
-            m_slots[static_cast<std::size_t>(rank)]->thread = std::thread([this, rank] { thread_main(rank); });
+            m_slots[static_cast<std::size_t>(rank)]->thread = std::thread([this, rank, cpu] {
+                cpu.pin_this_thread();
+                thread_main(rank);
+            });
 
         const int first = pick_runnable();
         m_current = first;
