@@ -9,10 +9,11 @@ import numbers
 import numpy as np
 
 from ._containers import (
-    InvalidArgumentError, Request, _Codec, _Converted, _SingleValued, _communicator, _config, _count, _describe,
-    _core,
+    InsertManyResult, InvalidArgumentError, Request, _Codec, _Converted, _SingleValued, _communicator, _config,
+    _count, _describe, _core,
 )
 
+_REDUCE_OPS = ("add", "min", "max")
 _FIELD_LETTERS = {"int64": "i", "uint64": "u", "float64": "f"}
 _SIGN = np.uint64(1 << 63)
 
@@ -202,6 +203,84 @@ class skiplist_map(_SingleValued):
         if deadline is None:
             return super().async_insert(key, value)
         self._live().async_insert_expiring(self._key.one(key, "key"), self._value.one(value, "value"), *deadline)
+
+    def insert_many(self, keys, values, *, expires_at=None, ttl=None) -> InsertManyResult:
+        """As insert_many of every map; with expires_at or ttl every pair gets that
+        one deadline, on insert_many's own path (C++ insert_many(keys, values,
+        deadline | ttl)).  A deadline already passed (ttl <= 0) stores nothing:
+        stored = 0."""
+        deadline = _expiry(expires_at, ttl)
+        if deadline is None:
+            return super().insert_many(keys, values)
+        result = self._live().insert_many_expiring(self._key.batch(keys, "keys"), self._value.batch(values, "values"),
+                                                   *deadline)
+        return InsertManyResult(*result)
+
+    def ttl(self, key) -> Request:
+        """A request; get() is the seconds left before the key expires (float,
+        millisecond precision, rounded up: Redis PTTL / 1000), -2.0 if the key is
+        absent (or expired), -1.0 if it never expires."""
+        return self._live().ttl(self._key.one(key, "key"))
+
+    def expire(self, key, ttl) -> Request:
+        """Sets the key's deadline `ttl` from now (seconds or a timedelta; Redis
+        EXPIRE); get() is True if the key was there.  ttl <= 0 removes the key."""
+        return self._live().expire(self._key.one(key, "key"), _seconds(ttl, "ttl"))
+
+    def expire_at(self, key, expires_at) -> Request:
+        """Sets the key's deadline (epoch seconds or a datetime; Redis EXPIREAT);
+        get() is True if the key was there.  A time passed removes the key."""
+        if expires_at is None:
+            raise InvalidArgumentError("mpidict: expire_at needs a deadline (persist removes one)")
+        seconds, _ = _expiry(expires_at, None)
+        return self._live().expire_at(self._key.one(key, "key"), seconds)
+
+    def persist(self, key) -> Request:
+        """Removes the key's deadline (Redis PERSIST); get() is True if it had one."""
+        return self._live().persist(self._key.one(key, "key"))
+
+    # -- counting, erasing a range, reduce at the node ---------------------------------------
+    def count(self, lo, hi, *, after_lo: bool = False, before_hi: bool = False) -> int:
+        """How many keys lie in [lo, hi] (after_lo / before_hi exclude an end),
+        counted at their nodes: no entry travels (Redis ZCOUNT)."""
+        return self.count_request(lo, hi, after_lo=after_lo, before_hi=before_hi).get()
+
+    def count_request(self, lo, hi, *, after_lo: bool = False, before_hi: bool = False) -> Request:
+        return self._counted(lo, hi, after_lo, before_hi, False)
+
+    def erase_range(self, lo, hi, *, after_lo: bool = False, before_hi: bool = False) -> int:
+        """Erases every key in [lo, hi] at its node and returns how many
+        (Redis ZREMRANGEBYSCORE, RocksDB DeleteRange)."""
+        return self.erase_range_request(lo, hi, after_lo=after_lo, before_hi=before_hi).get()
+
+    def erase_range_request(self, lo, hi, *, after_lo: bool = False, before_hi: bool = False) -> Request:
+        return self._counted(lo, hi, after_lo, before_hi, True)
+
+    def _counted(self, lo, hi, after_lo, before_hi, erase):
+        return self._live().counted_request(self._key.one(lo, "lo"), self._key.one(hi, "hi"), bool(after_lo),
+                                            bool(before_hi), erase)
+
+    def reduce(self, key, value, op: str = "add") -> Request:
+        """Folds `value` into the key's value at the key's node: op(current, value)
+        with op "add", "min" or "max" (a new key stores `value`, as insert does);
+        get() is True if stored.  Values of dtype int64, uint64 or float64 only
+        (add wraps around for the integers, as C++ does).  A fixed set: a Python
+        callable cannot run at the node, which is another rank inside the library."""
+        return self._live().reduce(self._key.one(key, "key"), self._value.one(value, "value"), self._reduce_op(op))
+
+    def async_reduce(self, key, value, op: str = "add") -> None:
+        """reduce, fire and forget: applied by flush()."""
+        self._live().async_reduce(self._key.one(key, "key"), self._value.one(value, "value"), self._reduce_op(op))
+
+    def _reduce_op(self, op):
+        dtype = self._value.dtype
+        if dtype is None or dtype.itemsize != 8 or dtype.kind not in "iuf" or self._value.storage != "u64":
+            raise InvalidArgumentError(f"mpidict: skiplist_map reduce needs int64, uint64 or float64 values, not "
+                                       f"{self._value.name}")
+        if op not in _REDUCE_OPS:
+            raise InvalidArgumentError(f"mpidict: skiplist_map reduce op must be one of {', '.join(_REDUCE_OPS)}, "
+                                       f"not {_describe(op)}")
+        return "iuf".index(dtype.kind) * 3 + _REDUCE_OPS.index(op)
 
     # -- ranges ----------------------------------------------------------------------------
     def _entries(self, raw):

@@ -14,6 +14,8 @@
 
 #include <nanobind/stl/array.h>
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 
@@ -107,14 +109,57 @@ typename Map::clock::time_point deadline(const Map& map, double seconds, bool fr
     if (std::abs(seconds) > 7e9)
         throw mpidict::invalid_argument_error("mpidict: skiplist_map expiry " + std::to_string(seconds) +
                                               " s is beyond what the clock holds (|seconds| <= 7e9)");
-    if (from_now && seconds < 0)
-        throw mpidict::invalid_argument_error("mpidict: skiplist_map ttl must be >= 0 seconds, not " +
-                                              std::to_string(seconds));
     const auto offset = std::chrono::duration_cast<typename clock::duration>(std::chrono::duration<double>(seconds));
     if (!from_now)
         return typename clock::time_point(offset);
     const auto& now = map.settings().expiry_clock;
     return (now ? now() : clock::now()) + offset;
+}
+
+// reduce's operators as Python names them: "add", "min", "max" over values of
+// numpy dtype int64 ('i'), uint64 ('u') or float64 ('f'), which cross as
+// uint64 bits.  Numbered kind * 3 + op (python/mpidict/_skiplist.py).  Python
+// callables cannot run at the node (another rank, inside the library), so the
+// set is fixed.
+template <char Kind, int Op>
+struct py_reduce_op {
+    static std::uint64_t fold(std::uint64_t current, std::uint64_t operand) {
+        if constexpr (Kind == 'f') {
+            const double a = std::bit_cast<double>(current), b = std::bit_cast<double>(operand);
+            return std::bit_cast<std::uint64_t>(Op == 0 ? a + b : Op == 1 ? std::fmin(a, b) : std::fmax(a, b));
+        } else if constexpr (Kind == 'i') {
+            const auto a = static_cast<std::int64_t>(current), b = static_cast<std::int64_t>(operand);
+            return Op == 0 ? current + operand : static_cast<std::uint64_t>(Op == 1 ? std::min(a, b) : std::max(a, b));
+        } else {
+            return Op == 0 ? current + operand : Op == 1 ? std::min(current, operand) : std::max(current, operand);
+        }
+    }
+    std::uint64_t operator()(std::uint64_t current, std::uint64_t operand) const { return fold(current, operand); }
+};
+
+template <class F>
+decltype(auto) with_reduce_op(int code, F&& f) {
+    switch (code) {
+    case 0: return f(py_reduce_op<'i', 0>{});
+    case 1: return f(py_reduce_op<'i', 1>{});
+    case 2: return f(py_reduce_op<'i', 2>{});
+    case 3: return f(py_reduce_op<'u', 0>{});
+    case 4: return f(py_reduce_op<'u', 1>{});
+    case 5: return f(py_reduce_op<'u', 2>{});
+    case 6: return f(py_reduce_op<'f', 0>{});
+    case 7: return f(py_reduce_op<'f', 1>{});
+    case 8: return f(py_reduce_op<'f', 2>{});
+    default:
+        throw mpidict::invalid_argument_error("mpidict: skiplist_map reduce operator number " + std::to_string(code) +
+                                              " is not 0 to 8");
+    }
+}
+
+double finite_seconds(double seconds, const char* what) {
+    if (!std::isfinite(seconds))
+        throw mpidict::invalid_argument_error(std::string("mpidict: skiplist_map ") + what +
+                                              " must be a finite number of seconds, not " + std::to_string(seconds));
+    return seconds;
 }
 
 template <class K, class V>
@@ -141,14 +186,98 @@ public:
 
     // Expiry (the C++ insert(key, value, expires_at)): `seconds` since the
     // epoch, or from now with from_now (a ttl).
+    // A ttl goes to C++'s duration form (ttl <= 0: a deadline already passed,
+    // nothing stored, get() is False).
     request_handle insert_expiring(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in,
                                    double seconds, bool from_now) {
-        return wrap(m->insert(kind<K>::value(key_in), kind<V>::value(value_in), deadline(*m, seconds, from_now)),
-                    [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
+        const auto stored = [](const mpidict::replace_result& r) { return nb::bool_(r.stored); };
+        if (from_now)
+            return wrap(m->insert(kind<K>::value(key_in), kind<V>::value(value_in), ttl_of(seconds)), stored);
+        return wrap(m->insert(kind<K>::value(key_in), kind<V>::value(value_in), deadline(*m, seconds, false)), stored);
     }
     void async_insert_expiring(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in,
                                double seconds, bool from_now) {
-        m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in), deadline(*m, seconds, from_now));
+        if (from_now)
+            m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in), ttl_of(seconds));
+        else
+            m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in), deadline(*m, seconds, false));
+    }
+    // insert_many with one deadline or ttl for every pair (C++ insert_many(keys, values, deadline | ttl)).
+    nb::tuple insert_many_expiring(const typename kind<K>::batch& keys, const typename kind<V>::batch& values,
+                                   double seconds, bool from_now) {
+        auto k = kind<K>::open(keys);
+        auto v = kind<V>::open(values);
+        same_length(k, v);
+        std::vector<K> ks;
+        std::vector<V> vs;
+        ks.reserve(k.size());
+        vs.reserve(k.size());
+        for (std::size_t i = 0; i < k.size(); ++i) {
+            ks.push_back(k.at(i));
+            vs.push_back(v.at(i));
+        }
+        const auto at = from_now ? typename map_type::clock::time_point{} : deadline(*m, seconds, false);
+        const auto ttl = from_now ? ttl_of(seconds) : std::chrono::duration<double>{};
+        mpidict::insert_many_result result;
+        {
+            nb::gil_scoped_release released;
+            result = from_now ? m->insert_many(std::span<const K>(ks), std::span<const V>(vs), ttl)
+                              : m->insert_many(std::span<const K>(ks), std::span<const V>(vs), at);
+        }
+        return insert_many_out(result);
+    }
+    // Redis TTL in float seconds (PTTL's milliseconds / 1000): -2.0 absent, -1.0 no deadline.
+    request_handle ttl(const typename kind<K>::arg& key_in) {
+        return wrap(m->ttl(kind<K>::value(key_in)), [](std::chrono::milliseconds left) {
+            const auto ms = left.count();
+            return nb::float_(ms < 0 ? static_cast<double>(ms) : static_cast<double>(ms) / 1000.0);
+        });
+    }
+    request_handle expire(const typename kind<K>::arg& key_in, double seconds) {
+        return wrap(m->expire(kind<K>::value(key_in), ttl_of(seconds)), [](bool there) { return nb::bool_(there); });
+    }
+    request_handle expire_at(const typename kind<K>::arg& key_in, double seconds) {
+        return wrap(m->expire_at(kind<K>::value(key_in), deadline(*m, seconds, false)),
+                    [](bool there) { return nb::bool_(there); });
+    }
+    request_handle persist(const typename kind<K>::arg& key_in) {
+        return wrap(m->persist(kind<K>::value(key_in)), [](bool had) { return nb::bool_(had); });
+    }
+    // count / erase_range (C++'s, at the nodes); get() is the number.
+    request_handle counted_request(const typename kind<K>::arg& lo_in, const typename kind<K>::arg& hi_in,
+                                   bool after_lo, bool before_hi, bool erase) {
+        mpidict::range_options options;
+        options.after_lo = after_lo;
+        options.before_hi = before_hi;
+        const K lo = kind<K>::value(lo_in), hi = kind<K>::value(hi_in);
+        auto pending = erase ? m->erase_range(lo, hi, options) : m->count(lo, hi, options);
+        return wrap(std::move(pending), [](std::uint64_t n) { return nb::int_(n); });
+    }
+    // reduce at the node with operator number `op` (with_reduce_op); get() is True if stored.
+    request_handle reduce(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in, int op) {
+        if constexpr (std::is_same_v<V, std::uint64_t>) {
+            const K key = kind<K>::value(key_in);
+            const V value = kind<V>::value(value_in);
+            return with_reduce_op(op, [&](auto o) {
+                return wrap(m->reduce(key, value, o), [](const mpidict::replace_result& r) { return nb::bool_(r.stored); });
+            });
+        } else {
+            throw mpidict::invalid_argument_error(no_reduce);
+        }
+    }
+    void async_reduce(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in, int op) {
+        if constexpr (std::is_same_v<V, std::uint64_t>) {
+            const K key = kind<K>::value(key_in);
+            const V value = kind<V>::value(value_in);
+            with_reduce_op(op, [&](auto o) { m->async_reduce(key, value, o); });
+        } else {
+            throw mpidict::invalid_argument_error(no_reduce);
+        }
+    }
+    static constexpr const char* no_reduce =
+        "mpidict: skiplist_map reduce needs int64, uint64 or float64 values (the node folds numbers)";
+    static std::chrono::duration<double> ttl_of(double seconds) {
+        return std::chrono::duration<double>(finite_seconds(seconds, "ttl"));
     }
 
     // The ordered queries as requests (get() gives (keys, values)); `bounded`
@@ -230,6 +359,14 @@ void bind_skiplist_map(nb::module_& mod, const char* name) {
                  .def(nb::init<communicator, mpidict::skiplist_map_config, const std::string&>())
                  .def("insert_expiring", &M::insert_expiring)
                  .def("async_insert_expiring", &M::async_insert_expiring)
+                 .def("insert_many_expiring", &M::insert_many_expiring)
+                 .def("ttl", &M::ttl)
+                 .def("expire", &M::expire)
+                 .def("expire_at", &M::expire_at)
+                 .def("persist", &M::persist)
+                 .def("counted_request", &M::counted_request)
+                 .def("reduce", &M::reduce)
+                 .def("async_reduce", &M::async_reduce)
                  .def("range", &M::range)
                  .def("range_request", &M::range_request)
                  .def("match", &M::match)

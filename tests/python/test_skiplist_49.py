@@ -311,8 +311,8 @@ def test_expiry(rank, size):
         assert m.find(base + 7).get() is None
         m.flush()
         assert m.global_size() == 6 * size
-        for bad, what in ((dict(ttl=-1), "ttl must be >= 0"), (dict(ttl=float("nan")), "finite"),
-                          (dict(expires_at=math.inf), "finite"), (dict(ttl=1e12), "beyond"),
+        for bad, what in ((dict(ttl=float("nan")), "finite"), (dict(ttl=-math.inf), "finite"),
+                          (dict(expires_at=math.inf), "finite"), (dict(expires_at=1e12), "beyond"),
                           (dict(ttl="1h"), "ttl must be a number"), (dict(ttl=True), "ttl must be a number"),
                           (dict(expires_at="tomorrow"), "expires_at must be"),
                           (dict(ttl=1, expires_at=now), "not both")):
@@ -322,6 +322,124 @@ def test_expiry(rank, size):
                 m.async_insert(base + 50, 50, **bad)
         m.flush()
         assert m.global_size() == 6 * size
+        # a negative ttl is a deadline already passed, as in C++ and C: nothing stored, the old value stays
+        assert m.insert(base + 10, 11, ttl=-1).get() is False
+        assert m.insert(base + 10, 11, ttl=datetime.timedelta(seconds=-5)).get() is False
+        m.async_insert(base + 10, 12, ttl=-0.5)
+        m.flush()
+        assert m.find(base + 10).get() == 10
+
+
+def test_ttl_expire_persist(rank, size):
+    with mpidict.skiplist_map("int64", "int64") as m:
+        base = 1000 * rank
+        m.insert(base + 1, 1, ttl=3600).get()
+        m.insert(base + 2, 2).get()
+        left = m.ttl(base + 1).get()
+        assert 3000 < left <= 3600 and isinstance(left, float)
+        assert m.ttl(base + 2).get() == -1.0 and m.ttl(base + 99).get() == -2.0
+        assert m.persist(base + 1).get() is True and m.ttl(base + 1).get() == -1.0
+        assert m.persist(base + 1).get() is False
+        assert m.expire(base + 2, 7200).get() is True and 6600 < m.ttl(base + 2).get() <= 7200
+        assert m.expire(base + 2, datetime.timedelta(hours=1)).get() is True
+        assert 3000 < m.ttl(base + 2).get() <= 3600
+        assert m.expire(base + 99, 10).get() is False
+        assert m.expire_at(base + 2, time.time() + 100).get() is True and 0 < m.ttl(base + 2).get() <= 101
+        assert m.expire_at(base + 99, time.time() + 100).get() is False
+        for bad, what in ((None, "needs a deadline"), (0, "needs a deadline"), ("soon", "expires_at must be")):
+            with pytest.raises(mpidict.InvalidArgumentError, match=what):
+                m.expire_at(base + 2, bad)
+        with pytest.raises(mpidict.InvalidArgumentError, match="finite"):
+            m.expire(base + 2, math.nan)
+        assert m.expire(base + 2, -1).get() is True            # a deadline passed removes the key (Redis EXPIRE)
+        assert m.find(base + 2).get() is None and m.ttl(base + 2).get() == -2.0
+        # insert_many with one deadline for the batch
+        keys = np.arange(base + 100, base + 120, dtype=np.int64)
+        result = m.insert_many(keys, keys * 2, ttl=3600)
+        assert (result.stored, result.replaced, result.refused) == (20, 0, 0)
+        assert 3000 < m.ttl(base + 110).get() <= 3600
+        result = m.insert_many(keys, keys * 3, ttl=-1)           # passed: nothing stored or changed
+        assert (result.stored, result.refused) == (0, 0)
+        assert m.find(base + 110).get() == 2 * (base + 110)
+        result = m.insert_many(keys, keys * 4, expires_at=time.time() + 7200)
+        assert (result.stored, result.replaced) == (20, 20)
+        assert 6600 < m.ttl(base + 119).get() <= 7200
+        result = m.insert_many(keys[:5], keys[:5], ttl=0.2)
+        assert result.stored == 5
+        result = m.insert_many(keys[5:7], keys[5:7])             # no deadline: clears it (Redis SET)
+        assert m.ttl(base + 105).get() == -1.0
+        with pytest.raises(mpidict.InvalidArgumentError, match="not both"):
+            m.insert_many(keys, keys, ttl=1, expires_at=time.time())
+        time.sleep(0.4)
+        assert [m.find(k).get() for k in keys[:5].tolist()] == [None] * 5
+        assert m.count(base + 100, base + 119) == 15
+        m.flush()
+        assert m.global_size() == 16 * size                     # base + 1 and 15 of the batch per rank
+
+
+def test_count_erase_range(rank, size):
+    with mpidict.skiplist_map("int64", "int64", granularity=4) as m:
+        base = 1000 * rank
+        keys = np.arange(base, base + 50, dtype=np.int64)
+        m.insert_many(keys, keys)
+        assert m.count(base, base + 49) == 50
+        assert m.count(base, base + 49, after_lo=True) == 49
+        assert m.count(base, base + 49, after_lo=True, before_hi=True) == 48
+        assert m.count(base + 5, base + 4) == 0
+        m.flush()
+        assert m.count(-2**63, 2**63 - 1) == 50 * size
+        assert m.count_request(0, 1000 * size).get() == 50 * size
+        m.flush()                                   # every rank counted before any erases
+        assert m.erase_range(base + 10, base + 20, before_hi=True) == 10
+        assert m.find(base + 15).get() is None and m.find(base + 20).get() == base + 20
+        assert m.erase_range_request(base + 10, base + 19).get() == 0
+        assert m.count(base, base + 49) == 40
+        with pytest.raises(mpidict.InvalidArgumentError):
+            m.count(base, "x")
+        m.flush()
+        assert m.global_size() == 40 * size
+    with mpidict.skiplist_map(str, "int64") as m:
+        names = [f"r{rank}-{i:03d}" for i in range(12)]
+        m.insert_many(names, np.arange(12, dtype=np.int64))
+        assert m.count(f"r{rank}-", f"r{rank}-~") == 12
+        assert m.erase_range(names[2], names[5], after_lo=True) == 3
+        assert m.count(f"r{rank}-", f"r{rank}-~") == 9
+        m.flush()
+
+
+def test_reduce(rank, size):
+    with mpidict.skiplist_map("int64", "int64") as m:
+        for _ in range(10):
+            m.async_reduce(7, 1)                                 # "add" by default
+        assert m.reduce(8, rank - 5, "max").get() is True
+        assert m.reduce(9, -rank, op="min").get() is True
+        m.reduce(1000 + rank, 3).get()
+        assert m.reduce(1000 + rank, 4, "add").get() is True
+        assert m.find(1000 + rank).get() == 7                    # this rank's own key: its reduces in order
+        m.flush()
+        assert m.find(7).get() == 10 * size
+        assert m.find(8).get() == size - 1 - 5
+        assert m.find(9).get() == -(size - 1)
+        for bad, what in (("mul", "op must be one of"), (len, "op must be one of")):
+            with pytest.raises(mpidict.InvalidArgumentError, match=what):
+                m.reduce(7, 1, bad)
+        m.flush()
+    with mpidict.skiplist_map("int64", "float64") as m:
+        m.async_reduce(1, 0.5)
+        m.async_reduce(2, -1.5 * rank, "min")
+        m.flush()
+        assert m.find(1).get() == 0.5 * size and m.find(2).get() == -1.5 * (size - 1)
+        m.flush()
+    with mpidict.skiplist_map("int64", "uint64") as m:
+        m.reduce(1, 2**63 + rank, "max").get()
+        m.reduce(2, 2**63 + rank, "min").get()
+        m.flush()
+        assert m.find(1).get() == 2**63 + size - 1 and m.find(2).get() == 2**63
+        m.flush()
+    with mpidict.skiplist_map("int64", bytes) as m:
+        with pytest.raises(mpidict.InvalidArgumentError, match="int64, uint64 or float64 values"):
+            m.reduce(1, b"x")
+        m.flush()
 
 
 def test_set_consistency(rank, size):
