@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -266,27 +267,34 @@ void reply_error(std::string& out, std::string_view text) {
     out += "\r\n";
 }
 
-void reply_integer(std::string& out, long long value) {
-    out += ':';
-    out += std::to_string(value);
-    out += "\r\n";
+namespace {
+// Appends `prefix`, the number and CRLF in one append (no temporary string:
+// a range's reply is one of these per member, docs/serve.md "What bounds us").
+template <class Number>
+void append_line(std::string& out, char prefix, Number value) {
+    char text[32];
+    text[0] = prefix;
+    char* end = std::to_chars(text + 1, text + sizeof text - 2, value).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    out.append(text, static_cast<std::size_t>(end - text));
 }
+}  // namespace
+
+void reply_integer(std::string& out, long long value) { append_line(out, ':', value); }
 
 void reply_bulk(std::string& out, std::string_view bytes) {
-    out += '$';
-    out += std::to_string(bytes.size());
-    out += "\r\n";
-    out += bytes;
-    out += "\r\n";
+    const std::size_t needed = out.size() + bytes.size() + 24;
+    if (needed > out.capacity())
+        out.reserve(std::max(needed, 2 * out.capacity()));
+    append_line(out, '$', bytes.size());
+    out.append(bytes);
+    out.append("\r\n", 2);
 }
 
 void reply_null(std::string& out) { out += "$-1\r\n"; }
 
-void reply_array_header(std::string& out, std::size_t count) {
-    out += '*';
-    out += std::to_string(count);
-    out += "\r\n";
-}
+void reply_array_header(std::string& out, std::size_t count) { append_line(out, '*', count); }
 
 void reply_null_array(std::string& out) { out += "*-1\r\n"; }
 

@@ -81,8 +81,12 @@ class Server:
             wait_port(port)
             self.ports = [port]
         else:
-            command = [os.path.join(ROOT, "scripts", "mpirun.sh"), "-n", str(self.ranks),
-                       os.path.join(self.build_dir, "apps", "serve", "serve"), "--port", "0"] + shlex.split(self.extra)
+            words = shlex.split(self.extra)
+            # A design may name another build's program ("@PATH args"): a
+            # baseline measured in the same run.
+            program = words.pop(0)[1:] if words and words[0].startswith("@") else \
+                os.path.join(self.build_dir, "apps", "serve", "serve")
+            command = [os.path.join(ROOT, "scripts", "mpirun.sh"), "-n", str(self.ranks), program, "--port", "0"] + words
             self.process = subprocess.Popen(command, stdout=self.output, stderr=subprocess.STDOUT,
                                             start_new_session=True)
             deadline = time.monotonic() + 60
@@ -124,6 +128,7 @@ def run_layout(server, layout, processes, pipeline, test, requests):
                 for port, count in zip(ports, counts)]
     started = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
     total = 0.0
+    p50 = []
     for p in started:
         out, err = p.communicate(timeout=600)
         rows = list(csv.reader(io.StringIO(out)))
@@ -131,7 +136,8 @@ def run_layout(server, layout, processes, pipeline, test, requests):
         if p.returncode != 0 or not rate:
             raise RuntimeError(f"redis-benchmark failed: {' '.join(commands[0])}\n{out}\n{err}")
         total += rate[0]
-    return total, [" ".join(shlex.quote(w) for w in c) for c in commands]
+        p50 += [float(row[4]) for row in rows[1:] if len(row) > 4][:1]
+    return total, statistics.median(p50) if p50 else None, [" ".join(shlex.quote(w) for w in c) for c in commands]
 
 
 def main():
@@ -145,8 +151,15 @@ def main():
     parser.add_argument("--doc", default=os.path.join(ROOT, "docs", "serve.md"))
     parser.add_argument("--no-doc", action="store_true")
     parser.add_argument("--designs", default="yield=;wait 50 us=--wait-us 50",
-                        help="the service's variants to compare, 'label=arguments;...'")
+                        help="the service's variants to compare, 'label=arguments;...'; arguments that begin "
+                             "with @PATH run the program PATH (another build's apps/serve/serve) instead")
+    parser.add_argument("--tests", default=",".join(TESTS), help="a subset of " + ",".join(TESTS))
+    parser.add_argument("--pipelines", default="1,16", help="the -P values")
     args = parser.parse_args()
+    tests = [t for t in args.tests.upper().split(",") if t]
+    pipelines = [int(p) for p in args.pipelines.split(",")]
+    if not set(tests) <= set(TESTS) or not set(pipelines) <= {1, 16}:
+        sys.exit(f"serve_report: --tests takes {','.join(TESTS)} and --pipelines 1,16")
     for tool in ("redis-server", "redis-benchmark", "redis-cli"):
         if subprocess.run(["which", tool], capture_output=True).returncode != 0:
             sys.exit(f"serve_report: {tool} not found (scripts/install_deps.sh installs redis-server and redis-tools)")
@@ -167,14 +180,14 @@ def main():
                     process_counts = rank_counts if kind == "redis-server" and layout == "spread" else \
                         ([ranks] if layout == "spread" else [1])
                     for processes in process_counts:
-                        for pipeline in (1, 16):
-                            for test in TESTS:
+                        for pipeline in pipelines:
+                            for test in tests:
                                 load = load_average()
-                                rate, commands = run_layout(server, layout, processes, pipeline, test,
+                                rate, p50_ms, commands = run_layout(server, layout, processes, pipeline, test,
                                                             requests[pipeline])
                                 row = {"rep": rep, "server": kind, "ranks": ranks, "design": design,
                                        "serve_args": extra, "layout": layout,
-                                       "processes": processes, "pipeline": pipeline, "test": test, "rate": rate,
+                                       "processes": processes, "pipeline": pipeline, "test": test, "rate": rate, "p50_ms": p50_ms,
                                        "load": load, "cores": os.cpu_count(),
                                        "oversubscribed": load > (os.cpu_count() or 1), "commands": commands}
                                 results.append(row)
@@ -184,10 +197,11 @@ def main():
         for row in results:
             f.write(json.dumps(dict(row, date=time.strftime("%Y-%m-%d", time.gmtime(began)))) + "\n")
 
-    def median(kind, ranks, layout, processes, pipeline, test, design=""):
-        rates = [r["rate"] for r in results if r["server"] == kind and r["ranks"] == ranks and r["layout"] == layout
+    def median(kind, ranks, layout, processes, pipeline, test, design="", field="rate"):
+        rates = [r[field] for r in results if r["server"] == kind and r["ranks"] == ranks and r["layout"] == layout
                  and r["design"] == design
-                 and r["processes"] == processes and r["pipeline"] == pipeline and r["test"] == test]
+                 and r["processes"] == processes and r["pipeline"] == pipeline and r["test"] == test
+                 and r.get(field) is not None]
         return statistics.median(rates) if rates else None
 
     loads = [r["load"] for r in results]
@@ -208,8 +222,8 @@ def main():
                                                                    for label, _ in designs)
             lines.append(header)
             lines.append("|---|---:|---:|" + "---:|---:|" * len(designs))
-            for pipeline in (1, 16):
-                for test in TESTS:
+            for pipeline in pipelines:
+                for test in tests:
                     theirs = median("redis-server", 1, layout, processes, pipeline, test)
                     if theirs is None:
                         continue
@@ -217,6 +231,21 @@ def main():
                     for label, _ in designs:
                         ours = median("mpidict serve", ranks, layout, processes, pipeline, test, label)
                         row += f" {ours:,.0f} | {ours / theirs:.2f} |" if ours else " - | - |"
+                    lines.append(row)
+            lines.append("")
+            lines.append("Median latency (redis-benchmark's p50, ms) of the same runs:")
+            lines.append("")
+            lines.append("| test | -P | redis-server |" + "".join(f" serve ({label}) |" for label, _ in designs))
+            lines.append("|---|---:|---:|" + "---:|" * len(designs))
+            for pipeline in pipelines:
+                for test in tests:
+                    theirs = median("redis-server", 1, layout, processes, pipeline, test, field="p50_ms")
+                    if theirs is None:
+                        continue
+                    row = f"| {test} | {pipeline} | {theirs:.3f} |"
+                    for label, _ in designs:
+                        ours = median("mpidict serve", ranks, layout, processes, pipeline, test, label, "p50_ms")
+                        row += f" {ours:.3f} |" if ours is not None else " - |"
                     lines.append(row)
             lines.append("")
     example = [r for r in results if r["server"] == "mpidict serve" and r["pipeline"] == 16 and r["test"] == "GET"]
