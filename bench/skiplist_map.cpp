@@ -115,7 +115,7 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
                    "skiplist_map route_cache_entries (0: every operation enters at the head)", 0, UINT64_MAX, "C")
         .add_choice("consistency", &s.consistency, {"total_order", "sequential", "none"},
                     "skiplist_map consistency mode of the list and its callers (Figure 8 of seed 004: run each)")
-        .add_count("ascending", &s.ascending, "1: run the ascending-key phase; 0: skip it", 0, 1, "A")
+        .add_count("ascending", &s.ascending, "1: run the ascending-key phase; 0: skip it; 2: run only it", 0, 2, "A")
         .add_count("find-rounds", &s.find_rounds,
                    "times the find phase runs (skiplist_map and hash_map); the median rate is reported", 1, 1000, "F")
         .add_count("seed", &s.seed, "keys and tower heights", 0, UINT64_MAX, "S")
@@ -340,6 +340,10 @@ public:
         if (m_s.async_rounds > 0)
             return run_async();
         const std::uint64_t n = m_s.keys_per_rank;
+        if (m_s.ascending == 2) {  // only the ascending phase (for profiles of it)
+            run_ascending(n);
+            return finish();
+        }
         std::vector<std::uint64_t> keys(n);
         std::vector<std::uint64_t> values(n);
         const std::uint64_t salt = mpidict::mix64(m_s.seed + 0x9e3779b97f4a7c15ULL);
@@ -566,57 +570,13 @@ public:
                         rates(list_find, hash_find));
         m_out.ratio("memory_per_pair_bytes_vs_48", memory_per_pair / 48.0, "<= 1.0", memory_per_pair <= 48.0);
 
-        if (m_s.ascending != 0) {
-            // ---- ascending keys: rank r inserts r, r + p, ... -------------------------
-            {
-                mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
-                const auto p = static_cast<std::uint64_t>(m_w.size);
-                const auto r = static_cast<std::uint64_t>(m_w.rank);
-                std::vector<std::uint64_t> ascending(n);
-                std::vector<std::uint64_t> ascending_values(n);
-                for (std::uint64_t i = 0; i < n; ++i) {
-                    ascending[i] = i * p + r;
-                    ascending_values[i] = value_of(ascending[i]);
-                }
-                const double rate = timed(n, [&] {
-                    const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(ascending),
-                                                               std::span<const std::uint64_t>(ascending_values)).added();
-                    check(fresh == n, "ascending insert_many stored " + std::to_string(fresh) + " of " + std::to_string(n));
-                }, [&] { list.flush(); });
-                const auto stats = list.local_statistics();
-                const double entries = static_cast<double>(stats.entries);
-                const double largest = max_over_ranks(entries);
-                const double mean = total(entries) / m_w.size;
-                check(static_cast<std::uint64_t>(total(entries)) == n * p, "ascending: the list does not hold every key");
-                m_out.figure("skiplist_ascending_insert_many_rate", rate, "ops/s");
-                m_out.figure("ascending_largest_rank_entries", largest, "entries",
-                             mpidict::bench::json_object().add("mean", mean).add("nodes_total", total(static_cast<double>(stats.nodes))));
-                m_out.ratio("ascending_load_balance", mean > 0 ? largest / mean : 0, "<= 1.5",
-                            mean > 0 && largest <= 1.5 * mean);
-                list.destroy();
-            }
-            {
-                // The baseline on ascending keys: splitters from a sample of the keys to come.
-                const auto p = static_cast<std::uint64_t>(m_w.size);
-                const auto r = static_cast<std::uint64_t>(m_w.rank);
-                std::vector<std::uint64_t> sample;
-                for (std::uint64_t i = 0; i < n; i += std::max<std::uint64_t>(1, n / 256))
-                    sample.push_back(i * p + r);
-                btree_partitioned tree(m_w.comm, std::span<const std::uint64_t>(sample), m_s.window);
-                const double rate = timed(n, [&] {
-                    for (std::uint64_t i = 0; i < n; ++i)
-                        tree.async_insert(i * p + r, value_of(i * p + r));
-                }, [&] { tree.flush(); });
-                const double held = static_cast<double>(tree.local_size());
-                const double largest = max_over_ranks(held);
-                const double mean = total(held) / m_w.size;
-                check(static_cast<std::uint64_t>(total(held)) == n * p, "ascending btree does not hold every key");
-                m_out.figure("btree_ascending_insert_rate", rate, "ops/s");
-                m_out.figure("btree_ascending_load_balance", mean > 0 ? largest / mean : 0, "max/mean");
-                tree.destroy();
-            }
-        }
+        if (m_s.ascending != 0)
+            run_ascending(n);
 
+        return finish();
+    }
+
+    int finish() {
         std::uint64_t failures = 0;
         MPI_Allreduce(&m_failures, &failures, 1, MPI_UINT64_T, MPI_SUM, m_w.comm);
         m_out.figure("verified", failures == 0 ? 1 : 0, "bool",
@@ -626,6 +586,58 @@ public:
     }
 
 private:
+    // The ascending-key phase: skiplist_map insert_many, then the baseline.
+    void run_ascending(std::uint64_t n) {
+        // ---- ascending keys: rank r inserts r, r + p, ... -------------------------
+        {
+            mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
+            const auto p = static_cast<std::uint64_t>(m_w.size);
+            const auto r = static_cast<std::uint64_t>(m_w.rank);
+            std::vector<std::uint64_t> ascending(n);
+            std::vector<std::uint64_t> ascending_values(n);
+            for (std::uint64_t i = 0; i < n; ++i) {
+                ascending[i] = i * p + r;
+                ascending_values[i] = value_of(ascending[i]);
+            }
+            const double rate = timed(n, [&] {
+                const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(ascending),
+                                                           std::span<const std::uint64_t>(ascending_values)).added();
+                check(fresh == n, "ascending insert_many stored " + std::to_string(fresh) + " of " + std::to_string(n));
+            }, [&] { list.flush(); });
+            const auto stats = list.local_statistics();
+            const double entries = static_cast<double>(stats.entries);
+            const double largest = max_over_ranks(entries);
+            const double mean = total(entries) / m_w.size;
+            check(static_cast<std::uint64_t>(total(entries)) == n * p, "ascending: the list does not hold every key");
+            m_out.figure("skiplist_ascending_insert_many_rate", rate, "ops/s");
+            m_out.figure("ascending_largest_rank_entries", largest, "entries",
+                         mpidict::bench::json_object().add("mean", mean).add("nodes_total", total(static_cast<double>(stats.nodes))));
+            m_out.ratio("ascending_load_balance", mean > 0 ? largest / mean : 0, "<= 1.5",
+                        mean > 0 && largest <= 1.5 * mean);
+            list.destroy();
+        }
+        {
+            // The baseline on ascending keys: splitters from a sample of the keys to come.
+            const auto p = static_cast<std::uint64_t>(m_w.size);
+            const auto r = static_cast<std::uint64_t>(m_w.rank);
+            std::vector<std::uint64_t> sample;
+            for (std::uint64_t i = 0; i < n; i += std::max<std::uint64_t>(1, n / 256))
+                sample.push_back(i * p + r);
+            btree_partitioned tree(m_w.comm, std::span<const std::uint64_t>(sample), m_s.window);
+            const double rate = timed(n, [&] {
+                for (std::uint64_t i = 0; i < n; ++i)
+                    tree.async_insert(i * p + r, value_of(i * p + r));
+            }, [&] { tree.flush(); });
+            const double held = static_cast<double>(tree.local_size());
+            const double largest = max_over_ranks(held);
+            const double mean = total(held) / m_w.size;
+            check(static_cast<std::uint64_t>(total(held)) == n * p, "ascending btree does not hold every key");
+            m_out.figure("btree_ascending_insert_rate", rate, "ops/s");
+            m_out.figure("btree_ascending_load_balance", mean > 0 ? largest / mean : 0, "max/mean");
+            tree.destroy();
+        }
+    }
+
     // The latest-N phase (--latest-entries; see the top of this file).
     int run_latest() {
         using list_type = mpidict::skiplist_map<std::uint64_t, std::uint64_t>;
