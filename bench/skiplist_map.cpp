@@ -612,6 +612,13 @@ private:
             m_out.figure("skiplist_ascending_insert_many_rate", rate, "ops/s");
             m_out.figure("ascending_largest_rank_entries", largest, "entries",
                          mpidict::bench::json_object().add("mean", mean).add("nodes_total", total(static_cast<double>(stats.nodes))));
+            // What the phase cost the list, over all ranks per inserted key: node
+            // splits, node-to-node forwards, requests held behind a split.
+            const double keys_total = static_cast<double>(n * p);
+            m_out.figure("ascending_splits_per_key", total(static_cast<double>(stats.splits)) / keys_total, "splits",
+                         mpidict::bench::json_object().add("splits", total(static_cast<double>(stats.splits))));
+            m_out.figure("ascending_hops_per_key", total(static_cast<double>(stats.hops)) / keys_total, "hops");
+            m_out.figure("ascending_held_per_key", total(static_cast<double>(stats.held)) / keys_total, "requests");
             m_out.ratio("ascending_load_balance", mean > 0 ? largest / mean : 0, "<= 1.5",
                         mean > 0 && largest <= 1.5 * mean);
             list.destroy();
