@@ -150,7 +150,7 @@ def main():
     parser.add_argument("--runs", default=os.path.join(ROOT, "docs", "figures", "serve_runs.jsonl"))
     parser.add_argument("--doc", default=os.path.join(ROOT, "docs", "serve.md"))
     parser.add_argument("--no-doc", action="store_true")
-    parser.add_argument("--designs", default="yield=;wait 50 us=--wait-us 50",
+    parser.add_argument("--designs", default="yield=--wait-us 0;wait 50 us=--wait-us 50",
                         help="the service's variants to compare, 'label=arguments;...'; arguments that begin "
                              "with @PATH run the program PATH (another build's apps/serve/serve) instead")
     parser.add_argument("--tests", default=",".join(TESTS), help="a subset of " + ",".join(TESTS))
