@@ -316,6 +316,17 @@ class skiplist_map(_SingleValued):
     def range_from_request(self, lo, limit: int = 0, descending: bool = False, *, after_lo: bool = False):
         return _Converted(self._start(lo, None, False, limit, descending, after_lo, False), self._entries)
 
+    def range_many(self, los, his, limit: int = 0, descending: bool = False, *, after_lo: bool = False,
+                   before_hi: bool = False, window: int = 0):
+        """Several ranges in one call (C++ mpidict::range_many): a list with
+        range(los[i], his[i], limit, descending, after_lo=..., before_hi=...) for
+        each i, in order, up to `window` ranges in flight (0: 16).  Each is a range
+        with a range's promise, not one snapshot of all."""
+        raw = self._live().range_many(self._key.batch(los, "los"), self._key.batch(his, "his"),
+                                      min(_count(limit, "limit"), 2**64 - 1), bool(descending), bool(after_lo),
+                                      bool(before_hi), _count(window, "window"))
+        return [self._entries(r) for r in raw]
+
     def range_chunks(self, lo, hi=None, chunk: int = 4096, limit: int = 0, descending: bool = False, *,
                      after_lo: bool = False, before_hi: bool = False):
         """The streaming form: yields (keys, values) of at most `chunk` entries at a

@@ -21,6 +21,7 @@
 
 #include "binding.hpp"
 #include "mpidict/skiplist_map.hpp"
+#include "mpidict/skiplist_range_many.hpp"
 #include "reference.hpp"
 
 namespace mpidict_python {
@@ -309,6 +310,29 @@ public:
                 "byte-string keys)");
         }
     }
+    // Several ranges in one call (C++ mpidict::range_many, up to `window` in
+    // flight): a list of (keys, values), one per (lo, hi) pair, in order.  The
+    // GIL is released while the ranges run; the entries are converted after.
+    nb::list range_many(const typename kind<K>::batch& los, const typename kind<K>::batch& his, std::uint64_t limit,
+                        bool descending, bool after_lo, bool before_hi, std::size_t window) {
+        auto l = kind<K>::open(los);
+        auto h = kind<K>::open(his);
+        same_length(l, h);
+        std::vector<std::pair<K, K>> ranges;
+        ranges.reserve(l.size());
+        for (std::size_t i = 0; i < l.size(); ++i)
+            ranges.emplace_back(l.at(i), h.at(i));
+        const mpidict::range_options options{limit, descending, after_lo, before_hi};
+        std::vector<entry_list> lists;
+        {
+            nb::gil_scoped_release released;
+            lists = mpidict::range_many(*m, std::span<const std::pair<K, K>>(ranges), options, window);
+        }
+        nb::list out;
+        for (const auto& entries : lists)
+            out.append(entries_out(entries));
+        return out;
+    }
     // This caller's consistency mode (C++ consistency / set_consistency, which
     // waits for this caller's earlier operations: the GIL is released).
     std::string consistency() const { return mpidict::to_string(m->consistency()); }
@@ -369,6 +393,7 @@ void bind_skiplist_map(nb::module_& mod, const char* name) {
                  .def("async_reduce", &M::async_reduce)
                  .def("range", &M::range)
                  .def("range_request", &M::range_request)
+                 .def("range_many", &M::range_many)
                  .def("match", &M::match)
                  .def("match_request", &M::match_request)
                  .def("prefix_request", &M::prefix_request)

@@ -12,8 +12,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "mpidict/skiplist_range_many.hpp"
 #include "skiplist_internal.hpp"
 
 namespace {
@@ -86,7 +89,89 @@ int find_many(Map& map, std::span<const Key> keys, void* out_values, std::size_t
     });
 }
 
+// range_many: the ranges' entries visited range by range in index order,
+// each range's visit stopped by a non-zero return (the other ranges go on).
+template <class Map, class Key>
+int range_many(Map& map, std::span<const std::pair<Key, Key>> ranges, std::uint64_t limit, unsigned flags,
+               std::size_t window, mpidict_skiplist_many_visitor visit, void* context, std::size_t* counts,
+               const char* function) {
+    constexpr unsigned allowed = MPIDICT_SKIPLIST_DESCENDING | MPIDICT_SKIPLIST_AFTER_LO | MPIDICT_SKIPLIST_BEFORE_HI;
+    if (const int code = check_flags(flags, allowed, function))
+        return code;
+    if (visit == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "visit is NULL");
+    return guarded(function, [&] {
+        mpidict::range_many(
+            map, ranges,
+            [&](std::size_t index, auto&& entries) {
+                std::size_t visited = 0;
+                for (const auto& [key, value] : entries) {
+                    ++visited;
+                    int stop = 0;
+                    if constexpr (std::is_same_v<Key, std::int64_t>)
+                        stop = visit(index, &key, sizeof key, value.data(), value.size(), context);
+                    else
+                        stop = visit(index, key.data(), key.size(), value.data(), value.size(), context);
+                    if (stop != 0)
+                        break;
+                }
+                if (counts != nullptr)
+                    counts[index] = visited;
+            },
+            options_of(limit, flags), window);
+        return MPIDICT_OK;
+    });
+}
+
 }  // namespace
+
+extern "C" int mpidict_skiplist_range_many_i64(mpidict_skiplist* list, const int64_t* lo, const int64_t* hi,
+                                               size_t count, uint64_t limit, unsigned flags, size_t window,
+                                               mpidict_skiplist_many_visitor visit, void* context, size_t* counts) {
+    constexpr const char* function = "mpidict_skiplist_range_many_i64";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_INT64, function))
+        return code;
+    if ((lo == nullptr || hi == nullptr) && count != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    std::string(lo == nullptr ? "lo" : "hi") + " is NULL with count " + std::to_string(count));
+    std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+    const int code = guarded(function, [&] {
+        ranges.reserve(count);
+        for (std::size_t i = 0; i < count; ++i)
+            ranges.emplace_back(lo[i], hi[i]);
+        return MPIDICT_OK;
+    });
+    if (code != MPIDICT_OK)
+        return code;
+    return range_many(*list->ints, std::span<const std::pair<std::int64_t, std::int64_t>>(ranges), limit, flags,
+                      window, visit, context, counts, function);
+}
+
+extern "C" int mpidict_skiplist_range_many_bytes(mpidict_skiplist* list, const void* lo, const size_t* lo_bytes,
+                                                 const void* hi, const size_t* hi_bytes, size_t count,
+                                                 uint64_t limit, unsigned flags, size_t window,
+                                                 mpidict_skiplist_many_visitor visit, void* context,
+                                                 size_t* counts) {
+    constexpr const char* function = "mpidict_skiplist_range_many_bytes";
+    if (const int code = check_use(list, MPIDICT_SKIPLIST_BYTES, function))
+        return code;
+    std::vector<std::string> lows, highs;
+    std::vector<std::pair<std::string, std::string>> ranges;
+    const int code = guarded(function, [&] {
+        if (const int bad = unpack_keys(lo, lo_bytes, count, lows, function))
+            return bad;
+        if (const int bad = unpack_keys(hi, hi_bytes, count, highs, function))
+            return bad;
+        ranges.reserve(count);
+        for (std::size_t i = 0; i < count; ++i)
+            ranges.emplace_back(std::move(lows[i]), std::move(highs[i]));
+        return MPIDICT_OK;
+    });
+    if (code != MPIDICT_OK)
+        return code;
+    return range_many(*list->bytes, std::span<const std::pair<std::string, std::string>>(ranges), limit, flags,
+                      window, visit, context, counts, function);
+}
 
 extern "C" int mpidict_skiplist_range_flags_i64(mpidict_skiplist* list, int64_t lo, int64_t hi, uint64_t limit,
                                                 unsigned flags, mpidict_skiplist_visitor visit, void* context,

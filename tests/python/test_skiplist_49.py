@@ -442,6 +442,38 @@ def test_reduce(rank, size):
         m.flush()
 
 
+def test_range_many(rank, size):
+    with mpidict.skiplist_map("int64", "int64", granularity=8) as m:
+        keys = np.arange(rank, 3000, size, dtype=np.int64) * 3
+        m.insert_many(keys, keys + 1)
+        m.flush()
+        every = np.arange(0, 3000, dtype=np.int64) * 3
+        rng = np.random.default_rng(77 + rank)
+        los = rng.integers(-20, 9020, 60)
+        his = los + rng.integers(-5, 80, 60)                    # some lo > hi: empty
+        for limit, descending, after_lo, before_hi, window in ((0, False, False, False, 0), (3, True, True, False, 1),
+                                                                (5, False, True, True, 4)):
+            got = m.range_many(los, his, limit, descending, after_lo=after_lo, before_hi=before_hi, window=window)
+            assert len(got) == len(los)
+            for lo, hi, (k, v) in zip(los.tolist(), his.tolist(), got):
+                want = [x for x in every.tolist() if lo <= x <= hi and not (after_lo and x == lo)
+                        and not (before_hi and x == hi)]
+                if descending:
+                    want.reverse()
+                if limit:
+                    want = want[:limit]
+                assert k.tolist() == want and v.tolist() == [x + 1 for x in want], (lo, hi)
+        assert m.range_many(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)) == []
+        with pytest.raises(mpidict.InvalidArgumentError):
+            m.range_many(los, his[:-1])
+        m.flush()
+    with mpidict.skiplist_map(str, "int64") as m:
+        m.insert_many([f"k{rank}-{i}" for i in range(5)], np.arange(5, dtype=np.int64))
+        (k0, _), (k1, _) = m.range_many([f"k{rank}-", f"k{rank}-3"], [f"k{rank}-~", f"k{rank}-4"])
+        assert list(k0) == [f"k{rank}-{i}" for i in range(5)] and list(k1) == [f"k{rank}-3", f"k{rank}-4"]
+        m.flush()
+
+
 def test_set_consistency(rank, size):
     with mpidict.skiplist_map("int64", "int64", consistency="none") as m:
         assert m.consistency == "none"

@@ -6,6 +6,9 @@
  *                        erased (then absent, a second erase_range 0), the
  *                        whole list counted by every rank after a flush; an
  *                        empty interval, bad flags, NULL outputs, the wrong kind.
+ *   range_many           five ranges of the region at once (an empty one, lo > hi,
+ *                        one stopped by its visitor), counts and order; limit with
+ *                        descending and after_lo; BYTES form; bad flags, NULLs.
  *   expiry (ms)          insert_ttl (PTTL within the TTL), pttl -2 / -1,
  *                        persist, expire, a ttl <= 0 storing nothing and
  *                        keeping the old value, insert_many_ttl (fresh and
@@ -35,10 +38,70 @@ static void wait_seconds(double seconds) {
     }
 }
 
+struct many_visit {
+    size_t last_range;
+    int64_t last_key;
+    size_t entries;
+};
+
+/* Descending visits: range 0 of [base, base + 4] after lo, limit 2, gives base + 4, base + 3. */
+static int check_many_desc(size_t range, const void* key, size_t key_bytes, const void* value, size_t value_bytes,
+                           void* context) {
+    struct many_visit* state = (struct many_visit*)context;
+    int64_t k = 0;
+    (void)value;
+    (void)value_bytes;
+    CHECK(key_bytes == sizeof k);
+    memcpy(&k, key, sizeof k);
+    CHECK(range == 0);
+    CHECK(k == (int64_t)g_rank * 1000 + 4 - (int64_t)state->entries);
+    ++state->entries;
+    return 0;
+}
+
 static void check_pttl_within(int64_t ms, int64_t ttl) {
     CHECK(ms > 0);
     CHECK(ms <= ttl);
     CHECK(ms > ttl - 600000); /* ten minutes of slack for a loaded machine */
+}
+
+static int check_many(size_t range, const void* key, size_t key_bytes, const void* value, size_t value_bytes,
+                      void* context) {
+    struct many_visit* state = (struct many_visit*)context;
+    int64_t k = 0, v = 0;
+    CHECK(key_bytes == sizeof k && value_bytes == sizeof v);
+    memcpy(&k, key, sizeof k);
+    memcpy(&v, value, sizeof v);
+    CHECK(range >= state->last_range);
+    if (range == state->last_range && state->entries > 0)
+        CHECK(k > state->last_key);
+    CHECK(v == k - (int64_t)g_rank * 1000);
+    state->last_range = range;
+    state->last_key = k;
+    ++state->entries;
+    return range == 3 && k >= (int64_t)g_rank * 1000 + 42; /* stops range 3 after key 42 */
+}
+
+/* range_many over this rank's region: ranges in index order, counts per range, one stopped early. */
+static void ranges_at_once(mpidict_skiplist* list) {
+    const int64_t base = (int64_t)g_rank * 1000;
+    const int64_t lo[5] = {base, base + 10, base + 30, base + 40, base + 9};
+    const int64_t hi[5] = {base + 4, base + 10, base + 29, base + 49, base + 8};
+    size_t counts[5] = {9, 9, 9, 9, 9};
+    struct many_visit state = {0, 0, 0};
+    CHECK_OK(mpidict_skiplist_range_many_i64(list, lo, hi, 5, 0, 0, 2, check_many, &state, counts));
+    CHECK(counts[0] == 5 && counts[1] == 1 && counts[2] == 0 && counts[3] == 3 && counts[4] == 0);
+    CHECK(state.entries == 9);
+    memset(&state, 0, sizeof state);
+    CHECK_OK(mpidict_skiplist_range_many_i64(list, lo, hi, 2, 2, MPIDICT_SKIPLIST_DESCENDING | MPIDICT_SKIPLIST_AFTER_LO,
+                                             0, check_many_desc, &state, counts));
+    CHECK(counts[0] == 2 && counts[1] == 0);
+    CHECK_ERROR(mpidict_skiplist_range_many_i64(list, lo, hi, 2, 0, MPIDICT_SKIPLIST_FROM, 0, check_many, &state, NULL),
+                MPIDICT_ERR_ARGUMENT, "not flags of this function");
+    CHECK_ERROR(mpidict_skiplist_range_many_i64(list, NULL, hi, 2, 0, 0, 0, check_many, &state, NULL),
+                MPIDICT_ERR_ARGUMENT, "lo is NULL");
+    CHECK_ERROR(mpidict_skiplist_range_many_i64(list, lo, hi, 2, 0, 0, 0, NULL, &state, NULL), MPIDICT_ERR_ARGUMENT,
+                "visit is NULL");
 }
 
 static void count_and_erase(mpidict_skiplist* list) {
@@ -54,6 +117,7 @@ static void count_and_erase(mpidict_skiplist* list) {
     }
     CHECK_OK(mpidict_skiplist_insert_many_i64(list, keys, region, values, NULL, &stored, NULL, NULL));
     CHECK(stored == region);
+    ranges_at_once(list);
     CHECK_OK(mpidict_skiplist_count_i64(list, base, base + region - 1, 0, &counted));
     CHECK_EQ_SIZE(counted, region);
     CHECK_OK(mpidict_skiplist_count_i64(list, base, base + region - 1, MPIDICT_SKIPLIST_AFTER_LO, &counted));
@@ -194,6 +258,12 @@ static void expiry(mpidict_skiplist* list) {
     CHECK_OK(mpidict_skiplist_flush(list));
 }
 
+static int count_bytes_entries(size_t range, const void* key, size_t key_bytes, const void* value,
+                               size_t value_bytes, void* context) {
+    (void)range, (void)key, (void)key_bytes, (void)value, (void)value_bytes, (void)context;
+    return 0;
+}
+
 static void bytes_forms(int mode) {
     mpidict_skiplist* list = NULL;
     mpidict_skiplist_options options;
@@ -243,6 +313,17 @@ static void bytes_forms(int mode) {
         CHECK_EQ_SIZE(erased, 2);
         CHECK_OK(mpidict_skiplist_count_bytes(list, key, 3, high, 4, 0, &counted));
         CHECK_EQ_SIZE(counted, 3);
+        {
+            size_t lo_bytes[2] = {3, 10}, hi_bytes[2] = {4, 10}, counts[2] = {0, 0};
+            char lows[16], highs[16];
+            memcpy(lows, key, 3);
+            memcpy(lows + 3, keys + 30, 10);
+            memcpy(highs, high, 4);
+            memcpy(highs + 4, keys + 30, 10);
+            CHECK_OK(mpidict_skiplist_range_many_bytes(list, lows, lo_bytes, highs, hi_bytes, 2, 0, 0, 0,
+                                                       count_bytes_entries, NULL, counts));
+            CHECK(counts[0] == 3 && counts[1] == 1);
+        }
     }
     CHECK_OK(mpidict_skiplist_find_bytes(list, keys + 10, 10, NULL, 0, NULL, &found));
     CHECK(found == 0);

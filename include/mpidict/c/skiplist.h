@@ -161,6 +161,24 @@ int mpidict_skiplist_insert_many_i64(mpidict_skiplist* list, const int64_t* keys
  * lo = its last key and _AFTER_LO (descending: hi = its last key and _BEFORE_HI). */
 int mpidict_skiplist_range_flags_i64(mpidict_skiplist* list, int64_t lo, int64_t hi, uint64_t limit, unsigned flags,
                                      mpidict_skiplist_visitor visit, void* context, size_t* count);
+/* Visits one entry of range number `range` of a range_many call. */
+typedef int (*mpidict_skiplist_many_visitor)(size_t range, const void* key, size_t key_bytes, const void* value,
+                                             size_t value_bytes, void* context);
+/* Several ranges in one call (C++ mpidict::range_many): range i is
+ * [lo[i], hi[i]] with the same limit and flags for all (MPIDICT_SKIPLIST_DESCENDING,
+ * _AFTER_LO, _BEFORE_HI), up to `window` ranges in flight (0: 16).  The entries
+ * are visited range by range in index order (visit gets the range's index); a
+ * non-zero return stops that range's visit, the others go on.  counts (may be
+ * NULL; else room for count) gets each range's entries visited.  lo > hi: an
+ * empty range.  Each is a range with a range's promise, not one snapshot. */
+int mpidict_skiplist_range_many_i64(mpidict_skiplist* list, const int64_t* lo, const int64_t* hi, size_t count,
+                                    uint64_t limit, unsigned flags, size_t window, mpidict_skiplist_many_visitor visit,
+                                    void* context, size_t* counts);
+/* As range_many_i64; the bounds packed back to back (lo i has lo_bytes[i] bytes). */
+int mpidict_skiplist_range_many_bytes(mpidict_skiplist* list, const void* lo, const size_t* lo_bytes, const void* hi,
+                                      const size_t* hi_bytes, size_t count, uint64_t limit, unsigned flags,
+                                      size_t window, mpidict_skiplist_many_visitor visit, void* context,
+                                      size_t* counts);
 /* Pattern query (docs/skiplist_map.md "Pattern queries") on an INT64 list: a
  * one-dimensional pattern in the text form, e.g. "[100,200)", "(5,]", "42",
  * "*".  Visits the matching entries in key order (flags: MPIDICT_SKIPLIST_DESCENDING
