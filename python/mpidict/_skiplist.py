@@ -204,6 +204,15 @@ class skiplist_map(_SingleValued):
             return super().async_insert(key, value)
         self._live().async_insert_expiring(self._key.one(key, "key"), self._value.one(value, "value"), *deadline)
 
+    def insert_if_absent(self, key, value, *, expires_at=None, ttl=None) -> Request:
+        """Stores the pair only if the key is absent (C++ insert_if_absent); get() is
+        True if it was new (False: the key was there, the list was full, or the
+        deadline had passed).  expires_at / ttl as for insert."""
+        deadline = _expiry(expires_at, ttl)
+        seconds, from_now = deadline if deadline is not None else (0.0, False)
+        return self._live().insert_if_absent(self._key.one(key, "key"), self._value.one(value, "value"),
+                                             deadline is not None, seconds, from_now)
+
     def insert_many(self, keys, values, *, expires_at=None, ttl=None) -> InsertManyResult:
         """As insert_many of every map; with expires_at or ttl every pair gets that
         one deadline, on insert_many's own path (C++ insert_many(keys, values,

@@ -203,6 +203,18 @@ public:
         else
             m->async_insert(kind<K>::value(key_in), kind<V>::value(value_in), deadline(*m, seconds, false));
     }
+    // insert_if_absent (C++'s; with a deadline or a ttl when `expiring`): get() is True if the key was new.
+    request_handle insert_if_absent(const typename kind<K>::arg& key_in, const typename kind<V>::arg& value_in,
+                                    bool expiring, double seconds, bool from_now) {
+        const auto fresh = [](bool inserted) { return nb::bool_(inserted); };
+        const K key = kind<K>::value(key_in);
+        const V value = kind<V>::value(value_in);
+        if (!expiring)
+            return wrap(m->insert_if_absent(key, value), fresh);
+        if (from_now)
+            return wrap(m->insert_if_absent(key, value, ttl_of(seconds)), fresh);
+        return wrap(m->insert_if_absent(key, value, deadline(*m, seconds, false)), fresh);
+    }
     // insert_many with one deadline or ttl for every pair (C++ insert_many(keys, values, deadline | ttl)).
     nb::tuple insert_many_expiring(const typename kind<K>::batch& keys, const typename kind<V>::batch& values,
                                    double seconds, bool from_now) {
@@ -384,6 +396,7 @@ void bind_skiplist_map(nb::module_& mod, const char* name) {
                  .def("insert_expiring", &M::insert_expiring)
                  .def("async_insert_expiring", &M::async_insert_expiring)
                  .def("insert_many_expiring", &M::insert_many_expiring)
+                 .def("insert_if_absent", &M::insert_if_absent)
                  .def("ttl", &M::ttl)
                  .def("expire", &M::expire)
                  .def("expire_at", &M::expire_at)

@@ -377,6 +377,20 @@ def test_ttl_expire_persist(rank, size):
         assert m.global_size() == 16 * size                     # base + 1 and 15 of the batch per rank
 
 
+def test_insert_if_absent(rank, size):
+    with mpidict.skiplist_map("int64", "int64") as m:
+        base = 1000 * rank
+        assert m.insert_if_absent(base, 1).get() is True
+        assert m.insert_if_absent(base, 2).get() is False and m.find(base).get() == 1
+        assert m.insert_if_absent(base + 1, 3, ttl=3600).get() is True and 3000 < m.ttl(base + 1).get() <= 3600
+        assert m.insert_if_absent(base + 2, 4, ttl=-1).get() is False and m.find(base + 2).get() is None
+        assert m.insert_if_absent(base + 3, 5, expires_at=time.time() + 100).get() is True
+        with pytest.raises(mpidict.InvalidArgumentError, match="not both"):
+            m.insert_if_absent(base + 4, 6, ttl=1, expires_at=time.time())
+        m.flush()
+        assert m.global_size() == 3 * size
+
+
 def test_count_erase_range(rank, size):
     with mpidict.skiplist_map("int64", "int64", granularity=4) as m:
         base = 1000 * rank
