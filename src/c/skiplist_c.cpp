@@ -50,12 +50,8 @@ int insert_if_absent(mpidict_skiplist* list, Map& map, const Key& key, const voi
                      int* inserted, const char* function) {
     if (const int code = check_value(list, value, value_bytes, function))
         return code;
-    return guarded(function, [&] {
-        const bool fresh = map.insert_if_absent(key, as_string(value, value_bytes)).get();
-        if (inserted != nullptr)
-            *inserted = fresh ? 1 : 0;
-        return MPIDICT_OK;
-    });
+    return guarded_flag(function, inserted,
+                        [&] { return map.insert_if_absent(key, as_string(value, value_bytes)).get(); });
 }
 
 template <class Map, class Key>
@@ -136,12 +132,7 @@ int find(Map& map, const Key& key, void* out_value, std::size_t capacity, std::s
 
 template <class Map, class Key>
 int erase(Map& map, const Key& key, int* erased, const char* function) {
-    return guarded(function, [&] {
-        const bool hit = map.erase(key).get();
-        if (erased != nullptr)
-            *erased = hit ? 1 : 0;
-        return MPIDICT_OK;
-    });
+    return guarded_flag(function, erased, [&] { return map.erase(key).get(); });
 }
 
 }  // namespace

@@ -57,22 +57,12 @@ int pttl(Map& map, const Key& key, std::int64_t* ms, const char* function) {
 
 template <class Map, class Key>
 int expire(Map& map, const Key& key, std::int64_t ttl_ms, int* existed, const char* function) {
-    return guarded(function, [&] {
-        const bool there = map.expire(key, milliseconds(ttl_ms)).get();
-        if (existed != nullptr)
-            *existed = there ? 1 : 0;
-        return MPIDICT_OK;
-    });
+    return guarded_flag(function, existed, [&] { return map.expire(key, milliseconds(ttl_ms)).get(); });
 }
 
 template <class Map, class Key>
 int persist(Map& map, const Key& key, int* had_deadline, const char* function) {
-    return guarded(function, [&] {
-        const bool had = map.persist(key).get();
-        if (had_deadline != nullptr)
-            *had_deadline = had ? 1 : 0;
-        return MPIDICT_OK;
-    });
+    return guarded_flag(function, had_deadline, [&] { return map.persist(key).get(); });
 }
 
 // count / erase_range: flags MPIDICT_SKIPLIST_AFTER_LO and _BEFORE_HI only (a

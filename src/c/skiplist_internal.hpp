@@ -136,4 +136,17 @@ int visit_all(const Entries& entries, mpidict_skiplist_visitor visit, void* cont
     return MPIDICT_OK;
 }
 
+// A call whose answer is yes or no (insert_if_absent, erase, expire, persist):
+// `body` runs inside guarded and its answer goes to *out (1 or 0) when out is
+// not NULL.
+template <class Body>
+int guarded_flag(const char* function, int* out, Body&& body) noexcept {
+    return guarded(function, [&] {
+        const bool yes = body();
+        if (out != nullptr)
+            *out = yes ? 1 : 0;
+        return MPIDICT_OK;
+    });
+}
+
 }  // namespace mpidict::c_skiplist
