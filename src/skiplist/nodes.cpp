@@ -3,8 +3,10 @@
 // skiplist_nodes.hpp and the design comment of skiplist_map.hpp.
 //
 // A held node replays its queue in arrival order, except that while it holds
-// for a new link on level g what comes the old way (below g, hence older) goes
-// ahead of what came over the link, even while it also holds for its creation.
+// for a new link on level g what comes the old way (below g) before that link's
+// marker (hence older) goes ahead of what came over the link after its expect,
+// even while it also holds for its creation or for other links: each pending
+// link keeps its own window (skiplist_pending_link; the marker names its link).
 // Upper levels are linked one at a time, bottom up, so a node being spliced on a
 // level is already on every lower level, hence on every path into its range.
 // Cross-caller order (total_order): every request enters at the head, whose
@@ -20,7 +22,11 @@
 // its creation replayed B before A: the escape (3 reordered chains in 185 runs)
 // found by the simulation's order probe once total_order towers could grow past
 // their parent (tests/sim/sim_skiplist_history.cpp --chains --probe: two callers,
-// dependent chains; markers off must show an overtaking).  Outside total_order
+// dependent chains; markers off must show an overtaking).  A second escape
+// (seeds 114 and 501 of --find-many): Y held for two new links at once kept
+// only the last one, so A, on the first link's old way, was replayed behind B,
+// which had come over the first link; and a node created without holds kept
+// hold level 0, so it queued old-way arrivals it should have served.  Outside total_order
 // requests enter at different nodes (the directory), so a caller keeps one
 // operation per key in flight: later ones on the key wait at the caller until
 // the earlier one is answered (fire-and-forget ones included), so each caller's
@@ -83,39 +89,100 @@ skiplist_nodes::node& skiplist_nodes::addressed(skiplist_node_id id, const char*
     return m_nodes[id.slot];
 }
 
+namespace {
+
+// Whether a record that came on `level` as arrival `arrival` must be replayed
+// ahead of `queued`: it came the old way of a pending link (below the link's
+// level, before the link's marker) and `queued` came over that link (at its
+// level or above, after its expect).  Levels only rise along these relations,
+// so they never contradict each other.
+bool goes_ahead(const skiplist_node& target, std::uint8_t level, std::uint32_t arrival,
+                const skiplist_node::held_record& queued) {
+    if (!target.links || level == skiplist_node::no_hold_level || queued.level == skiplist_node::no_hold_level)
+        return false;
+    for (const skiplist_pending_link& link : *target.links)
+        if (level < link.level && link.level <= queued.level && link.expect_at != skiplist_pending_link::no_arrival &&
+            queued.arrival >= link.expect_at && arrival < link.marker_at)
+            return true;
+    return false;
+}
+
+}  // namespace
+
 bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record,
                                   int arrival_level) {
     if (target.holds == 0 && !target.allocating)
         return false;
+    const std::uint32_t arrival = target.arrivals++;
+    const std::uint8_t level = arrival_level >= 0 ? static_cast<std::uint8_t>(arrival_level) : node::no_hold_level;
     // A node that holds for a new link on level L (link_up) still serves what
-    // comes the old way, on the levels below L: all of it is older than
-    // anything the new link brings, which is what the hold queues.  Queuing it
-    // too would let the new way overtake it when the queue is replayed.
+    // comes the old way, on the levels below L: it is older than anything the
+    // new link brings, which is what the hold queues.  Queuing it too would
+    // let the new way overtake it when the queue is replayed.  Served now only
+    // if it must go ahead of everything queued (what came over a link whose
+    // marker has arrived may be older than what comes below it now).
     const bool old_way = arrival_level >= 0 && arrival_level < target.hold_level;
-    if (old_way && !target.allocating && !target.low_queued)
-        return false;
+    if (old_way && !target.allocating && !target.low_queued) {
+        bool ahead_of_all = true;
+        if (target.held)
+            for (const auto& queued : *target.held)
+                ahead_of_all = ahead_of_all && (queued.level == node::no_hold_level ||
+                                                goes_ahead(target, level, arrival, queued));
+        if (ahead_of_all)
+            return false;
+    }
     if (old_way)
         target.low_queued = true;
     if (!target.held)
         target.held = std::make_unique<std::deque<node::held_record>>();
-    const bool linking = target.link_level != node::no_hold_level && arrival_level >= 0;
-    if (linking && arrival_level < target.link_level) {
-        // Came the old way while a new link on link_level holds this node: it
-        // passed the new link's source before the link changed, so it is older
-        // than everything that came over the link, and queues ahead of that
-        // (behind what came the old way before it).  Without this, a node still
-        // holding for its creation (hold_level 0: everything queues) replayed a
-        // request that took the new, shorter way before an older one that took
-        // the old way: the link_up escape of issue 42 (sim_skiplist_history
-        // --mode total_order, seed 114, once towers grew past their parent).
-        auto position = std::find_if(target.held->begin(), target.held->end(),
-                                     [](const node::held_record& queued) { return queued.over_new_link; });
-        target.held->insert(position, node::held_record{handler, source, std::string(record), false});
-    } else {
-        target.held->push_back(node::held_record{handler, source, std::string(record), linking});
-    }
+    // Queued ahead of the first record that came over a pending link whose old
+    // way this one came (below its level, before its marker), even while the
+    // node also holds for its creation (hold_level 0: everything queues).
+    // Issue 42 found two escapes here: a node still holding for its creation
+    // replayed a request over the new, shorter way before an older one that
+    // took the old way; and, with one "last link" per node, a second link's
+    // expect made the node forget what had come over the first, so an older
+    // request that came the first link's old way was replayed behind a newer
+    // one over it (sim_skiplist_history --mode total_order --find-many --probe,
+    // seeds 114 and 501).  Each pending link now keeps its own window.
+    auto position = std::find_if(target.held->begin(), target.held->end(), [&](const node::held_record& queued) {
+        return goes_ahead(target, level, arrival, queued);
+    });
+    target.held->insert(position, node::held_record{handler, source, std::string(record), level, arrival});
     ++m_shared.stats.held;
     return true;
+}
+
+void skiplist_nodes::link_expected(node& target, int from_rank, unsigned level, bool routed) {
+    if (!target.links)
+        target.links = std::make_unique<std::vector<skiplist_pending_link>>();
+    const std::uint32_t now = target.arrivals;
+    for (skiplist_pending_link& link : *target.links)
+        if (link.from_rank == from_rank && link.level == level && link.expect_at == skiplist_pending_link::no_arrival) {
+            link.expect_at = now;  // its marker came first
+            return;
+        }
+    target.links->push_back(skiplist_pending_link{from_rank, static_cast<std::uint8_t>(level), now,
+                                                  routed ? skiplist_pending_link::no_arrival : now});
+}
+
+void skiplist_nodes::link_marker_arrived(node& target, double tag) {
+    if (!(tag >= 1.0))
+        return;  // not a link's marker (a split's)
+    const auto code = static_cast<std::uint64_t>(tag - 1.0);
+    const int from_rank = static_cast<int>(code / 256);
+    const auto level = static_cast<std::uint8_t>(code % 256);
+    if (!target.links)
+        target.links = std::make_unique<std::vector<skiplist_pending_link>>();
+    const std::uint32_t now = target.arrivals;
+    for (skiplist_pending_link& link : *target.links)
+        if (link.from_rank == from_rank && link.level == level && link.expect_at != skiplist_pending_link::no_arrival &&
+            link.marker_at == skiplist_pending_link::no_arrival) {
+            link.marker_at = now;
+            return;
+        }
+    // Before its expect (another way was faster).
+    target.links->push_back(skiplist_pending_link{from_rank, level, skiplist_pending_link::no_arrival, now});
 }
 
 void skiplist_nodes::release_held(skiplist_node_id id) {
@@ -126,8 +193,9 @@ void skiplist_nodes::release_held(skiplist_node_id id) {
             if (here.holds == 0 && !here.allocating) {
                 here.held.reset();
                 here.hold_level = node::no_hold_level;
-                here.link_level = node::no_hold_level;
                 here.low_queued = false;
+                here.arrivals = 0;
+                here.links.reset();
             }
             return;
         }
@@ -347,7 +415,10 @@ void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplis
         // old way (the node it names, unless that node has split meanwhile); the
         // node it was meant for may stop holding.
         byte_reader in = reader_of(value);
-        m_structure->clear_for_marker(read_node_id(in));
+        const skiplist_node_id target = read_node_id(in);
+        if (target == id)
+            link_marker_arrived(here, point.header.expires);  // a new link's marker carries its tag there
+        m_structure->clear_for_marker(target);
         return;
     }
     ++stats.handled;

@@ -12,6 +12,12 @@
 namespace mpidict::detail {
 
 namespace {
+// Bit 7 of an expect record's level: the link's routed marker follows (levels
+// are below 32: skiplist_map_config::max_height).
+constexpr std::uint8_t expect_routed = 0x80;
+}  // namespace
+
+namespace {
 // The most hops a link_up walk makes before it gives up (handle_link_up);
 // below the route header's hop counter's ceiling.  A walk through well-linked
 // levels takes about 1 / tower_probability hops per level (2 by default).
@@ -130,7 +136,10 @@ void skiplist_structure::handle_alloc(int, std::string_view record) {
     }
     node& created = m_nodes.all()[fresh.slot];
     created.holds = static_cast<int>(shape.holds);
-    created.hold_level = 0;  // a new node's holds cover every level
+    // A new node's holds cover every level.  Without holds it never holds, and
+    // its hold level must say so: a stale 0 made every later link's hold queue
+    // what came the old way too (issue 42, seed 114 of the find_many workload).
+    created.hold_level = shape.holds > 0 ? 0 : node::no_hold_level;
     for (unsigned index = 0; index < shape.links; ++index) {
         const unsigned level = in.read<std::uint8_t>();
         const skiplist_node_id to = read_node_id(in);
@@ -345,13 +354,17 @@ void skiplist_structure::order_new_link(node& from, int level, skiplist_node_id 
     // 1. The target holds every request until the clears below arrive.  This
     //    record travels on the same rank pair as every request `from` will send
     //    it over the new link, so it arrives first.
+    //    Its level has bit 7 set when a routed marker follows (2.), which
+    //    carries the tag of this link (marker_tag): the target then knows
+    //    which link's old way has been drained.
     const std::int32_t expected = old_successor.null() ? 1 : 2;
+    const int below = skiplist_nodes::forward_level(from, target_separator, level - 1, false);
     m_shared.send(target.rank, m_shared.handlers.expect,
-                  wire::expect{target.slot, target.generation, expected, static_cast<std::uint8_t>(level)});
+                  wire::expect{target.slot, target.generation, expected,
+                               static_cast<std::uint8_t>(level | (below >= 0 ? expect_routed : 0))});
     // 2. A marker along the old way to the target: the route a request for the
     //    target's separator took before the change (below `level`).  It queues
     //    behind everything `from` sent that way and clears the target on arrival.
-    const int below = skiplist_nodes::forward_level(from, target_separator, level - 1, false);
     if (below >= 0) {
         const skiplist_node_id to = from.tower[static_cast<std::size_t>(below)].to;
         const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::point_header> +
@@ -359,7 +372,7 @@ void skiplist_structure::order_new_link(node& from, int level, skiplist_node_id 
         byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.point, bytes), bytes);
         out.record(skiplist_shared::route(to, below, 0, 0))
             .record(wire::point_header{static_cast<std::uint8_t>(skiplist_op::marker), target.rank, wire::no_slot,
-                                       wire::no_slot, 0});
+                                       wire::no_slot, skiplist_nodes::marker_tag(m_shared.rank(), level)});
         put_string(out, target_separator);
         out.put(static_cast<std::uint32_t>(wire::node_id_bytes));
         put_node_id(out, target).finish();
@@ -386,22 +399,20 @@ void skiplist_structure::clear_for_marker(skiplist_node_id target) {
     }
 }
 
-void skiplist_structure::handle_expect(int, std::string_view record) {
+void skiplist_structure::handle_expect(int source, std::string_view record) {
     const auto expect = read_record<wire::expect>(reinterpret_cast<const std::byte*>(record.data()), record.size());
-    if (expect.expected < 0 || expect.expected > 2 || expect.level >= m_shared.config.max_height)
+    const auto level = static_cast<std::uint8_t>(expect.level & ~expect_routed);
+    if (expect.expected < 0 || expect.expected > 2 || level >= m_shared.config.max_height)
         throw decode_error("mpidict: skiplist_map expect record with a bad count or level");
     const skiplist_node_id id{m_shared.rank(), expect.slot, expect.generation};
     node& here = m_nodes.addressed(id, "expect");
     here.holds += expect.expected;
-    here.hold_level = std::min(here.hold_level, expect.level);
-    if (expect.level > 0) {
-        // What queued before this expect came the old way: only what comes
-        // over the new link from now on is newer than what still comes below it.
-        here.link_level = expect.level;
-        if (here.held)
-            for (auto& queued : *here.held)
-                queued.over_new_link = false;
-    }
+    here.hold_level = std::min(here.hold_level, level);
+    // What queues from now on over the new link (at `level` or above) is newer
+    // than what comes below it until the link's marker arrives; each pending
+    // link keeps its own window (skiplist_nodes::hold_if_busy).
+    if (level > 0)
+        m_nodes.link_expected(here, source, level, (expect.level & expect_routed) != 0);
     m_nodes.release_held(id);
 }
 

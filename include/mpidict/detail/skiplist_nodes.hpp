@@ -67,6 +67,18 @@ struct skiplist_bulk_split {
     std::vector<std::uint32_t> key_ends;
 };
 
+// A new link into a node whose hold is in progress (order_new_link): the
+// records that came the old way (below `level`) before its routed marker
+// arrived are older than those that came at `level` or above after its expect,
+// and are replayed ahead of them (skiplist_nodes::hold_if_busy).  Arrival
+// counts of the node; no_arrival: not yet.
+struct skiplist_pending_link {
+    static constexpr std::uint32_t no_arrival = 0xffffffffu;
+    int from_rank = -1;                 // the rank of the node whose link changed
+    std::uint8_t level = 0;
+    std::uint32_t expect_at = no_arrival, marker_at = no_arrival;
+};
+
 struct skiplist_node {
     std::uint32_t generation = 0;
     bool live = false;
@@ -80,11 +92,11 @@ struct skiplist_node {
     // of it had to queue anyway (the node was splitting), so the rest must too.
     static constexpr std::uint8_t no_hold_level = 0xff;
     std::uint8_t hold_level = no_hold_level;
-    // The level of the last link spliced in before this node (expect) while it
-    // holds: what arrives below it queues ahead of what came over that link
-    // (hold_if_busy), even when the node also holds for its creation.
-    std::uint8_t link_level = no_hold_level;
     bool low_queued = false;
+    // While holding: records seen (arrival count) and the new links into this
+    // node whose order still matters (issue 42: one per link, not only the last).
+    std::uint32_t arrivals = 0;
+    std::unique_ptr<std::vector<skiplist_pending_link>> links;
     bool allocating = false;            // waiting for the free-node service (or reserved for a bulk split's piece)
     bool reserved = false;              // a bulk split's empty node, not filled yet
     std::unique_ptr<skiplist_bulk_split> bulk;  // this node's bulk split in progress
@@ -92,7 +104,8 @@ struct skiplist_node {
         runtime::handler_id handler;
         int source;
         std::string bytes;
-        bool over_new_link = false;     // arrived on link_level or above after its expect
+        std::uint8_t level = no_hold_level;  // arrival level (no_hold_level: none, never reordered)
+        std::uint32_t arrival = 0;           // the node's arrival count when it came
     };
     // Records that arrived while holding (allocated when the first one does:
     // an empty std::deque costs about 600 bytes per node).
@@ -147,6 +160,12 @@ public:
     // arrival_level: the level the record came on (-1: never served while holding).
     bool hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record,
                       int arrival_level = -1);
+    // A new link on `level` from a node on `from_rank` holds `target` (expect);
+    // routed: its marker comes the old way (else nothing came that way).
+    void link_expected(node& target, int from_rank, unsigned level, bool routed);
+    // The routed marker of such a link (tagged by marker_tag) reached `target`.
+    void link_marker_arrived(node& target, double tag);
+    static double marker_tag(int from_rank, unsigned level) { return 1.0 + from_rank * 256.0 + level; }
     // Replays what `id` queued, in order, while it no longer holds.
     void release_held(skiplist_node_id id);
     // The level-l forward for `key` from `here`, scanning down from `level`:
