@@ -50,7 +50,7 @@ struct options {
     std::uint64_t max_pipeline = 1024;              // a client's commands in flight
     std::uint64_t buffer_bytes = 4 * 1024 * 1024;   // the engine's B (a command and its reply fit one message)
     double duration = 0;                            // seconds; 0: until SHUTDOWN or a signal
-    std::uint64_t wait_us = 50;                     // see --wait-us (docs/serve.md: why 50)
+    std::uint64_t wait_us = 0;                      // see --wait-us (docs/serve.md: why 0, yield)
 };
 
 // ---- the command table -----------------------------------------------------
