@@ -183,6 +183,23 @@ void same_length(const A& a, const B& b) {
                                               std::to_string(b.size()) + " values");
 }
 
+// A batch of keys and one of values (same length) copied into vectors, for the
+// C++ batch calls that take spans (insert_many and its expiring forms).
+template <class K, class V, class KeysIn, class ValuesIn>
+std::pair<std::vector<K>, std::vector<V>> pairs_of(const KeysIn& keys, const ValuesIn& values) {
+    auto k = kind<K>::open(keys);
+    auto v = kind<V>::open(values);
+    same_length(k, v);
+    std::pair<std::vector<K>, std::vector<V>> out;
+    out.first.reserve(k.size());
+    out.second.reserve(k.size());
+    for (std::size_t i = 0; i < k.size(); ++i) {
+        out.first.push_back(k.at(i));
+        out.second.push_back(v.at(i));
+    }
+    return out;
+}
+
 // ---- requests ------------------------------------------------------------------------
 
 // A request whose result Python reads once: get() waits (GIL released) and converts.
@@ -345,17 +362,7 @@ public:
     // Batches (docs/architecture.md, "Contracts"): blocking, answered once every
     // key has been, results in key order.  insert_many: (stored, replaced, refused, refused_indexes).
     nb::tuple insert_many(const typename kind<K>::batch& keys, const typename kind<V>::batch& values) {
-        auto k = kind<K>::open(keys);
-        auto v = kind<V>::open(values);
-        same_length(k, v);
-        std::vector<K> ks;
-        std::vector<V> vs;
-        ks.reserve(k.size());
-        vs.reserve(k.size());
-        for (std::size_t i = 0; i < k.size(); ++i) {
-            ks.push_back(k.at(i));
-            vs.push_back(v.at(i));
-        }
+        const auto [ks, vs] = pairs_of<K, V>(keys, values);
         mpidict::insert_many_result result;
         {
             nb::gil_scoped_release released;

@@ -218,17 +218,7 @@ public:
     // insert_many with one deadline or ttl for every pair (C++ insert_many(keys, values, deadline | ttl)).
     nb::tuple insert_many_expiring(const typename kind<K>::batch& keys, const typename kind<V>::batch& values,
                                    double seconds, bool from_now) {
-        auto k = kind<K>::open(keys);
-        auto v = kind<V>::open(values);
-        same_length(k, v);
-        std::vector<K> ks;
-        std::vector<V> vs;
-        ks.reserve(k.size());
-        vs.reserve(k.size());
-        for (std::size_t i = 0; i < k.size(); ++i) {
-            ks.push_back(k.at(i));
-            vs.push_back(v.at(i));
-        }
+        const auto [ks, vs] = pairs_of<K, V>(keys, values);
         const auto at = from_now ? typename map_type::clock::time_point{} : deadline(*m, seconds, false);
         const auto ttl = from_now ? ttl_of(seconds) : std::chrono::duration<double>{};
         mpidict::insert_many_result result;
