@@ -119,7 +119,8 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
       m_caller(m_shared, m_directory),
       m_nodes(m_shared, m_directory),
       m_structure(m_shared, m_nodes, m_directory),
-      m_ranges(m_shared, m_nodes) {
+      m_ranges(m_shared, m_nodes),
+      m_snapshots(m_shared) {
     m_nodes.connect(&m_structure, &m_ranges);
     // The order is the wire's (the fuzz seeds name handlers by position).
     auto& h = m_shared.handlers;
@@ -146,6 +147,10 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     h.bulk_fill = m_shared.add_handler<&skiplist_structure::handle_bulk_fill>("skiplist.bulk_fill", &m_structure);
     h.find_split = m_shared.add_handler<&skiplist_range_nodes::handle_find_split>("skiplist.find_split", &m_ranges);
     h.found_split = m_shared.add_handler<&skiplist_caller::handle_found_split>("skiplist.found_split", &m_caller);
+    h.snapshot_fill =
+        m_shared.add_handler<&skiplist_snapshots::handle_fill>("skiplist.snapshot_fill", &m_snapshots);
+    h.snapshot_read =
+        m_shared.add_handler<&skiplist_snapshots::handle_read>("skiplist.snapshot_read", &m_snapshots);
     auto& engine_ref = *m_shared.engine;
     engine_ref.verify_handlers();
     // Every rank must agree on the tunables that shape the list.

@@ -11,6 +11,7 @@
 //   skiplist_nodes      (skiplist_nodes.hpp)      the nodes hosted here and point operations (nodes.cpp)
 //   skiplist_structure  (skiplist_structure.hpp)  splits, links, link_up, non-overtaking, unlinking
 //   skiplist_range_nodes(skiplist_ranges.hpp)     ranges and patterns at the nodes
+//   skiplist_snapshots  (skiplist_snapshot.hpp)   consistent snapshots: copies at the cut (snapshot.cpp)
 //
 // Record layouts: skiplist_wire.hpp.  This class registers the handlers and is
 // the front's only door.
@@ -27,6 +28,7 @@
 #include "mpidict/detail/skiplist_nodes.hpp"
 #include "mpidict/detail/skiplist_ranges.hpp"
 #include "mpidict/detail/skiplist_shared.hpp"
+#include "mpidict/detail/skiplist_snapshot.hpp"
 #include "mpidict/detail/skiplist_structure.hpp"
 #include "mpidict/runtime/engine.hpp"
 #include "mpidict/skiplist_map_types.hpp"
@@ -143,6 +145,14 @@ public:
 
     // Collective.
     void flush();
+    // Collective.  flush(), then a consistent snapshot of the live entries
+    // (skiplist_snapshot.hpp); read it through snapshots() with the id.
+    std::uint32_t take_snapshot() {
+        if (!m_snapshots.fault_skip_flush)
+            flush();
+        return m_snapshots.create([&](const skiplist_snapshots::visit_entry& visit) { m_nodes.for_all_local(visit); });
+    }
+    skiplist_snapshots& snapshots() { return m_snapshots; }
     void destroy() {
         m_caller.release_async();  // buffered async inserts go out first
         m_shared.engine->destroy();
@@ -162,6 +172,7 @@ private:
     skiplist_nodes m_nodes;
     skiplist_structure m_structure;
     skiplist_range_nodes m_ranges;
+    skiplist_snapshots m_snapshots;
 };
 
 }  // namespace mpidict::detail
