@@ -94,6 +94,14 @@ public:
         m_core = nullptr;
     }
 
+    // Local.  Forgets the snapshot without releasing it: its copy stays with
+    // the map until the map is destroyed.  For owners that cannot make a
+    // collective call at their end (Python's garbage collector).
+    void detach() noexcept {
+        m_core = nullptr;
+        m_life.reset();
+    }
+
     // ---- reads (local; other ranks are served while they wait) --------------
 
     std::optional<V> find(const K& key) {

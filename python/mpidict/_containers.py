@@ -584,4 +584,4 @@ class rma_hash_set(_Container):
         return np.ascontiguousarray(raw).view(self._dtype).reshape(-1)
 
 
-from ._skiplist import skiplist_map  # noqa: E402  (it builds on the classes above)
+from ._skiplist import SkiplistSnapshot, skiplist_map  # noqa: E402  (it builds on the classes above)

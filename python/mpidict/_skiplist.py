@@ -9,8 +9,8 @@ import numbers
 import numpy as np
 
 from ._containers import (
-    InsertManyResult, InvalidArgumentError, Request, _Codec, _Converted, _SingleValued, _communicator, _config,
-    _count, _describe, _core,
+    InsertManyResult, InvalidArgumentError, Request, UseAfterDestroyError, _Codec, _Converted, _SingleValued,
+    _communicator, _config, _count, _describe, _core,
 )
 
 _REDUCE_OPS = ("add", "min", "max")
@@ -388,6 +388,14 @@ class skiplist_map(_SingleValued):
         return _Converted(self._live().prefix_request(self._key.one(prefix, "prefix"), _count(limit, "limit"),
                                                       bool(descending)), self._entries)
 
+    def snapshot(self) -> "SkiplistSnapshot":
+        """Collective: a consistent snapshot (C++ skiplist_map::snapshot()).  Reads
+        through it see the map as it was when every rank made this call, whatever is
+        written, erased or expires later.  Release it collectively with release() or
+        a `with` block; one that is only garbage collected stays with the map until
+        the map is destroyed (the collector runs at different times on each rank)."""
+        return SkiplistSnapshot(self, self._live().snapshot())
+
     def match(self, pattern: str, limit: int = 0, descending: bool = False):
         """(keys, values) of the keys in a pattern's box (docs/skiplist_map.md,
         "Pattern queries"): for composite keys one element per field, e.g.
@@ -401,3 +409,79 @@ class skiplist_map(_SingleValued):
             raise InvalidArgumentError(f"mpidict: a pattern is text, not {_describe(pattern)}")
         return _Converted(self._live().match_request(pattern, _count(limit, "limit"), bool(descending)),
                           self._entries)
+
+
+class SkiplistSnapshot:
+    """A consistent snapshot of a skiplist_map (made by skiplist_map.snapshot()).
+
+    Reads (local calls; other ranks are served while they wait): find, range,
+    range_from, count.  Each rank holds one slice of the snapshot, in key order
+    (rank r's keys below rank r + 1's): local_items() gives this rank's, and
+    size() the whole snapshot's entry count.  release() is collective, as is
+    leaving a `with` block normally; reading a released snapshot raises
+    UseAfterDestroyError.  Cost: a copy of the entries (docs/skiplist_map.md,
+    "Snapshots")."""
+
+    def __init__(self, owner: skiplist_map, impl):
+        self._key = owner._key
+        self._value = owner._value
+        self._impl = impl
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        # Unwinding an exception, other ranks may not be here: do not wait for them.
+        if kind is None:
+            self.release()
+        return False
+
+    def _live(self):
+        if self._impl is None:
+            raise UseAfterDestroyError("mpidict: this skiplist_map snapshot was released")
+        return self._impl
+
+    def release(self) -> None:
+        """Collective: frees the copy on every rank."""
+        if self._impl is not None:
+            self._impl.release()
+            self._impl = None
+
+    def find(self, key):
+        """The key's value at the cut, or None."""
+        raw = self._live().find(self._key.one(key, "key"))
+        return None if raw is None else self._value.from_one(raw)
+
+    def _entries(self, raw):
+        keys, values = raw
+        return self._key.from_batch(keys), self._value.from_batch(values)
+
+    def range(self, lo, hi, limit: int = 0, descending: bool = False, *, after_lo: bool = False,
+              before_hi: bool = False):
+        """(keys, values) with lo <= key <= hi at the cut, as skiplist_map.range."""
+        return self._entries(self._live().range(self._key.one(lo, "lo"), self._key.one(hi, "hi"), True,
+                                                min(_count(limit, "limit"), 2**64 - 1), bool(descending),
+                                                bool(after_lo), bool(before_hi)))
+
+    def range_from(self, lo, limit: int = 0, descending: bool = False, *, after_lo: bool = False):
+        """(keys, values) with key >= lo at the cut."""
+        lo_arg = self._key.one(lo, "lo")
+        return self._entries(self._live().range(lo_arg, lo_arg, False, min(_count(limit, "limit"), 2**64 - 1),
+                                                bool(descending), bool(after_lo), False))
+
+    def count(self, lo, hi, *, after_lo: bool = False, before_hi: bool = False) -> int:
+        """How many entries had lo <= key <= hi at the cut."""
+        return self._live().count(self._key.one(lo, "lo"), self._key.one(hi, "hi"), bool(after_lo),
+                                  bool(before_hi))
+
+    def size(self) -> int:
+        """Entries in the whole snapshot."""
+        return self._live().size()
+
+    def local_size(self) -> int:
+        """Entries in this rank's slice."""
+        return self._live().local_size()
+
+    def local_items(self):
+        """(keys, values) of this rank's slice, in key order."""
+        return self._entries(self._live().local_items())

@@ -20,44 +20,13 @@
 #include <cmath>
 
 #include "binding.hpp"
+#include "skiplist_kinds.hpp"
+#include "skiplist_snapshot.hpp"
 #include "mpidict/skiplist_map.hpp"
 #include "mpidict/skiplist_range_many.hpp"
 #include "reference.hpp"
 
 namespace mpidict_python {
-
-template <std::size_t D>
-using composite = std::array<std::uint64_t, D>;
-
-// A composite key batch: n * D words, key i at [i * D, i * D + D).
-template <std::size_t D>
-struct kind<composite<D>> {
-    using batch = array_in<std::uint64_t>;
-    struct view {
-        const std::uint64_t* p;
-        std::size_t n;
-        std::size_t size() const { return n; }
-        composite<D> at(std::size_t i) const {
-            composite<D> key;
-            std::copy_n(p + i * D, D, key.begin());
-            return key;
-        }
-    };
-    static view open(const batch& b) {
-        if (b.shape(0) % D != 0)
-            throw mpidict::invalid_argument_error("mpidict: a batch of " + std::to_string(D) + "-field keys holds " +
-                                                  std::to_string(b.shape(0)) + " words, not a multiple of " +
-                                                  std::to_string(D));
-        return {b.data(), b.shape(0) / D};
-    }
-    struct out {
-        std::vector<std::uint64_t> items;
-        void add(const composite<D>& key) { items.insert(items.end(), key.begin(), key.end()); }
-        nb::object release() { return nb::cast(to_numpy(std::move(items))); }
-    };
-    using arg = composite<D>;
-    static composite<D> value(const arg& a) { return a; }
-};
 
 void bind_skiplist_maps(nb::module_& mod);
 
@@ -401,7 +370,16 @@ void bind_skiplist_map(nb::module_& mod, const char* name) {
                  .def("match_request", &M::match_request)
                  .def("prefix_request", &M::prefix_request)
                  .def("consistency", &M::consistency)
-                 .def("set_consistency", &M::set_consistency);
+                 .def("set_consistency", &M::set_consistency)
+                 .def("snapshot", [](M& self) {
+                     // Collective: the GIL is released while every rank takes it.
+                     std::optional<mpidict::skiplist_snapshot<K, V>> taken;
+                     {
+                         nb::gil_scoped_release released;
+                         taken.emplace(self.map().snapshot());
+                     }
+                     return py_skiplist_snapshot<K, V>(std::move(*taken));
+                 });
     bind_single_valued(c);
     if constexpr (std::is_same_v<K, std::int64_t> && std::is_same_v<V, std::uint64_t>) {
         namespace ref = mpidict_python::reference;
@@ -460,4 +438,5 @@ void mpidict_python::bind_skiplist_maps(nb::module_& mod) {
     bind_skiplist_map<composite<3>, std::string>(mod, "skiplist_map_c3_bytes");
     bind_skiplist_map<composite<4>, std::uint64_t>(mod, "skiplist_map_c4_u64");
     bind_skiplist_map<composite<4>, std::string>(mod, "skiplist_map_c4_bytes");
+    bind_skiplist_snapshots(mod);  // skiplist_snapshot.cpp
 }

@@ -108,29 +108,6 @@ int insert_many(mpidict_skiplist* list, Map& map, std::span<const Key> keys, con
 }
 
 template <class Map, class Key>
-int find(Map& map, const Key& key, void* out_value, std::size_t capacity, std::size_t* value_bytes, int* found,
-         const char* function) {
-    if (found == nullptr)
-        return fail(MPIDICT_ERR_ARGUMENT, function, "found is NULL");
-    if (out_value == nullptr && capacity != 0)
-        return fail(MPIDICT_ERR_ARGUMENT, function,
-                    "out_value is NULL with capacity " + std::to_string(capacity));
-    return guarded(function, [&] {
-        const auto value = map.find(key).get();
-        *found = value ? 1 : 0;
-        if (value) {
-            if (capacity != 0 && !value->empty())
-                std::memcpy(out_value, value->data(), std::min(capacity, value->size()));
-            if (value_bytes != nullptr)
-                *value_bytes = value->size();
-        } else if (value_bytes != nullptr) {
-            *value_bytes = 0;
-        }
-        return MPIDICT_OK;
-    });
-}
-
-template <class Map, class Key>
 int erase(Map& map, const Key& key, int* erased, const char* function) {
     return guarded_flag(function, erased, [&] { return map.erase(key).get(); });
 }

@@ -65,30 +65,6 @@ int persist(Map& map, const Key& key, int* had_deadline, const char* function) {
     return guarded_flag(function, had_deadline, [&] { return map.persist(key).get(); });
 }
 
-// count / erase_range: flags MPIDICT_SKIPLIST_AFTER_LO and _BEFORE_HI only (a
-// count has no order, and C++'s count has no range_from).
-template <class Map, class Key>
-int counted(Map& map, const Key& lo, const Key& hi, unsigned flags, std::uint64_t* out, bool erase,
-            const char* function) {
-    constexpr unsigned allowed = MPIDICT_SKIPLIST_AFTER_LO | MPIDICT_SKIPLIST_BEFORE_HI;
-    if ((flags & ~allowed) != 0)
-        return fail(MPIDICT_ERR_ARGUMENT, function,
-                    "flags " + std::to_string(flags & ~allowed) +
-                        " are not flags of this function (it takes MPIDICT_SKIPLIST_AFTER_LO and _BEFORE_HI)");
-    if (out == nullptr)
-        return fail(MPIDICT_ERR_ARGUMENT, function, erase ? "erased is NULL" : "count is NULL");
-    *out = 0;
-    if (lo > hi)
-        return MPIDICT_OK;  // an empty interval
-    return guarded(function, [&] {
-        mpidict::range_options options;
-        options.after_lo = (flags & MPIDICT_SKIPLIST_AFTER_LO) != 0;
-        options.before_hi = (flags & MPIDICT_SKIPLIST_BEFORE_HI) != 0;
-        *out = erase ? map.erase_range(lo, hi, options).get() : map.count(lo, hi, options).get();
-        return MPIDICT_OK;
-    });
-}
-
 }  // namespace
 
 // ---- INT64 keys ----------------------------------------------------------------------------

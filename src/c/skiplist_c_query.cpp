@@ -23,46 +23,6 @@ namespace {
 
 using namespace mpidict::c_skiplist;
 
-constexpr unsigned known_flags =
-    MPIDICT_SKIPLIST_DESCENDING | MPIDICT_SKIPLIST_AFTER_LO | MPIDICT_SKIPLIST_BEFORE_HI | MPIDICT_SKIPLIST_FROM;
-
-int check_flags(unsigned flags, unsigned allowed, const char* function) {
-    if ((flags & ~allowed) == 0)
-        return MPIDICT_OK;
-    char text[96];
-    std::snprintf(text, sizeof text, "flags 0x%x are not flags of this function (it takes 0x%x)", flags & ~allowed,
-                  allowed);
-    return fail(MPIDICT_ERR_ARGUMENT, function, text);
-}
-
-mpidict::range_options options_of(std::uint64_t limit, unsigned flags) {
-    mpidict::range_options options;
-    options.limit = limit;
-    options.descending = (flags & MPIDICT_SKIPLIST_DESCENDING) != 0;
-    options.after_lo = (flags & MPIDICT_SKIPLIST_AFTER_LO) != 0;
-    options.before_hi = (flags & MPIDICT_SKIPLIST_BEFORE_HI) != 0 && (flags & MPIDICT_SKIPLIST_FROM) == 0;
-    return options;
-}
-
-template <class Map, class Key>
-int range_flags(Map& map, const Key& lo, const Key& hi, std::uint64_t limit, unsigned flags,
-                mpidict_skiplist_visitor visit, void* context, std::size_t* count, const char* function) {
-    if (const int code = check_flags(flags, known_flags, function))
-        return code;
-    if (visit == nullptr)
-        return fail(MPIDICT_ERR_ARGUMENT, function, "visit is NULL");
-    if (count != nullptr)
-        *count = 0;
-    const bool from = (flags & MPIDICT_SKIPLIST_FROM) != 0;
-    if (!from && lo > hi)
-        return MPIDICT_OK;  // an empty range
-    return guarded(function, [&] {
-        const auto options = options_of(limit, flags);
-        const auto entries = from ? map.range_from(lo, options).get() : map.range(lo, hi, options).get();
-        return visit_all(entries, visit, context, count);
-    });
-}
-
 // find_many: results in index order, each value copied (truncated) to its slot.
 template <class Map, class Key>
 int find_many(Map& map, std::span<const Key> keys, void* out_values, std::size_t value_capacity,

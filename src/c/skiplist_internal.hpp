@@ -4,7 +4,9 @@
 // find_many, consistency modes): the handle and the argument checks.
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -145,6 +147,101 @@ int guarded_flag(const char* function, int* out, Body&& body) noexcept {
         const bool yes = body();
         if (out != nullptr)
             *out = yes ? 1 : 0;
+        return MPIDICT_OK;
+    });
+}
+
+// ---- reads shared by the list and its snapshots (skiplist_c_snapshot.cpp) ----------
+// `Map` is a list, or snapshot_reads over a snapshot: find(key), range(lo, hi,
+// options), range_from(lo, options) and count(lo, hi, options) whose results
+// have get().
+
+template <class Map, class Key>
+int find(Map& map, const Key& key, void* out_value, std::size_t capacity, std::size_t* value_bytes, int* found,
+         const char* function) {
+    if (found == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "found is NULL");
+    if (out_value == nullptr && capacity != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "out_value is NULL with capacity " + std::to_string(capacity));
+    return guarded(function, [&] {
+        const auto value = map.find(key).get();
+        *found = value ? 1 : 0;
+        if (value) {
+            if (capacity != 0 && !value->empty())
+                std::memcpy(out_value, value->data(), std::min(capacity, value->size()));
+            if (value_bytes != nullptr)
+                *value_bytes = value->size();
+        } else if (value_bytes != nullptr) {
+            *value_bytes = 0;
+        }
+        return MPIDICT_OK;
+    });
+}
+
+inline constexpr unsigned known_flags =
+    MPIDICT_SKIPLIST_DESCENDING | MPIDICT_SKIPLIST_AFTER_LO | MPIDICT_SKIPLIST_BEFORE_HI | MPIDICT_SKIPLIST_FROM;
+
+inline int check_flags(unsigned flags, unsigned allowed, const char* function) {
+    if ((flags & ~allowed) == 0)
+        return MPIDICT_OK;
+    char text[96];
+    std::snprintf(text, sizeof text, "flags 0x%x are not flags of this function (it takes 0x%x)", flags & ~allowed,
+                  allowed);
+    return fail(MPIDICT_ERR_ARGUMENT, function, text);
+}
+
+inline mpidict::range_options options_of(std::uint64_t limit, unsigned flags) {
+    mpidict::range_options options;
+    options.limit = limit;
+    options.descending = (flags & MPIDICT_SKIPLIST_DESCENDING) != 0;
+    options.after_lo = (flags & MPIDICT_SKIPLIST_AFTER_LO) != 0;
+    options.before_hi = (flags & MPIDICT_SKIPLIST_BEFORE_HI) != 0 && (flags & MPIDICT_SKIPLIST_FROM) == 0;
+    return options;
+}
+
+template <class Map, class Key>
+int range_flags(Map& map, const Key& lo, const Key& hi, std::uint64_t limit, unsigned flags,
+                mpidict_skiplist_visitor visit, void* context, std::size_t* count, const char* function) {
+    if (const int code = check_flags(flags, known_flags, function))
+        return code;
+    if (visit == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, "visit is NULL");
+    if (count != nullptr)
+        *count = 0;
+    const bool from = (flags & MPIDICT_SKIPLIST_FROM) != 0;
+    if (!from && lo > hi)
+        return MPIDICT_OK;  // an empty range
+    return guarded(function, [&] {
+        const auto options = options_of(limit, flags);
+        const auto entries = from ? map.range_from(lo, options).get() : map.range(lo, hi, options).get();
+        return visit_all(entries, visit, context, count);
+    });
+}
+
+// count / erase_range: flags MPIDICT_SKIPLIST_AFTER_LO and _BEFORE_HI only (a
+// count has no order, and C++'s count has no range_from).
+template <class Map, class Key>
+int counted(Map& map, const Key& lo, const Key& hi, unsigned flags, std::uint64_t* out, bool erase,
+            const char* function) {
+    constexpr unsigned allowed = MPIDICT_SKIPLIST_AFTER_LO | MPIDICT_SKIPLIST_BEFORE_HI;
+    if ((flags & ~allowed) != 0)
+        return fail(MPIDICT_ERR_ARGUMENT, function,
+                    "flags " + std::to_string(flags & ~allowed) +
+                        " are not flags of this function (it takes MPIDICT_SKIPLIST_AFTER_LO and _BEFORE_HI)");
+    if (out == nullptr)
+        return fail(MPIDICT_ERR_ARGUMENT, function, erase ? "erased is NULL" : "count is NULL");
+    *out = 0;
+    if (lo > hi)
+        return MPIDICT_OK;  // an empty interval
+    return guarded(function, [&] {
+        mpidict::range_options options;
+        options.after_lo = (flags & MPIDICT_SKIPLIST_AFTER_LO) != 0;
+        options.before_hi = (flags & MPIDICT_SKIPLIST_BEFORE_HI) != 0;
+        if constexpr (requires { map.erase_range(lo, hi, options); })
+            *out = erase ? map.erase_range(lo, hi, options).get() : map.count(lo, hi, options).get();
+        else
+            *out = map.count(lo, hi, options).get();  // a snapshot: read only
         return MPIDICT_OK;
     });
 }

@@ -503,3 +503,65 @@ def test_set_consistency(rank, size):
         assert m.global_size() == 100 + size
         keys, _ = m.range(0, 99, limit=5, descending=True)
         assert keys.tolist() == [99, 98, 97, 96, 95]
+
+
+def test_snapshot(rank, size):
+    """skiplist_map.snapshot(): reads see the map at the cut while every rank
+    writes afterwards; slices in key order over the ranks; composite and bytes
+    keys; release and use after release."""
+    with mpidict.skiplist_map("int64", "int64", granularity=4) as m:
+        keys = np.arange(rank, 40 * size, size, dtype=np.int64)
+        m.insert_many(keys, keys * 10)
+        for k in keys[::3]:
+            m.async_insert(int(k), int(k) * 10 + 1)           # still buffered: the snapshot flushes first
+        model = {int(k): int(k) * 10 + (1 if i % 3 == 0 else 0) for r in range(size)
+                 for i, k in enumerate(range(r, 40 * size, size))}
+        with m.snapshot() as snap:
+            for k in keys:                                    # writes after the cut
+                m.async_insert(int(k), -1)
+            m.async_erase(int(keys[0]))
+            m.flush()
+            assert m.find(int(keys[1])).get() == -1
+            for k in range(0, 40 * size, 7):
+                assert snap.find(k) == model.get(k)
+            assert snap.find(40 * size + 1) is None
+            lo, hi = 5, 30 * size
+            got_keys, got_values = snap.range(lo, hi)
+            want = [k for k in sorted(model) if lo <= k <= hi]
+            assert got_keys.tolist() == want and got_values.tolist() == [model[k] for k in want]
+            got_keys, _ = snap.range(lo, hi, limit=4, descending=True, before_hi=True)
+            assert got_keys.tolist() == [k for k in sorted(model, reverse=True) if lo <= k < hi][:4]
+            assert snap.range_from(lo, after_lo=True)[0].tolist() == [k for k in sorted(model) if k > lo]
+            assert snap.count(lo, hi) == len(want)
+            assert snap.size() == len(model)
+            mine, values = snap.local_items()
+            assert all(model[int(k)] == int(v) for k, v in zip(mine, values))
+            assert list(mine) == sorted(mine)
+            m.flush()                                         # others may still read from this rank: serve them first
+            assert sum(MPI_allgather(snap.local_size())) == len(model)
+            bounds = MPI_allgather((int(mine[0]), int(mine[-1])) if len(mine) else None)
+            present = [b for b in bounds if b is not None]
+            assert all(a[1] < b[0] for a, b in zip(present, present[1:]))   # rank r's keys below rank r+1's
+        with pytest.raises(mpidict.UseAfterDestroyError):
+            snap.find(1)
+        m.flush()
+    fields = ("int64", "float64")
+    with mpidict.skiplist_map(fields, "bytes") as m:
+        if rank == 0:
+            m.insert((1, 0.5), b"a").get()
+            m.insert((2, -1.5), b"b").get()
+        m.flush()
+        snap = m.snapshot()
+        if rank == 0:
+            m.insert((1, 0.5), b"changed").get()
+        m.flush()
+        assert snap.find((1, 0.5)) == b"a"
+        keys, values = snap.range((0, 0.0), (3, 0.0))
+        assert [tuple(k) for k in keys.tolist()] == [(1, 0.5), (2, -1.5)] and list(values) == [b"a", b"b"]
+        snap.release()
+        snap.release()                                        # a second release does nothing
+
+
+def MPI_allgather(value):
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.allgather(value)

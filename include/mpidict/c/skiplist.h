@@ -303,6 +303,51 @@ int mpidict_skiplist_async_rejected(const mpidict_skiplist* list, uint64_t* reje
 int mpidict_skiplist_consistency(const mpidict_skiplist* list, int* mode);
 int mpidict_skiplist_set_consistency(mpidict_skiplist* list, int mode);
 
+/* ---- consistent snapshots --------------------------------------------------------- */
+/* skiplist_map.md "Snapshots" (C++ skiplist_map::snapshot()).  A snapshot is
+ * taken collectively: reads through it see the list as it was when every rank
+ * made the call (every operation started before it, async ones included, and
+ * nothing started after), whatever is inserted, erased or expires later.  Each
+ * rank holds one slice of it in key order (rank r's keys below rank r + 1's).
+ * Reads are local (other ranks are served while they wait) and take the list's
+ * key kind (_i64 on an INT64 list's snapshot, _bytes on a BYTES list's).
+ * Release every snapshot collectively, before or after destroying its list;
+ * reads after the list was destroyed return MPIDICT_ERR_DESTROYED.  Cost: a
+ * copy of the entries while it is held. */
+typedef struct mpidict_skiplist_snapshot mpidict_skiplist_snapshot; /* opaque */
+
+/* Collective.  *snapshot gets a new snapshot of `list`. */
+int mpidict_skiplist_snapshot_take(mpidict_skiplist* list, mpidict_skiplist_snapshot** snapshot);
+/* Collective (every rank releases the same snapshots in the same order).
+ * Frees the copy and the handle and sets *snapshot to NULL; NULL does nothing. */
+int mpidict_skiplist_snapshot_release(mpidict_skiplist_snapshot** snapshot);
+/* As mpidict_skiplist_find_i64 / _bytes, at the snapshot's cut. */
+int mpidict_skiplist_snapshot_find_i64(mpidict_skiplist_snapshot* snapshot, int64_t key, void* out_value,
+                                       size_t capacity, size_t* value_bytes, int* found);
+int mpidict_skiplist_snapshot_find_bytes(mpidict_skiplist_snapshot* snapshot, const void* key, size_t key_bytes,
+                                         void* out_value, size_t capacity, size_t* value_bytes, int* found);
+/* As mpidict_skiplist_range_flags_i64 / _bytes (flags DESCENDING, AFTER_LO,
+ * BEFORE_HI, FROM), at the cut. */
+int mpidict_skiplist_snapshot_range_i64(mpidict_skiplist_snapshot* snapshot, int64_t lo, int64_t hi, uint64_t limit,
+                                        unsigned flags, mpidict_skiplist_visitor visit, void* context, size_t* count);
+int mpidict_skiplist_snapshot_range_bytes(mpidict_skiplist_snapshot* snapshot, const void* lo, size_t lo_bytes,
+                                          const void* hi, size_t hi_bytes, uint64_t limit, unsigned flags,
+                                          mpidict_skiplist_visitor visit, void* context, size_t* count);
+/* As mpidict_skiplist_count_i64 / _bytes (flags AFTER_LO, BEFORE_HI), at the cut. */
+int mpidict_skiplist_snapshot_count_i64(mpidict_skiplist_snapshot* snapshot, int64_t lo, int64_t hi, unsigned flags,
+                                        uint64_t* count);
+int mpidict_skiplist_snapshot_count_bytes(mpidict_skiplist_snapshot* snapshot, const void* lo, size_t lo_bytes,
+                                          const void* hi, size_t hi_bytes, unsigned flags, uint64_t* count);
+/* Local.  *entries (may be NULL): the whole snapshot's; *local_entries (may be
+ * NULL): this rank's slice's. */
+int mpidict_skiplist_snapshot_size(const mpidict_skiplist_snapshot* snapshot, uint64_t* entries,
+                                   size_t* local_entries);
+/* Local.  Visits this rank's slice in key order (a non-zero return stops);
+ * *count (may be NULL) gets the entries visited.  Every rank visiting its own
+ * visits the whole snapshot once. */
+int mpidict_skiplist_snapshot_local_visit(const mpidict_skiplist_snapshot* snapshot, mpidict_skiplist_visitor visit,
+                                          void* context, size_t* count);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
