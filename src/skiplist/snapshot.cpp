@@ -117,6 +117,31 @@ std::size_t skiplist_snapshots::lower_bound(const part_data& data, std::string_v
     return low;
 }
 
+void skiplist_snapshots::sort_by_key(part_data& data) const {
+    // The keys read once, not once per comparison, with their first 8 bytes as
+    // a big-endian number: most comparisons end there (integer keys always),
+    // without touching the key bytes in the copy.
+    struct keyed {
+        std::uint64_t head;
+        std::string_view key;
+        std::uint64_t offset;
+    };
+    std::vector<keyed> items;
+    items.reserve(data.order.size());
+    for (std::size_t index = 0; index < data.order.size(); ++index) {
+        const std::string_view key = key_at(data, index);
+        std::uint64_t head = 0;
+        for (std::size_t byte = 0; byte < 8; ++byte)
+            head = (head << 8) | (byte < key.size() ? static_cast<unsigned char>(key[byte]) : 0u);
+        items.push_back({head, key, data.order[index]});
+    }
+    std::sort(items.begin(), items.end(), [](const keyed& a, const keyed& b) {
+        return a.head != b.head ? a.head < b.head : a.key < b.key;
+    });
+    for (std::size_t index = 0; index < items.size(); ++index)
+        data.order[index] = items[index].offset;
+}
+
 int skiplist_snapshots::owner(const part_data& data, std::string_view key) const {
     return static_cast<int>(std::upper_bound(data.splitters.begin(), data.splitters.end(), key,
                                              [](std::string_view k, const std::string& s) { return k < s; }) -
@@ -152,12 +177,7 @@ std::uint32_t skiplist_snapshots::create(const visit_all& for_all_local) {
             put_text(copy.bytes, key);
             put_text(copy.bytes, value);
         });
-        std::sort(copy.order.begin(), copy.order.end(), [&](std::uint64_t a, std::uint64_t b) {
-            std::string_view x(copy.bytes), y(copy.bytes);
-            x.remove_prefix(a);
-            y.remove_prefix(b);
-            return take_text(x) < take_text(y);
-        });
+        sort_by_key(copy);
         if (ranks == 1) {
             mine.bytes = std::move(copy.bytes);
             mine.order = std::move(copy.order);
@@ -250,13 +270,11 @@ std::uint32_t skiplist_snapshots::create(const visit_all& for_all_local) {
                 ship(rank);
             copy = part_data{};
             engine.flush();
-            std::sort(mine.order.begin(), mine.order.end(), [&](std::uint64_t a, std::uint64_t b) {
-                std::string_view x(mine.bytes), y(mine.bytes);
-                x.remove_prefix(a);
-                y.remove_prefix(b);
-                return take_text(x) < take_text(y);
-            });
+            sort_by_key(mine);
         }
+        // What grew by doubling is trimmed: a held snapshot costs its entries only.
+        mine.bytes.shrink_to_fit();
+        mine.order.shrink_to_fit();
         // 5. The snapshot's size.  The slice is complete: other ranks that have
         // left the sum already may read it while this one waits in it.
         m_building = 0;

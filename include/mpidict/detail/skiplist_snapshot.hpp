@@ -83,6 +83,7 @@ private:
     std::string_view key_at(const part_data& data, std::size_t index) const;
     std::string_view value_at(const part_data& data, std::size_t index) const;
     std::size_t lower_bound(const part_data& data, std::string_view key) const;
+    void sort_by_key(part_data& data) const;
     // Sends one read (its slot filled in here) and waits for its answer: the
     // reply's count and bytes; the owner's error is thrown.
     std::pair<std::uint32_t, std::string> ask(int rank, std::string record);
