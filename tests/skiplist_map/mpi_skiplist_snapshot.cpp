@@ -66,6 +66,16 @@ int main(int argc, char** argv) {
                     std::fprintf(stderr, "[rank %d, %s] %s\n", rank, to_string(mode), what.c_str());
             },
             [&](std::uint64_t below) { return below == 0 ? 0 : random() % below; }, count);
+        if (variant == st::broken::none && size > 1) {
+            // Ranks releasing different snapshots: every rank hears of it, nothing is
+            // released, and the right order afterwards works.
+            auto first = map.snapshot();
+            auto second = map.snapshot();
+            MPIDICT_EXPECT_ERROR(collective_mismatch_error, (rank == 0 ? first : second).release(), "snapshot release");
+            MPIDICT_CHECK(first.find(0) == second.find(0));
+            first.release();
+            second.release();
+        }
         if (variant == st::broken::none) {
             // A snapshot outliving its map: reads throw, its destructor is quiet.
             auto orphan = map.snapshot();
