@@ -99,6 +99,7 @@ struct string_out {
         data.insert(data.end(), s.begin(), s.end());
         offsets.push_back(data.size());
     }
+    void reserve(std::size_t n) { offsets.reserve(n + 1); }
     nb::tuple release() { return nb::make_tuple(to_numpy(std::move(offsets)), to_numpy(std::move(data))); }
 };
 
@@ -119,6 +120,7 @@ struct kind<std::uint64_t> {
     struct out {
         std::vector<std::uint64_t> items;
         void add(std::uint64_t v) { items.push_back(v); }
+        void reserve(std::size_t n) { items.reserve(n); }
         nb::object release() { return nb::cast(to_numpy(std::move(items))); }
     };
     static nb::object scalar(std::uint64_t v) { return nb::int_(v); }
@@ -139,6 +141,7 @@ struct number_kind {
     struct out {
         std::vector<Number> items;
         void add(Number v) { items.push_back(v); }
+        void reserve(std::size_t n) { items.reserve(n); }
         nb::object release() { return nb::cast(to_numpy(std::move(items))); }
     };
     static nb::object scalar(Number v) { return nb::cast(v); }
@@ -161,6 +164,7 @@ struct kind<std::string> {
     struct out {
         string_out items;
         void add(std::string_view v) { items.add(v); }
+        void reserve(std::size_t n) { items.reserve(n); }
         nb::object release() { return items.release(); }
     };
     static nb::object scalar(const std::string& v) { return nb::bytes(v.data(), v.size()); }
@@ -263,6 +267,10 @@ struct pair_columns {
     void add(const K& key, const V& value) {
         keys.add(key);
         values.add(value);
+    }
+    void reserve(std::size_t n) {
+        keys.reserve(n);
+        values.reserve(n);
     }
     nb::tuple release() { return nb::make_tuple(keys.release(), values.release()); }
 };

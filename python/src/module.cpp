@@ -216,6 +216,33 @@ public:
             list = std::span<const K>(copied);
         }
         std::vector<std::uint32_t> counts(list.size(), 0);
+        if constexpr (std::is_arithmetic_v<V>) {
+            if (limit == 1) {
+                // At most one value a key: each answer goes straight to its key's
+                // slot, and the slots of absent keys are squeezed out in one
+                // sequential pass (no arrival buffer, no gather by position).
+                std::vector<V> slots(list.size());
+                {
+                    nb::gil_scoped_release released;
+                    auto collect = [&](std::size_t position, std::span<const V> found) {
+                        if (!found.empty()) {
+                            counts[position] = 1;
+                            slots[position] = found.front();
+                        }
+                    };
+                    if (take)
+                        m->take_many(list, 1, collect);
+                    else
+                        m->find_many(list, 1, collect);
+                    std::size_t at = 0;
+                    for (std::size_t i = 0; i < list.size(); ++i)
+                        if (counts[i] != 0)
+                            slots[at++] = slots[i];
+                    slots.resize(at);
+                }
+                return nb::make_tuple(to_numpy(std::move(counts)), to_numpy(std::move(slots)));
+            }
+        }
         std::vector<std::uint64_t> starts(list.size(), 0);
         std::vector<V> arrived;
         {

@@ -338,6 +338,7 @@ public:
 
     static nb::tuple entries_out(const entry_list& entries) {
         pair_columns<K, V> out;
+        out.reserve(entries.size());
         for (const auto& [k, v] : entries)
             out.add(k, v);
         return out.release();

@@ -42,6 +42,7 @@ struct kind<composite<D>> {
     struct out {
         std::vector<std::uint64_t> items;
         void add(const composite<D>& key) { items.insert(items.end(), key.begin(), key.end()); }
+        void reserve(std::size_t n) { items.reserve(n * D); }
         nb::object release() { return nb::cast(to_numpy(std::move(items))); }
     };
     using arg = composite<D>;

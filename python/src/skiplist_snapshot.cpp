@@ -34,6 +34,7 @@ nb::tuple py_skiplist_snapshot<K, V>::range(const typename kind<K>::arg& lo_in, 
         entries = bounded ? m_snapshot.range(lo, kind<K>::value(hi_in), options) : m_snapshot.range_from(lo, options);
     }
     pair_columns<K, V> out;
+    out.reserve(entries.size());
     for (const auto& [k, v] : entries)
         out.add(k, v);
     return out.release();
