@@ -25,14 +25,20 @@ struct slice_visit {
     size_t entries;
 };
 
-/* Entries of the cut: value 10 k; ascending keys. */
-static int check_entry(const void* key, size_t key_bytes, const void* value, size_t value_bytes, void* context) {
-    struct slice_visit* state = (struct slice_visit*)context;
+/* An entry of the cut (value 10 k): its key. */
+static int64_t entry_key(const void* key, size_t key_bytes, const void* value, size_t value_bytes) {
     int64_t k = 0, v = 0;
     CHECK(key_bytes == sizeof k && value_bytes == sizeof v);
     memcpy(&k, key, sizeof k);
     memcpy(&v, value, sizeof v);
     CHECK(v == 10 * k);
+    return k;
+}
+
+/* Ascending visits. */
+static int check_entry(const void* key, size_t key_bytes, const void* value, size_t value_bytes, void* context) {
+    struct slice_visit* state = (struct slice_visit*)context;
+    const int64_t k = entry_key(key, key_bytes, value, value_bytes);
     if (state->entries > 0)
         CHECK(k > state->last);
     state->last = k;
@@ -43,12 +49,7 @@ static int check_entry(const void* key, size_t key_bytes, const void* value, siz
 /* Descending visits of [lo, hi) with a limit: hi - 1, hi - 2, ... */
 static int check_desc(const void* key, size_t key_bytes, const void* value, size_t value_bytes, void* context) {
     struct slice_visit* state = (struct slice_visit*)context;
-    int64_t k = 0, v = 0;
-    CHECK(key_bytes == sizeof k && value_bytes == sizeof v);
-    memcpy(&k, key, sizeof k);
-    memcpy(&v, value, sizeof v);
-    CHECK(v == 10 * k);
-    CHECK(k == state->last - 1 - (int64_t)state->entries);
+    CHECK(entry_key(key, key_bytes, value, value_bytes) == state->last - 1 - (int64_t)state->entries);
     ++state->entries;
     return 0;
 }
