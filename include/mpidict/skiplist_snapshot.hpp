@@ -149,17 +149,31 @@ public:
     }
 
     // Entries in the whole snapshot (known when it was taken; no communication).
-    std::uint64_t size() const { return const_checked("size").size(m_id); }
+    std::uint64_t size() const {
+        const auto& parts = const_checked("size");
+        runtime::engine_lock lock(m_core->engine());
+        return parts.size(m_id);
+    }
     // Entries in this rank's slice, and the bytes its copy holds.
-    std::size_t local_size() const { return const_checked("local_size").local_size(m_id); }
-    std::size_t local_bytes() const { return const_checked("local_bytes").local_bytes(m_id); }
+    std::size_t local_size() const {
+        const auto& parts = const_checked("local_size");
+        runtime::engine_lock lock(m_core->engine());
+        return parts.local_size(m_id);
+    }
+    std::size_t local_bytes() const {
+        const auto& parts = const_checked("local_bytes");
+        runtime::engine_lock lock(m_core->engine());
+        return parts.local_bytes(m_id);
+    }
     // f(key, value) for every entry of this rank's slice, in key order.  Not
     // collective: the ranks' slices together are the whole snapshot, rank r's
     // keys all below rank r + 1's, so every entry is visited once when every
     // rank calls it.
     template <class Function>
     void for_all(Function&& function) const {
-        const_checked("for_all").local_for_each(m_id, [&](std::string_view key, std::string_view value) {
+        const auto& parts = const_checked("for_all");
+        runtime::engine_lock lock(m_core->engine());  // a progress thread does not change the parts meanwhile
+        parts.local_for_each(m_id, [&](std::string_view key, std::string_view value) {
             function(ordered_codec<K>::decode(key), detail::from_payload<V>(value));
         });
     }
