@@ -103,6 +103,9 @@ check_all() {
 
   cxx_header gtest/gtest.h || missing+=(libgtest-dev)
   cxx_header absl/container/flat_hash_map.h || missing+=(libabsl-dev)
+  # ccache: the Makefile compiles through it when installed, and python.pip_install's
+  # own build of the library and the module then hits the cache make build filled.
+  have ccache || missing+=(ccache)
   have pkg-config || missing+=(pkgconf)                           # the consumer test's mpicc + pkg-config build
   # Go builds the history checker (tools/histcheck, Porcupine from the Go
   # module proxy over HTTPS) that the skiplist_map consistency tests run.
