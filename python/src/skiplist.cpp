@@ -425,19 +425,7 @@ void mpidict_python::bind_skiplist_maps(nb::module_& mod) {
                 c.consistency = *mode;
             });
 
-    bind_skiplist_map<std::int64_t, std::uint64_t>(mod, "skiplist_map_i64_u64");
-    bind_skiplist_map<std::int64_t, std::string>(mod, "skiplist_map_i64_bytes");
-    bind_skiplist_map<std::uint64_t, std::uint64_t>(mod, "skiplist_map_u64_u64");
-    bind_skiplist_map<std::uint64_t, std::string>(mod, "skiplist_map_u64_bytes");
-    bind_skiplist_map<double, std::uint64_t>(mod, "skiplist_map_f64_u64");
-    bind_skiplist_map<double, std::string>(mod, "skiplist_map_f64_bytes");
-    bind_skiplist_map<std::string, std::uint64_t>(mod, "skiplist_map_bytes_u64");
-    bind_skiplist_map<std::string, std::string>(mod, "skiplist_map_bytes_bytes");
-    bind_skiplist_map<composite<2>, std::uint64_t>(mod, "skiplist_map_c2_u64");
-    bind_skiplist_map<composite<2>, std::string>(mod, "skiplist_map_c2_bytes");
-    bind_skiplist_map<composite<3>, std::uint64_t>(mod, "skiplist_map_c3_u64");
-    bind_skiplist_map<composite<3>, std::string>(mod, "skiplist_map_c3_bytes");
-    bind_skiplist_map<composite<4>, std::uint64_t>(mod, "skiplist_map_c4_u64");
-    bind_skiplist_map<composite<4>, std::string>(mod, "skiplist_map_c4_bytes");
+    for_each_skiplist_class(
+        [&]<class K, class V>(const char* name, const char*) { bind_skiplist_map<K, V>(mod, name); });
     bind_skiplist_snapshots(mod);  // skiplist_snapshot.cpp
 }

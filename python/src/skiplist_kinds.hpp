@@ -49,4 +49,24 @@ struct kind<composite<D>> {
     static composite<D> value(const arg& a) { return a; }
 };
 
+// Every (key, value) storage pair a Python skiplist_map class exists for, with
+// the names of its map and snapshot classes: visit.template operator()<K, V>(map, snapshot).
+template <class Visit>
+void for_each_skiplist_class(Visit&& visit) {
+    visit.template operator()<std::int64_t, std::uint64_t>("skiplist_map_i64_u64", "skiplist_snapshot_i64_u64");
+    visit.template operator()<std::int64_t, std::string>("skiplist_map_i64_bytes", "skiplist_snapshot_i64_bytes");
+    visit.template operator()<std::uint64_t, std::uint64_t>("skiplist_map_u64_u64", "skiplist_snapshot_u64_u64");
+    visit.template operator()<std::uint64_t, std::string>("skiplist_map_u64_bytes", "skiplist_snapshot_u64_bytes");
+    visit.template operator()<double, std::uint64_t>("skiplist_map_f64_u64", "skiplist_snapshot_f64_u64");
+    visit.template operator()<double, std::string>("skiplist_map_f64_bytes", "skiplist_snapshot_f64_bytes");
+    visit.template operator()<std::string, std::uint64_t>("skiplist_map_bytes_u64", "skiplist_snapshot_bytes_u64");
+    visit.template operator()<std::string, std::string>("skiplist_map_bytes_bytes", "skiplist_snapshot_bytes_bytes");
+    visit.template operator()<composite<2>, std::uint64_t>("skiplist_map_c2_u64", "skiplist_snapshot_c2_u64");
+    visit.template operator()<composite<2>, std::string>("skiplist_map_c2_bytes", "skiplist_snapshot_c2_bytes");
+    visit.template operator()<composite<3>, std::uint64_t>("skiplist_map_c3_u64", "skiplist_snapshot_c3_u64");
+    visit.template operator()<composite<3>, std::string>("skiplist_map_c3_bytes", "skiplist_snapshot_c3_bytes");
+    visit.template operator()<composite<4>, std::uint64_t>("skiplist_map_c4_u64", "skiplist_snapshot_c4_u64");
+    visit.template operator()<composite<4>, std::string>("skiplist_map_c4_bytes", "skiplist_snapshot_c4_bytes");
+}
+
 }  // namespace mpidict_python

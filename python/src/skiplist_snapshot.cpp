@@ -84,20 +84,7 @@ void bind_one(nb::module_& mod, const char* name) {
 }  // namespace
 
 void bind_skiplist_snapshots(nb::module_& mod) {
-    bind_one<std::int64_t, std::uint64_t>(mod, "skiplist_snapshot_i64_u64");
-    bind_one<std::int64_t, std::string>(mod, "skiplist_snapshot_i64_bytes");
-    bind_one<std::uint64_t, std::uint64_t>(mod, "skiplist_snapshot_u64_u64");
-    bind_one<std::uint64_t, std::string>(mod, "skiplist_snapshot_u64_bytes");
-    bind_one<double, std::uint64_t>(mod, "skiplist_snapshot_f64_u64");
-    bind_one<double, std::string>(mod, "skiplist_snapshot_f64_bytes");
-    bind_one<std::string, std::uint64_t>(mod, "skiplist_snapshot_bytes_u64");
-    bind_one<std::string, std::string>(mod, "skiplist_snapshot_bytes_bytes");
-    bind_one<composite<2>, std::uint64_t>(mod, "skiplist_snapshot_c2_u64");
-    bind_one<composite<2>, std::string>(mod, "skiplist_snapshot_c2_bytes");
-    bind_one<composite<3>, std::uint64_t>(mod, "skiplist_snapshot_c3_u64");
-    bind_one<composite<3>, std::string>(mod, "skiplist_snapshot_c3_bytes");
-    bind_one<composite<4>, std::uint64_t>(mod, "skiplist_snapshot_c4_u64");
-    bind_one<composite<4>, std::string>(mod, "skiplist_snapshot_c4_bytes");
+    for_each_skiplist_class([&]<class K, class V>(const char*, const char* name) { bind_one<K, V>(mod, name); });
 }
 
 }  // namespace mpidict_python
