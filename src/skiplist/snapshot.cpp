@@ -42,7 +42,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <utility>
 
 #include "mpidict/error.hpp"
@@ -54,32 +53,14 @@ namespace {
 // What a read asks for (the first byte of a read record).
 enum class read_kind : std::uint8_t { find = 0, ascending = 1, descending = 2, count = 3 };
 
-void put_u32(std::string& out, std::uint32_t value) { out.append(reinterpret_cast<const char*>(&value), 4); }
-void put_u64(std::string& out, std::uint64_t value) { out.append(reinterpret_cast<const char*>(&value), 8); }
-void put_text(std::string& out, std::string_view text) {
-    put_u32(out, static_cast<std::uint32_t>(text.size()));
-    out.append(text);
-}
+// A number appended to a record being built (the {u32 bytes, bytes} strings are
+// skiplist_wire.hpp's append_entry / read_string).
 template <class T>
-T take(std::string_view& in) {
-    if (in.size() < sizeof(T))
-        throw decode_error("mpidict: skiplist_map snapshot record truncated: wanted " + std::to_string(sizeof(T)) +
-                           " bytes, " + std::to_string(in.size()) + " remain");
-    T value;
-    std::memcpy(&value, in.data(), sizeof(T));
-    in.remove_prefix(sizeof(T));
-    return value;
+void put_number(std::string& out, T value) {
+    out.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
-std::string_view take_text(std::string_view& in) {
-    const auto length = take<std::uint32_t>(in);
-    if (in.size() < length)
-        throw decode_error("mpidict: skiplist_map snapshot record truncated: a " + std::to_string(length) +
-                           "-byte string, " + std::to_string(in.size()) + " bytes remain");
-    const std::string_view text = in.substr(0, length);
-    in.remove_prefix(length);
-    return text;
-}
-constexpr std::size_t read_header_bytes = 1 + 1 + 4 + 4 + 8;  // kind, bounded, slot, id, limit
+// The reader of one entry of a copy, at `offset`.
+byte_reader entry_at(std::string_view bytes, std::uint64_t offset) { return reader_of(bytes.substr(offset)); }
 
 }  // namespace
 
@@ -93,16 +74,14 @@ const skiplist_snapshots::part_data& skiplist_snapshots::part(std::uint32_t id) 
 }
 
 std::string_view skiplist_snapshots::key_at(const part_data& data, std::size_t index) const {
-    std::string_view in(data.bytes);
-    in.remove_prefix(data.order[index]);
-    return take_text(in);
+    byte_reader in = entry_at(data.bytes, data.order[index]);
+    return read_string(in);
 }
 
 std::string_view skiplist_snapshots::value_at(const part_data& data, std::size_t index) const {
-    std::string_view in(data.bytes);
-    in.remove_prefix(data.order[index]);
-    take_text(in);
-    return take_text(in);
+    byte_reader in = entry_at(data.bytes, data.order[index]);
+    read_string(in);
+    return read_string(in);
 }
 
 std::size_t skiplist_snapshots::lower_bound(const part_data& data, std::string_view key) const {
@@ -174,8 +153,7 @@ std::uint32_t skiplist_snapshots::create(const visit_all& for_all_local) {
             if (expires != 0 && expires <= now)
                 return;
             copy.order.push_back(copy.bytes.size());
-            put_text(copy.bytes, key);
-            put_text(copy.bytes, value);
+            append_entry(copy.bytes, key, value);
         });
         sort_by_key(copy);
         if (ranks == 1) {
@@ -188,7 +166,7 @@ std::uint32_t skiplist_snapshots::create(const visit_all& for_all_local) {
                 std::string sample;
                 const auto emit = [&](std::uint64_t weight, std::string_view key) {
                     sample.clear();
-                    put_u64(sample, weight);
+                    put_number<std::uint64_t>(sample, weight);
                     sample.append(key);
                     send(std::as_bytes(std::span<const char>(sample.data(), sample.size())));
                 };
@@ -204,9 +182,9 @@ std::uint32_t skiplist_snapshots::create(const visit_all& for_all_local) {
             std::uint64_t total = 0;
             for (const auto& record : exchanged.records) {
                 const auto bytes = exchanged.bytes(record);
-                std::string_view in(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-                const auto weight = take<std::uint64_t>(in);
-                samples.emplace_back(in, weight);
+                byte_reader in(bytes);
+                const auto weight = in.read<std::uint64_t>();
+                samples.emplace_back(read_rest(in), weight);
                 total += weight;
             }
             std::sort(samples.begin(), samples.end());
@@ -245,19 +223,16 @@ std::uint32_t skiplist_snapshots::create(const visit_all& for_all_local) {
                 counts[static_cast<std::size_t>(rank)] = 0;
             };
             for (std::size_t index = 0; index < held; ++index) {
-                std::string_view entry(copy.bytes);
-                entry.remove_prefix(copy.order[index]);
-                std::string_view rest = entry;
-                const std::string_view key = take_text(rest);
-                take_text(rest);
-                entry = entry.substr(0, entry.size() - rest.size());
+                const std::string_view key = key_at(copy, index), value = value_at(copy, index);
+                // The entry's bytes as they lie in the copy: {u32, key, u32, value}.
+                const std::string_view entry(key.data() - 4, value.data() + value.size() - (key.data() - 4));
                 const int rank = owner(mine, key);
                 auto& record = records[static_cast<std::size_t>(rank)];
                 if (!record.empty() && record.size() + entry.size() > budget)
                     ship(rank);
                 if (record.empty()) {
-                    put_u32(record, id);
-                    put_u32(record, 0);  // the count, set when it leaves
+                    put_number<std::uint32_t>(record, id);
+                    put_number<std::uint32_t>(record, 0);  // the count, set when it leaves
                 }
                 if (record.size() + entry.size() > budget)
                     throw invalid_argument_error("mpidict: skiplist_map snapshot entry of " +
@@ -296,33 +271,34 @@ void skiplist_snapshots::release(std::uint32_t id) {
 }
 
 void skiplist_snapshots::handle_fill(int source, std::string_view record) {
-    const auto id = take<std::uint32_t>(record);
-    const auto count = take<std::uint32_t>(record);
+    byte_reader in = reader_of(record);
+    const auto id = in.read<std::uint32_t>();
+    const auto count = in.read<std::uint32_t>();
     if (id != m_building || m_building == 0)
         throw decode_error("mpidict: skiplist_map snapshot entries from rank " + std::to_string(source) +
                            " for snapshot " + std::to_string(id) + ", which is not being taken here");
     part_data& data = m_parts[id];
     for (std::uint32_t index = 0; index < count; ++index) {
-        const std::string_view key = take_text(record);
-        const std::string_view value = take_text(record);
+        const std::string_view key = read_string(in);
+        const std::string_view value = read_string(in);
         data.order.push_back(data.bytes.size());
-        put_text(data.bytes, key);
-        put_text(data.bytes, value);
+        append_entry(data.bytes, key, value);
     }
-    if (!record.empty())
+    if (!in.empty())
         throw decode_error("mpidict: skiplist_map snapshot entries from rank " + std::to_string(source) + " have " +
-                           std::to_string(record.size()) + " bytes after their " + std::to_string(count) + " entries");
+                           std::to_string(in.remaining()) + " bytes after their " + std::to_string(count) + " entries");
 }
 
 void skiplist_snapshots::handle_read(int source, std::string_view record) {
     auto& engine = *m_shared.engine;
-    const auto kind = static_cast<read_kind>(take<std::uint8_t>(record));
-    const bool bounded = take<std::uint8_t>(record) != 0;
-    const auto slot = take<std::uint32_t>(record);
-    const auto id = take<std::uint32_t>(record);
-    const auto limit = take<std::uint64_t>(record);
-    const std::string_view lo = take_text(record);
-    const std::string_view hi = take_text(record);
+    byte_reader in = reader_of(record);
+    const auto kind = static_cast<read_kind>(in.read<std::uint8_t>());
+    const bool bounded = in.read<std::uint8_t>() != 0;
+    const auto slot = in.read<std::uint32_t>();
+    const auto id = in.read<std::uint32_t>();
+    const auto limit = in.read<std::uint64_t>();
+    const std::string_view lo = read_string(in);
+    const std::string_view hi = read_string(in);
     const auto found = m_parts.find(id);
     if (found == m_parts.end() || id == m_building) {
         engine.reply_error(source, slot,
@@ -368,8 +344,7 @@ void skiplist_snapshots::handle_read(int source, std::string_view record) {
                 page[0] = 1;  // more follow: the caller asks again after the last key
                 break;
             }
-            put_text(page, key);
-            put_text(page, value);
+            append_entry(page, key, value);
             ++taken;
             next = up ? next + 1 : next - 1;
         }
@@ -403,18 +378,18 @@ std::string read_record(std::uint8_t kind, bool bounded, std::uint32_t id, std::
     std::string record;
     record.push_back(static_cast<char>(kind));
     record.push_back(bounded ? 1 : 0);
-    put_u32(record, 0);  // the slot, set by ask()
-    put_u32(record, id);
-    put_u64(record, limit);
-    put_text(record, lo);
-    put_text(record, hi);
+    put_number<std::uint32_t>(record, 0);  // the slot, set by ask()
+    put_number<std::uint32_t>(record, id);
+    put_number<std::uint64_t>(record, limit);
+    append_entry(record, lo, hi);  // {u32, lo, u32, hi}
     return record;
 }
 }  // namespace
 
 std::optional<std::string> skiplist_snapshots::find(std::uint32_t id, std::string_view key) {
     const part_data& data = part(id);
-    auto [count, value] = ask(owner(data, key), read_record(std::uint8_t(read_kind::find), true, id, 1, key, {}));
+    // Not bounded: the owner looks up `key` alone and skips the upper end's search.
+    auto [count, value] = ask(owner(data, key), read_record(std::uint8_t(read_kind::find), false, id, 1, key, {}));
     if (count == 0)
         return std::nullopt;
     return std::move(value);
@@ -454,12 +429,12 @@ std::uint64_t skiplist_snapshots::range(std::uint32_t id, std::string_view lo, s
             const std::uint64_t wanted = limit == 0 ? 0 : limit - delivered;
             const auto kind = descending ? read_kind::descending : read_kind::ascending;
             auto [count, page] = ask(rank, read_record(std::uint8_t(kind), high_bounded, id, wanted, low, high));
-            std::string_view in(page);
-            const bool more = take<std::uint8_t>(in) != 0;
+            byte_reader in = reader_of(page);
+            const bool more = in.read<std::uint8_t>() != 0;
             std::string_view key;
             for (std::uint32_t index = 0; index < count; ++index) {
-                key = take_text(in);
-                const std::string_view value = take_text(in);
+                key = read_string(in);
+                const std::string_view value = read_string(in);
                 deliver(key, value);
             }
             delivered += count;
