@@ -51,7 +51,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"sort"
 	"strconv"
@@ -95,13 +94,8 @@ func isRange(op string) bool { return op == "range" || op == "match" }
 func isInterval(op string) bool { return op == "count" || op == "erase_range" }
 
 func countIn(s state, lo, hi int64) int64 {
-	n := int64(0)
-	for k := range s {
-		if k >= lo && k <= hi {
-			n++
-		}
-	}
-	return n
+	a, b := s.bounds(lo, hi)
+	return int64(b - a)
 }
 
 // Point results are numbers (see history_workload.hpp); a range's is its
@@ -111,13 +105,45 @@ type output struct {
 	text   string
 }
 
-type state map[int64]uint64
+// A state of the map: its entries in key order.  Porcupine and the searches
+// below keep the states they have seen, so a state is never changed in place:
+// every write makes a new one (histories name tens of keys, so a copy is cheap,
+// and lookups, ranges, equality and hashing need no sorting or formatting).
+type entry struct {
+	key   int64
+	value uint64
+}
+
+type state []entry
+
+// find: where key is or would be inserted, and whether it is there.
+func (s state) find(key int64) (int, bool) {
+	i := sort.Search(len(s), func(i int) bool { return s[i].key >= key })
+	return i, i < len(s) && s[i].key == key
+}
+
+func (s state) get(key int64) (uint64, bool) {
+	if i, ok := s.find(key); ok {
+		return s[i].value, true
+	}
+	return 0, false
+}
+
+// bounds: the entries with lo <= key <= hi are s[a:b].
+func (s state) bounds(lo, hi int64) (int, int) {
+	a := sort.Search(len(s), func(i int) bool { return s[i].key >= lo })
+	b := sort.Search(len(s), func(i int) bool { return s[i].key > hi })
+	if b < a {
+		b = a
+	}
+	return a, b
+}
 
 func step(s state, in input, out output) (bool, state) {
 	present := false
 	var current uint64
 	if !isRange(in.op) {
-		current, present = s[in.key]
+		current, present = s.get(in.key)
 	}
 	switch in.op {
 	case "insert":
@@ -164,12 +190,9 @@ func step(s state, in input, out output) (bool, state) {
 		if out.number != countIn(s, in.key, in.hi) {
 			return false, s
 		}
-		next := make(state, len(s))
-		for k, v := range s {
-			if k < in.key || k > in.hi {
-				next[k] = v
-			}
-		}
+		a, b := s.bounds(in.key, in.hi)
+		next := make(state, 0, len(s)-(b-a))
+		next = append(append(next, s[:a]...), s[b:]...)
 		return true, next
 	case "erase_any":
 		// One key of an erase_range (pointReads): erased, whatever was there.
@@ -204,65 +227,99 @@ func step(s state, in input, out output) (bool, state) {
 }
 
 func with(s state, key int64, value uint64) state {
-	next := make(state, len(s)+1)
-	for k, v := range s {
-		next[k] = v
+	i, present := s.find(key)
+	if present {
+		next := make(state, len(s))
+		copy(next, s)
+		next[i].value = value
+		return next
 	}
-	next[key] = value
+	next := make(state, len(s)+1)
+	copy(next, s[:i])
+	next[i] = entry{key, value}
+	copy(next[i+1:], s[i:])
 	return next
 }
 
 func without(s state, key int64) state {
-	next := make(state, len(s))
-	for k, v := range s {
-		if k != key {
-			next[k] = v
-		}
+	i, present := s.find(key)
+	if !present {
+		return s
 	}
+	next := make(state, len(s)-1)
+	copy(next, s[:i])
+	copy(next[i:], s[i+1:])
 	return next
-}
-
-func sortedKeys(s state) []int64 {
-	keys := make([]int64, 0, len(s))
-	for k := range s {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	return keys
 }
 
 // rangeText: what range(lo, hi, {limit, descending}) returns from s, in the
 // order returned.
 func rangeText(s state, in input) string {
-	var keys []int64
-	for _, k := range sortedKeys(s) {
-		if k >= in.key && k <= in.hi {
-			keys = append(keys, k)
+	a, b := s.bounds(in.key, in.hi)
+	part := s[a:b]
+	n := len(part)
+	if in.limit > 0 && int64(n) > in.limit {
+		n = int(in.limit)
+	}
+	text := make([]byte, 0, 24*n)
+	for j := 0; j < n; j++ {
+		e := part[j]
+		if in.desc {
+			e = part[len(part)-1-j]
 		}
+		text = strconv.AppendInt(text, e.key, 10)
+		text = append(text, ':')
+		text = strconv.AppendUint(text, e.value, 10)
+		text = append(text, ';')
 	}
-	if in.desc {
-		for i, j := 0, len(keys)-1; i < j; i, j = i+1, j-1 {
-			keys[i], keys[j] = keys[j], keys[i]
-		}
-	}
-	if in.limit > 0 && int64(len(keys)) > in.limit {
-		keys = keys[:in.limit]
-	}
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%d:%d;", k, s[k])
-	}
-	return b.String()
+	return string(text)
 }
 
-func stateText(s state) string {
-	var b strings.Builder
-	b.WriteString("{")
-	for _, k := range sortedKeys(s) {
-		fmt.Fprintf(&b, "%d:%d ", k, s[k])
+func equalStates(a, b state) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	b.WriteString("}")
-	return b.String()
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// hashState: FNV-1a over the entries' bytes.
+func hashState(s state) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(x uint64) {
+		for i := 0; i < 8; i++ {
+			h ^= x & 0xff
+			h *= 1099511628211
+			x >>= 8
+		}
+	}
+	for _, e := range s {
+		mix(uint64(e.key))
+		mix(e.value)
+	}
+	return h
+}
+
+// memoKey: a search position (each client's placed count) and the map, as a
+// map key for the searches' memo of explored states.
+func memoKey(position []int, s state) string {
+	key := make([]byte, 0, 4*len(position)+24*len(s))
+	for _, p := range position {
+		key = strconv.AppendInt(key, int64(p), 10)
+		key = append(key, ',')
+	}
+	key = append(key, '|')
+	for _, e := range s {
+		key = strconv.AppendInt(key, e.key, 10)
+		key = append(key, ':')
+		key = strconv.AppendUint(key, e.value, 10)
+		key = append(key, ';')
+	}
+	return string(key)
 }
 
 var mapModel = porcupine.Model{
@@ -271,12 +328,8 @@ var mapModel = porcupine.Model{
 		ok, next := step(s.(state), in.(input), out.(output))
 		return ok, next
 	},
-	Equal: func(a, b interface{}) bool { return stateText(a.(state)) == stateText(b.(state)) },
-	Hash: func(s interface{}) uint64 {
-		h := fnv.New64a()
-		h.Write([]byte(stateText(s.(state))))
-		return h.Sum64()
-	},
+	Equal: func(a, b interface{}) bool { return equalStates(a.(state), b.(state)) },
+	Hash:  func(s interface{}) uint64 { return hashState(s.(state)) },
 	DescribeOperation: func(in, out interface{}) string {
 		i, o := in.(input), out.(output)
 		if isRange(i.op) {
@@ -622,7 +675,7 @@ func programOrderPerKey(events []event) (string, bool) {
 			if exhausted(position, lists) {
 				return true
 			}
-			memo := fmt.Sprint(position, stateText(s))
+			memo := memoKey(position, s)
 			if seen[memo] {
 				return false
 			}
@@ -703,7 +756,7 @@ func orderedLinearizable(events []event, budget int) (string, bool) {
 		if exhausted(position, lists) {
 			return true
 		}
-		memo := fmt.Sprint(position, stateText(s))
+		memo := memoKey(position, s)
 		if seen[memo] {
 			return false
 		}

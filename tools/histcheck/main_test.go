@@ -192,7 +192,7 @@ func TestNoneRangeReadsEachKeyInTime(t *testing.T) {
 // limit and descending: the result is the first (last) entries, and only the
 // keys up to (from) the last one returned were read.
 func TestRangeLimitAndDescending(t *testing.T) {
-	s := state{1: 10, 2: 20, 3: 30}
+	s := state{{1, 10}, {2, 20}, {3, 30}}
 	if got := rangeText(s, input{op: "range", key: 0, hi: 9, limit: 2}); got != "1:10;2:20;" {
 		t.Fatalf("ascending limit 2: %s", got)
 	}
