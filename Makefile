@@ -17,8 +17,9 @@ CTEST_ARGS  ?=
 CMAKE_ARGS  ?=
 # make sanitize runs the unit, simulation, MPI and conformance tests at 2 ranks
 # (the 1-, 3- and 4-rank runs of the same programs add time, not new code paths
-# for the sanitizers); SANITIZE_SELECT="-L 'unit|mpi|conformance'" runs them all.
-SANITIZE_SELECT ?= -L "unit|mpi|conformance" -E "\.np[134]$$"
+# for the sanitizers), and not the compile_fail tests (they only compile);
+# SANITIZE_SELECT="-L 'unit|mpi|conformance'" runs them all.
+SANITIZE_SELECT ?= -L "unit|mpi|conformance" -E "\.np[134]$$|^compile_fail\."
 
 # A literal comma for use inside $(call ...) arguments.
 , := ,
