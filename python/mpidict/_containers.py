@@ -269,11 +269,13 @@ def _config(config, options: dict, what: str):
     return config
 
 
-class _Container:
-    """What every container shares: the collective destroy (also as a context
-    manager), flush, sizes and checkpoints."""
+class _Collective:
+    """A handle whose end is collective (a container's destroy, a snapshot's
+    release): leaving a `with` block normally ends it; every use after the end
+    raises UseAfterDestroyError with the subclass's `_ended` text."""
 
     _impl = None
+    _ended = "mpidict: this container was destroyed"
 
     def __enter__(self):
         return self
@@ -281,13 +283,24 @@ class _Container:
     def __exit__(self, kind, value, traceback):
         # Unwinding an exception, other ranks may not be here: do not wait for them.
         if kind is None:
-            self.destroy()
+            self._end()
         return False
+
+    def _end(self) -> None:
+        raise NotImplementedError
 
     def _live(self):
         if self._impl is None:
-            raise UseAfterDestroyError("mpidict: this container was destroyed")
+            raise UseAfterDestroyError(self._ended)
         return self._impl
+
+
+class _Container(_Collective):
+    """What every container shares: the collective destroy (also as a context
+    manager), flush, sizes and checkpoints."""
+
+    def _end(self) -> None:
+        self.destroy()
 
     def destroy(self) -> None:
         """Collective: applies what is pending and releases the communicator."""

@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from ._containers import (
-    InsertManyResult, InvalidArgumentError, Request, UseAfterDestroyError, _Codec, _Converted, _SingleValued,
+    InsertManyResult, InvalidArgumentError, Request, _Codec, _Collective, _Converted, _SingleValued,
     _communicator, _config, _count, _describe, _core,
 )
 
@@ -411,7 +411,7 @@ class skiplist_map(_SingleValued):
                           self._entries)
 
 
-class SkiplistSnapshot:
+class SkiplistSnapshot(_Collective):
     """A consistent snapshot of a skiplist_map (made by skiplist_map.snapshot()).
 
     Reads (local calls; other ranks are served while they wait): find, range,
@@ -422,24 +422,15 @@ class SkiplistSnapshot:
     UseAfterDestroyError.  Cost: a copy of the entries (docs/skiplist_map.md,
     "Snapshots")."""
 
+    _ended = "mpidict: this skiplist_map snapshot was released"
+
     def __init__(self, owner: skiplist_map, impl):
         self._key = owner._key
         self._value = owner._value
         self._impl = impl
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, traceback):
-        # Unwinding an exception, other ranks may not be here: do not wait for them.
-        if kind is None:
-            self.release()
-        return False
-
-    def _live(self):
-        if self._impl is None:
-            raise UseAfterDestroyError("mpidict: this skiplist_map snapshot was released")
-        return self._impl
+    def _end(self) -> None:
+        self.release()
 
     def release(self) -> None:
         """Collective: frees the copy on every rank."""
