@@ -185,7 +185,12 @@ public:
                 return static_cast<int>(static_cast<unsigned_key>(key) % static_cast<unsigned_key>(num_ranks()));
             }
         }
-        return static_cast<int>(reduce_range(mix64(m_hash(key) ^ 0x5851f42d4c957f2dULL), static_cast<std::size_t>(num_ranks())));
+        return owner_of_hash(m_hash(key));
+    }
+    // owner(key) for hash placement, given m_hash(key) (the shard's table hashes
+    // keys with the same function: a load hashes each key once for both).
+    int owner_of_hash(std::uint64_t hash) const {
+        return static_cast<int>(reduce_range(mix64(hash ^ 0x5851f42d4c957f2dULL), static_cast<std::size_t>(num_ranks())));
     }
 
     // ---- insert ------------------------------------------------------------

@@ -125,10 +125,12 @@ private:
         using V = typename Map::value_type;
         std::vector<K> keys(run_entries), mine_keys;
         std::vector<V> values(run_entries), mine_values;
-        std::vector<std::uint64_t> counts(run_entries);
+        std::vector<std::uint64_t> counts(run_entries), hashes(run_entries), mine_hashes;
         mine_keys.reserve(run_entries);
         mine_values.reserve(run_entries);
+        mine_hashes.reserve(run_entries);
         const int me = map.rank();
+        const bool cyclic = map.m_config.place == placement::cyclic;
         for (std::uint64_t left = total; left > 0;) {
             const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, run_entries));
             left -= n;
@@ -141,13 +143,26 @@ private:
                 continue;
             }
             entries.values(values.data(), n);
+            // Each key hashed once, for its owner and its slot in the owner's table.
+            bool all_mine = true;
+            for (std::size_t i = 0; i < n; ++i) {
+                hashes[i] = map.m_shard.table().hash_of(keys[i]);
+                all_mine = all_mine && (cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i])) == me;
+            }
+            if (all_mine) {  // the usual case when loading at the rank count that saved
+                map.m_shard.store_pairs(std::span<const K>(keys.data(), n), std::span<const V>(values.data(), n),
+                                        std::span<const std::uint64_t>(hashes.data(), n));
+                continue;
+            }
             mine_keys.clear();
             mine_values.clear();
+            mine_hashes.clear();
             for (std::size_t i = 0; i < n; ++i) {
-                const int target = map.owner(keys[i]);
+                const int target = cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i]);
                 if (target == me) {
                     mine_keys.push_back(keys[i]);
                     mine_values.push_back(values[i]);
+                    mine_hashes.push_back(hashes[i]);
                 } else {
                     map.forget_pending_reduce(keys[i]);
                     std::byte* out = map.reserve(target_rank{target}, map.m_handlers.insert_one, sizeof(K) + sizeof(V));
@@ -155,7 +170,8 @@ private:
                     codec<V>::encode(out, values[i]);
                 }
             }
-            map.m_shard.store_pairs(std::span<const K>(mine_keys), std::span<const V>(mine_values));
+            map.m_shard.store_pairs(std::span<const K>(mine_keys), std::span<const V>(mine_values),
+                                    std::span<const std::uint64_t>(mine_hashes));
         }
     }
 };

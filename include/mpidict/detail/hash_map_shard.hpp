@@ -194,29 +194,25 @@ public:
     // Appends keys[i]'s value values[i] for every i (a load's run of this
     // rank's pairs): without capacity limits, fixed-size pairs go in with each
     // key hashed once and its slot prefetched `ahead` keys early.
-    void store_pairs(std::span<const K> keys, std::span<const V> values) {
+    // `hashes`: hash_of(keys[i]) for every i, already computed by the caller.
+    void store_pairs(std::span<const K> keys, std::span<const V> values, std::span<const std::uint64_t> hashes) {
         if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
             if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0) [[likely]] {
                 constexpr std::size_t ahead = 16;
-                std::array<std::uint64_t, ahead> hashes{};
                 const std::size_t n = keys.size();
-                for (std::size_t i = 0; i < std::min(n, ahead); ++i) {
-                    hashes[i] = m_table.hash_of(keys[i]);
+                for (std::size_t i = 0; i < std::min(n, ahead); ++i)
                     m_table.prefetch_hashed(hashes[i]);
-                }
                 for (std::size_t i = 0; i < n; ++i) {
-                    const std::uint64_t hash = hashes[i % ahead];
-                    if (i + ahead < n) {
-                        hashes[i % ahead] = m_table.hash_of(keys[i + ahead]);
-                        m_table.prefetch_hashed(hashes[i % ahead]);
-                    }
-                    if (m_table.append_hashed(keys[i], hash, values[i]))
+                    if (i + ahead < n)
+                        m_table.prefetch_hashed(hashes[i + ahead]);
+                    if (m_table.append_hashed(keys[i], hashes[i], values[i]))
                         m_stored_bytes += sizeof(K);
                     m_stored_bytes += sizeof(V);
                 }
                 return;
             }
         }
+        (void)hashes;
         for (std::size_t i = 0; i < keys.size(); ++i)
             store_value(keys[i], values[i]);
     }
