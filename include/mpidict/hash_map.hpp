@@ -720,9 +720,12 @@ private:
     }
 
     void check_target(target_rank target) const {
-        if (target.rank < 0 || target.rank >= num_ranks())
-            throw invalid_argument_error("mpidict: target rank " + std::to_string(target.rank) +
-                                         " is outside " + detail::communicator_of(num_ranks()));
+        if (target.rank < 0 || target.rank >= num_ranks()) [[unlikely]]
+            throw_bad_target(target);
+    }
+    [[noreturn, gnu::cold, gnu::noinline]] void throw_bad_target(target_rank target) const {
+        throw invalid_argument_error("mpidict: target rank " + std::to_string(target.rank) + " is outside " +
+                                     detail::communicator_of(num_ranks()));
     }
 
     std::byte* reserve(target_rank target, runtime::handler_id handler, std::size_t bytes) {

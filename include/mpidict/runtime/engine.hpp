@@ -367,6 +367,10 @@ public:
         if (m_destroyed) [[unlikely]]
             throw_destroyed(operation);
     }
+    void check_alive(op_kind kind) const {
+        if (m_destroyed) [[unlikely]]
+            throw_destroyed(op_kind_name(kind).data());
+    }
 
     // Test-only: lose the last message of every flush round (proves the
     // termination detection notices).  Never set outside tests.
