@@ -340,7 +340,7 @@ public:
         reduce_ops::template check<Op>();
         check_value(value);
         initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::reduce);
-        encode_reduce(target, no_slot, reduce_ops::template id<Op>, key, value);
+        encode_reduce<Op>(target, no_slot, key, value);
     }
 
     // Replaces the key's values with the one `value` (inserting the key if new).
@@ -363,7 +363,7 @@ public:
         check_target(target);
         const std::uint32_t slot = m_engine->open_request(hash_map_op::reduce);
         slot_guard guard(*m_engine, slot);
-        encode_reduce(target, slot, reduce_ops::template id<detail::replace_with_new>, key, value);
+        encode_reduce<detail::replace_with_new>(target, slot, key, value);
         return request<bool>(*m_engine, guard.release(), &decode_flag);
     }
 
@@ -801,12 +801,15 @@ private:
     // and value may fold into one waiting in the outbox; else it is streamed (a
     // reduce_op when the operator to this owner changes, then the bare pair), or,
     // in a handler, headered (a top-level reserve may serve handlers: no split).
-    void encode_reduce(target_rank target, std::uint32_t slot, std::uint32_t op, const K& key, const V& value) {
+    // Op is known here, so a combined reduce folds with Op inlined.
+    template <class Op>
+    void encode_reduce(target_rank target, std::uint32_t slot, const K& key, const V& value) {
         constexpr std::size_t header = header_bytes<wire::reduce_header>;
+        const std::uint32_t op = reduce_ops::template id<Op>;
         check_target(target);  // before the outbox of target.rank is looked at
         if constexpr (reduce_ops::combinable) {
             if (slot == no_slot) {
-                auto* const entry = m_reduces.combine(target.rank, op, key, value);
+                auto* const entry = m_reduces.template combine<Op>(target.rank, op, key, value);
                 if (entry == nullptr)
                     return;
                 const bool bare = !m_engine->in_handler();

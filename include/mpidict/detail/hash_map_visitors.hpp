@@ -541,6 +541,8 @@ public:
     // combines pauses the check for `pause_windows` windows (distinct keys:
     // the lookup, a cache miss in a 128 KiB array, bought nothing), after
     // which the array starts empty and one window tries again.
+    // `op` is Op's id; the fold calls Op inlined.
+    template <class Op>
     pending* combine(int destination, std::uint32_t op, const K& key, const V& value) {
         if (m_paused != 0) [[unlikely]] {
             if (--m_paused == 0)
@@ -560,7 +562,7 @@ public:
             waiting.generation == m_engine.outbox_generation(destination) && waiting.key == key) {
             V combined;
             std::memcpy(&combined, waiting.value, sizeof(V));
-            reducers::entries()[op].entry.fold(combined, value);
+            apply<Op>(combined, value);
             std::memcpy(waiting.value, &combined, sizeof(V));
             ++m_combined;
             ++m_hits;
