@@ -285,3 +285,53 @@ func TestReduce(t *testing.T) {
 		t.Fatal("a reduce that replaced instead of folding was accepted")
 	}
 }
+
+// total_order's check: the order the search finds passes verifyOrder, and
+// verifyOrder on its own refuses an order that breaks real time, a client's
+// issue order or a result.
+func TestTotalOrderVerifiesItsOrder(t *testing.T) {
+	history := []event{
+		ev(0, 0, 0, 10, 1, "insert", 1, 5, "0"),
+		ev(1, 0, 20, 30, 2, "find", 1, 0, "5"),
+		ev(1, 1, 21, 40, 3, "insert", 1, 6, "1"),
+		ev(0, 1, 35, 50, 4, "find", 1, 0, "6"),
+	}
+	order, _, outcome := orderedSearch(history, 100000)
+	if outcome != searchFound {
+		t.Fatal("the ordered search found no order of a linearizable history")
+	}
+	if why, ok := verifyOrder(order, history); !ok {
+		t.Fatalf("the search's order failed its check: %s", why)
+	}
+	if why, ok := totalOrder(100000, time.Second)(history); !ok {
+		t.Fatalf("total_order rejected a linearizable history: %s", why)
+	}
+	rec := func(e event) recorded {
+		out, err := parseOutput(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recorded{e, out}
+	}
+	a, b, c, d := rec(history[0]), rec(history[1]), rec(history[2]), rec(history[3])
+	if _, ok := verifyOrder([]recorded{a, b, c, d}, history); !ok {
+		t.Fatal("the right order was refused")
+	}
+	// c before b: client 1's issue order broken (and b's result no longer matches).
+	if _, ok := verifyOrder([]recorded{a, c, b, d}, history); ok {
+		t.Fatal("an order against a client's issue order was accepted")
+	}
+	// a placed after b breaks real time (a returned at 10, b was called at 20).
+	if _, ok := verifyOrder([]recorded{b, a, c, d}, history); ok {
+		t.Fatal("an order against real time was accepted")
+	}
+	if _, ok := verifyOrder([]recorded{a, b, c}, history); ok {
+		t.Fatal("an order missing an operation was accepted")
+	}
+	// d called at 45, after c's insert returned (40), and still reading 5.
+	stale := append([]event(nil), history...)
+	stale[3] = ev(0, 1, 45, 50, 4, "find", 1, 0, "5")
+	if _, ok := totalOrder(100000, time.Second)(stale); ok {
+		t.Fatal("total_order accepted a read that missed a write that returned before it was called")
+	}
+}
