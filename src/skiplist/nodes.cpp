@@ -26,7 +26,13 @@
 // (seeds 114 and 501 of --find-many): Y held for two new links at once kept
 // only the last one, so A, on the first link's old way, was replayed behind B,
 // which had come over the first link; and a node created without holds kept
-// hold level 0, so it queued old-way arrivals it should have served.  Outside total_order
+// hold level 0, so it queued old-way arrivals it should have served.  A third
+// (grid routing, sim.skiplist_history.total_order.grid): pending links were
+// named by the linking node's rank and level only, so when the head and a node
+// spliced in after it (both on one rank) linked one target on one level while
+// it held, the second link's marker was taken for the first's, and the first
+// link's old way was replayed behind its new way.  Now named by rank, slot and
+// level (the expect record and the routed marker carry the slot).  Outside total_order
 // requests enter at different nodes (the directory), so a caller keeps one
 // operation per key in flight: later ones on the key wait at the caller until
 // the earlier one is answered (fire-and-forget ones included), so each caller's
@@ -153,20 +159,21 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
     return true;
 }
 
-void skiplist_nodes::link_expected(node& target, int from_rank, unsigned level, bool routed) {
+void skiplist_nodes::link_expected(node& target, int from_rank, std::uint32_t from_slot, unsigned level, bool routed) {
     if (!target.links)
         target.links = std::make_unique<std::vector<skiplist_pending_link>>();
     const std::uint32_t now = target.arrivals;
     for (skiplist_pending_link& link : *target.links)
-        if (link.from_rank == from_rank && link.level == level && link.expect_at == skiplist_pending_link::no_arrival) {
+        if (link.from_rank == from_rank && link.from_slot == from_slot && link.level == level &&
+            link.expect_at == skiplist_pending_link::no_arrival) {
             link.expect_at = now;  // its marker came first
             return;
         }
-    target.links->push_back(skiplist_pending_link{from_rank, static_cast<std::uint8_t>(level), now,
+    target.links->push_back(skiplist_pending_link{from_rank, from_slot, static_cast<std::uint8_t>(level), now,
                                                   routed ? skiplist_pending_link::no_arrival : now});
 }
 
-void skiplist_nodes::link_marker_arrived(node& target, double tag) {
+void skiplist_nodes::link_marker_arrived(node& target, double tag, std::uint32_t from_slot) {
     if (!(tag >= 1.0))
         return;  // not a link's marker (a split's)
     const auto code = static_cast<std::uint64_t>(tag - 1.0);
@@ -176,13 +183,14 @@ void skiplist_nodes::link_marker_arrived(node& target, double tag) {
         target.links = std::make_unique<std::vector<skiplist_pending_link>>();
     const std::uint32_t now = target.arrivals;
     for (skiplist_pending_link& link : *target.links)
-        if (link.from_rank == from_rank && link.level == level && link.expect_at != skiplist_pending_link::no_arrival &&
+        if (link.from_rank == from_rank && link.from_slot == from_slot && link.level == level &&
+            link.expect_at != skiplist_pending_link::no_arrival &&
             link.marker_at == skiplist_pending_link::no_arrival) {
             link.marker_at = now;
             return;
         }
     // Before its expect (another way was faster).
-    target.links->push_back(skiplist_pending_link{from_rank, level, skiplist_pending_link::no_arrival, now});
+    target.links->push_back(skiplist_pending_link{from_rank, from_slot, level, skiplist_pending_link::no_arrival, now});
 }
 
 void skiplist_nodes::release_held(skiplist_node_id id) {
@@ -417,7 +425,7 @@ void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplis
         byte_reader in = reader_of(value);
         const skiplist_node_id target = read_node_id(in);
         if (target == id)
-            link_marker_arrived(here, point.header.expires);  // a new link's marker carries its tag there
+            link_marker_arrived(here, point.header.expires, point.header.ticket);  // its link's tag and node
         m_structure->clear_for_marker(target);
         return;
     }

@@ -304,7 +304,7 @@ void skiplist_structure::handle_link_up(int source, std::string_view record) {
     if (linked) {
         // Splice the new node in after this one on the level.
         next = link{separator, fresh, true};
-        order_new_link(here, static_cast<int>(target_level), fresh, separator, old);
+        order_new_link(here, id, static_cast<int>(target_level), fresh, separator, old);
     }
     // Not linked here yet: the new node stays lower (linked = 0).
     const std::size_t bytes = wire_bytes<wire::set_links_header> + string_bytes(old_separator);
@@ -336,7 +336,7 @@ void skiplist_structure::handle_set_links(int source, std::string_view record) {
     }
     here.tower[level] = link{separator, to, true};
     if (!to.null())
-        order_new_link(here, static_cast<int>(level), to, separator, skiplist_node_id{});
+        order_new_link(here, id, static_cast<int>(level), to, separator, skiplist_node_id{});
     // One level at a time, bottom up: a node linked on every level below the
     // next one is on every path into its range, which the ordering markers need.
     if (level + 1 < here.tower.size())
@@ -347,7 +347,7 @@ void skiplist_structure::handle_set_links(int source, std::string_view record) {
 // Non-overtaking when a link changes
 // ---------------------------------------------------------------------------
 
-void skiplist_structure::order_new_link(node& from, int level, skiplist_node_id target,
+void skiplist_structure::order_new_link(node& from, skiplist_node_id from_id, int level, skiplist_node_id target,
                                         std::string_view target_separator, skiplist_node_id old_successor) {
     if (m_shared.config.unordered_for_testing)
         return;
@@ -361,7 +361,7 @@ void skiplist_structure::order_new_link(node& from, int level, skiplist_node_id 
     const int below = skiplist_nodes::forward_level(from, target_separator, level - 1, false);
     m_shared.send(target.rank, m_shared.handlers.expect,
                   wire::expect{target.slot, target.generation, expected,
-                               static_cast<std::uint8_t>(level | (below >= 0 ? expect_routed : 0))});
+                               static_cast<std::uint8_t>(level | (below >= 0 ? expect_routed : 0)), from_id.slot});
     // 2. A marker along the old way to the target: the route a request for the
     //    target's separator took before the change (below `level`).  It queues
     //    behind everything `from` sent that way and clears the target on arrival.
@@ -372,7 +372,7 @@ void skiplist_structure::order_new_link(node& from, int level, skiplist_node_id 
         byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.point, bytes), bytes);
         out.record(skiplist_shared::route(to, below, 0, 0))
             .record(wire::point_header{static_cast<std::uint8_t>(skiplist_op::marker), target.rank, wire::no_slot,
-                                       wire::no_slot, skiplist_nodes::marker_tag(m_shared.rank(), level)});
+                                       from_id.slot, skiplist_nodes::marker_tag(m_shared.rank(), level)});
         put_string(out, target_separator);
         out.put(static_cast<std::uint32_t>(wire::node_id_bytes));
         put_node_id(out, target).finish();
@@ -412,7 +412,7 @@ void skiplist_structure::handle_expect(int source, std::string_view record) {
     // than what comes below it until the link's marker arrives; each pending
     // link keeps its own window (skiplist_nodes::hold_if_busy).
     if (level > 0)
-        m_nodes.link_expected(here, source, level, (expect.level & expect_routed) != 0);
+        m_nodes.link_expected(here, source, expect.from_slot, level, (expect.level & expect_routed) != 0);
     m_nodes.release_held(id);
 }
 

@@ -115,6 +115,18 @@ int main(int argc, char** argv) {
     // be rejected.
     const bool range_runs = sim_test::has_flag(cli, "--range-runs");
     const bool trust_ranges = sim_test::has_flag(cli, "--trust-ranges");
+    // --counts: count, erase_range and reduce drawn too (history_workload.hpp,
+    // as in the MPI test's odd rounds).  --routing grid|mixed: the runtime's
+    // grid routing (docs/runtime.md), in every seed or in half of them.
+    const bool counts = sim_test::has_flag(cli, "--counts");
+    const std::string routing = value_after(cli.extra, "--routing", "direct");
+    // --granularity G --height H --window W --keys K --caller-window C: the
+    // shape fixed instead of drawn (the MPI test's round 5 at 4 ranks: 1 5 6 10 4).
+    const int granularity = std::atoi(value_after(cli.extra, "--granularity", "0").c_str());
+    const int height = std::atoi(value_after(cli.extra, "--height", "0").c_str());
+    const int window = std::atoi(value_after(cli.extra, "--window", "0").c_str());
+    const int keys = std::atoi(value_after(cli.extra, "--keys", "0").c_str());
+    const int caller_window = std::atoi(value_after(cli.extra, "--caller-window", "0").c_str());
     if (trust_ranges)
         ::setenv("MPIDICT_SKIPLIST_TRUST_RANGES_FOR_TESTING", "1", 1);
     const std::string flags = "--mode " + mode_name + (broken ? " --break" : "") +
@@ -168,6 +180,20 @@ int main(int argc, char** argv) {
         shape.find_many = find_many;
         if (const std::uint64_t window_draw = mix(seed + 0x5deece66dULL); find_many && window_draw % 2 == 0)
             config.caller_window = 1 + (window_draw >> 8) % 8;
+        shape.counts = counts;
+        // Fixed instead of drawn (after the draws, so the other seeds' shapes stay).
+        if (granularity > 0)
+            config.granularity = static_cast<std::size_t>(granularity);
+        if (height > 0)
+            config.max_height = static_cast<unsigned>(height);
+        if (window > 0)
+            shape.window = window;
+        if (keys > 0)
+            shape.keys = keys;
+        if (caller_window > 0)
+            config.caller_window = static_cast<std::size_t>(caller_window);
+        if (routing == "grid" || (routing == "mixed" && mix(seed + 0x9e37ULL) % 2 == 0))
+            config.runtime.routing = runtime::routing_mode::grid;
         config.consistency = mode;
         config.break_consistency_for_testing = broken;
         config.unordered_for_testing = unordered;
@@ -234,7 +260,12 @@ int main(int argc, char** argv) {
             return 1;
     }
     if (checker.empty()) {
-        std::printf("histories in %s (no --checker given)\n", directory.c_str());
+        if (std::getenv("MPIDICT_KEEP_HISTORIES") == nullptr) {
+            std::filesystem::remove_all(directory);
+            std::printf("no --checker given (MPIDICT_KEEP_HISTORIES=1 keeps the histories)\n");
+        } else {
+            std::printf("histories in %s (no --checker given)\n", directory.c_str());
+        }
         return 0;
     }
     // The checker reads a list of files from its command line; pass them in batches.

@@ -71,10 +71,16 @@ struct skiplist_bulk_split {
 // records that came the old way (below `level`) before its routed marker
 // arrived are older than those that came at `level` or above after its expect,
 // and are replayed ahead of them (skiplist_nodes::hold_if_busy).  Arrival
-// counts of the node; no_arrival: not yet.
+// counts of the node; no_arrival: not yet.  A link is named by the node whose
+// link changed (rank and slot) and the level: two nodes of one rank may link
+// the same target on the same level while it holds (the head, then a node
+// spliced in after the head), and a marker taken for the other link's let the
+// old way of that one be replayed behind the new way (issue 42: grid routing,
+// sim_skiplist_history --counts --routing grid).
 struct skiplist_pending_link {
     static constexpr std::uint32_t no_arrival = 0xffffffffu;
     int from_rank = -1;                 // the rank of the node whose link changed
+    std::uint32_t from_slot = 0;        // and its slot there
     std::uint8_t level = 0;
     std::uint32_t expect_at = no_arrival, marker_at = no_arrival;
 };
@@ -160,11 +166,12 @@ public:
     // arrival_level: the level the record came on (-1: never served while holding).
     bool hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record,
                       int arrival_level = -1);
-    // A new link on `level` from a node on `from_rank` holds `target` (expect);
-    // routed: its marker comes the old way (else nothing came that way).
-    void link_expected(node& target, int from_rank, unsigned level, bool routed);
-    // The routed marker of such a link (tagged by marker_tag) reached `target`.
-    void link_marker_arrived(node& target, double tag);
+    // A new link on `level` from node `from_slot` on `from_rank` holds `target`
+    // (expect); routed: its marker comes the old way (else nothing came that way).
+    void link_expected(node& target, int from_rank, std::uint32_t from_slot, unsigned level, bool routed);
+    // The routed marker of such a link (tagged by marker_tag, the node's slot
+    // in its ticket field) reached `target`.
+    void link_marker_arrived(node& target, double tag, std::uint32_t from_slot);
     static double marker_tag(int from_rank, unsigned level) { return 1.0 + from_rank * 256.0 + level; }
     // Replays what `id` queued, in order, while it no longer holds.
     void release_held(skiplist_node_id id);
