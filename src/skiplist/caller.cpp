@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mpidict/error.hpp"
+#include "split_ranges.hpp"
 
 namespace mpidict::detail {
 
@@ -38,11 +39,19 @@ bool point_in_flight(const Keys& keys, std::string_view lo, std::string_view hi,
     return false;
 }
 
-// A range that has left (its `cursor` names its lo: see send_range) covers `key` (m_ranges).
+// A range's lo: a level-0 walk's `cursor` (see send_range); an ascending
+// split range's `top` (its cursor moves up as its pieces chain, and a range
+// that went ahead may run again from lo: the order asks for the whole interval).
+template <class State>
+std::string_view range_lo(const State& state) {
+    return state.split && !state.descending ? std::string_view(state.top) : std::string_view(state.cursor);
+}
+
+// A range that has left covers `key` (m_ranges; split ones too, issue 42).
 template <class Ranges>
 bool covered_by_range(const Ranges& ranges, std::string_view key) {
     for (const auto& [slot, state] : ranges)
-        if (!state.split && state.remaining != 0 && in_interval(key, state.cursor, state.hi, state.bounded))
+        if ((state.split || state.remaining != 0) && in_interval(key, range_lo(state), state.hi, state.bounded))
             return true;
     return false;
 }
@@ -54,7 +63,7 @@ bool covered_by_range(const Ranges& ranges, std::string_view key) {
 template <class Ranges>
 bool range_in_flight(const Ranges& ranges, std::string_view lo, std::string_view hi, bool bounded) {
     for (const auto& [slot, state] : ranges)
-        if ((state.split || state.remaining != 0) && (!bounded || std::string_view(state.cursor) < hi) &&
+        if ((state.split || state.remaining != 0) && (!bounded || range_lo(state) < hi) &&
             (!state.bounded || lo < std::string_view(state.hi)))
             return true;
     return false;
@@ -62,7 +71,7 @@ bool range_in_flight(const Ranges& ranges, std::string_view lo, std::string_view
 
 // Mode sequential: whether a range that range_in_flight holds back may go
 // ahead of the earlier ranges it overlaps (caller_ranges.cpp, "Ranges that go
-// ahead"): it and each of them walk level 0 ascending, are not streamed and
+// ahead"): it and each of them run ascending (a level-0 walk or split), are not streamed and
 // return their entries (a count or erase_range returns none to compare, and an
 // erase_range writes: neither goes ahead, nor does a range of one).
 // `after` receives their issue numbers.
@@ -73,10 +82,10 @@ bool may_go_ahead(const Ranges& ranges, std::string_view lo, std::string_view hi
     if (streaming || descending || counting)
         return false;
     for (const auto& [slot, state] : ranges) {
-        if (!((state.split || state.remaining != 0) && (!bounded || std::string_view(state.cursor) < hi) &&
+        if (!((state.split || state.remaining != 0) && (!bounded || range_lo(state) < hi) &&
               (!state.bounded || lo < std::string_view(state.hi))))
             continue;
-        if (state.split || state.streaming || state.descending || state.counting)
+        if (state.streaming || state.descending || state.counting)
             return false;
         after.push_back(state.sequence);
     }
@@ -400,10 +409,18 @@ void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, st
         put_string(out, pattern);
         out.finish();
     };
-    if (m_mode == skiplist_consistency::total_order && !m_shared.config.break_consistency_for_testing) {
+    const bool total_order = m_mode == skiplist_consistency::total_order;
+    if ((total_order && !m_shared.config.break_consistency_for_testing) ||
+        (!total_order && pattern.empty() && !descending)) {
         // Mode total_order: the range splits over the towers from the head (the
         // seed's Listing 2), so every piece takes the path a point operation on
         // its keys takes and none overtakes or is overtaken (skiplist_map.hpp).
+        // Modes sequential and none (issue 42): ascending ranges without a
+        // pattern split too, entering where a find on lo enters; one with a
+        // limit is budgeted (split_ranges.hpp): located first, then split
+        // forward from lo only as far as its limit needs.  Patterns walk level
+        // 0 (their jumps over the towers skip the nodes that cannot match), as
+        // do descending ranges (each step a locate, stopping at the limit).
         range_state& state = m_ranges[slot];
         state.split = true;
         state.cursor = std::string(lo);
@@ -411,13 +428,22 @@ void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, st
         state.bounded = bounded;
         state.remaining = wire_limit;
         state.descending = descending;
-        state.top = descending_key(hi, bounded);
+        // top: where a descending chain has got to; an ascending one's lo (the
+        // order of mode sequential asks for the whole interval: range_lo).
+        state.top = descending ? descending_key(hi, bounded) : std::string(lo);
+        state.entries = 0;
+        state.pieces.clear();
         if (bounded && hi <= lo) {
             finish_split_range(slot, state);
             return;
         }
-        write(m_shared.handlers.range_split, m_shared.head, static_cast<std::uint8_t>(m_shared.top_level()),
-              wire::range_split_header{m_shared.rank(), slot, flags, wire_limit});
+        if (total_order) {
+            write(m_shared.handlers.range_split, m_shared.head, static_cast<std::uint8_t>(m_shared.top_level()),
+                  wire::range_split_header{m_shared.rank(), slot, flags, wire_limit});
+            return;
+        }
+        const skiplist_node_id entry = uses_shortcuts() ? m_directory.entry_point(lo) : m_shared.head;
+        split_ranges::send_split(m_shared, entry, entry_level_byte(entry), slot, lo, hi, flags, wire_limit);
         return;
     }
     m_ranges[slot].remaining = 1;  // it has left (covered_by_range)

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "mpidict/error.hpp"
+#include "split_ranges.hpp"
 
 namespace mpidict::detail {
 
@@ -111,7 +112,7 @@ void skiplist_caller::handle_range_part(int source, std::string_view record) {
 skiplist_caller::range_reads skiplist_caller::reads_of(const range_state& state, std::string_view result,
                                                        std::uint32_t count) const {
     range_reads reads;
-    reads.lo = state.cursor;
+    reads.lo = state.split && !state.descending ? state.top : state.cursor;  // a split range's cursor moves
     reads.end = state.hi;
     reads.bounded = state.bounded;
     if (state.limit != 0 && count >= state.limit && count > 0) {
@@ -169,7 +170,9 @@ void skiplist_caller::settle_ranges() {
                 state.count = 0;
                 state.last = no_slot;
                 state.source = -1;
-                dispatch_range(slot, state.cursor, state.hi, state.bounded, state.limit, state.pattern, false,
+                // Copies: dispatch_range sets a split range's cursor, hi and top again.
+                const std::string lo = state.split ? state.top : state.cursor, hi = state.hi;
+                dispatch_range(slot, lo, hi, state.bounded, state.limit, state.pattern, false,
                                0);  // never a count or erase_range: those do not go ahead
             } else {
                 if (m_speculating > 0)
@@ -214,7 +217,11 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
         take_descending_piece(slot, state, from, to, bounded, header.entries, data);
         return;
     }
-    if (from < state.cursor || (bounded && to <= from) || state.pieces.count(from) != 0)
+    // A cut (modes sequential and none, split_ranges.hpp): [to, to), nothing
+    // at or above `to` was sent; kept as a piece with no entries that ends there.
+    const bool cut = (header.bounded & split_ranges::piece_cut) != 0;
+    if (from < state.cursor || (bounded && to <= from && !cut) || (cut && (to != from || header.entries != 0)) ||
+        state.pieces.count(from) != 0)
         throw decode_error("mpidict: skiplist_map range piece that overlaps another");
     state.source = source;
     state.pieces.emplace(from, range_state::piece{to, bounded, header.entries, std::string(data)});
@@ -223,6 +230,20 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
          next = state.pieces.find(state.cursor)) {
         range_state::piece taken = std::move(next->second);
         state.pieces.erase(next);
+        if (taken.bounded && taken.to == state.cursor) {
+            // A cut at the cursor: done when the limit is met (or the query
+            // ends here), else the query goes on from the cut, budgeted with
+            // what is left of its limit.
+            if (state.remaining == 0 || (state.bounded && state.cursor >= state.hi)) {
+                finish_split_range(slot, state);
+                return;
+            }
+            const auto flags = static_cast<std::uint8_t>(state.bounded ? wire::range_bounded : 0);
+            const skiplist_node_id entry = uses_shortcuts() ? m_directory.entry_point(state.cursor) : m_shared.head;
+            split_ranges::send_split(m_shared, entry, entry_level_byte(entry), slot, state.cursor, state.hi, flags,
+                                     state.remaining);
+            return;
+        }
         // Cut to the entries the limit leaves (count, erase_range: no limit, no entries).
         std::uint32_t kept = state.counting ? taken.entries : 0;
         byte_reader entries = reader_of(taken.data);
@@ -305,9 +326,22 @@ void skiplist_caller::finish_split_range(std::uint32_t slot, range_state& state)
     }
     std::string result = state.counting ? counted_bytes(state.entries) : std::move(state.collected);
     const int source = state.source < 0 ? m_shared.rank() : state.source;
+    if (state.speculative) {
+        // Mode sequential: it went ahead of earlier ranges (settle_ranges).
+        state.complete = true;
+        state.collected = std::move(result);
+        state.count = count;
+        state.source = source;
+        settle_ranges();
+        return;
+    }
+    if (m_speculating > 0)
+        m_settled_reads.emplace(state.sequence, reads_of(state, result, count));
     m_ranges.erase(slot);
     deliver(take_range_sequence(slot), completion{source, slot, count, std::move(result)});
-    if (!m_issue_queue.empty())
+    if (m_speculating > 0)
+        settle_ranges();  // drains the issue queue
+    else if (!m_issue_queue.empty())
         drain_issue_queue();
 }
 

@@ -8,6 +8,7 @@
 
 #include "mpidict/error.hpp"
 #include "mpidict/key_pattern.hpp"
+#include "split_ranges.hpp"
 
 namespace mpidict::detail {
 
@@ -353,8 +354,15 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
     byte_reader in = reader_of(record);
     const auto route = read_record<wire::route_header>(in);
     const skiplist_node_id id{m_shared.rank(), route.slot, route.generation};
-    const int arrival = route.level & wire::level_mask;
+    const std::uint8_t level_byte = route.level;
+    const int arrival = level_byte & wire::level_mask;
     const std::uint8_t hops = route.hops;
+    const std::string_view tail = record.substr(wire_bytes<wire::route_header>);
+    const bool shortcut = (level_byte & wire::route_shortcut) != 0;
+    if (shortcut && !m_nodes.live(id)) {
+        m_shared.fall_back_to_head(h.range_split, tail, level_byte, hops);  // see skiplist_nodes::handle_point
+        return;
+    }
     node& here = m_nodes.addressed(id, "range split");
     if (m_nodes.hold_if_busy(here, h.range_split, source, record, arrival))
         return;
@@ -365,38 +373,129 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
     const std::uint32_t slot = header.slot;
     const bool bounded = (header.flags & wire::range_bounded) != 0;
     const bool descending = (header.flags & wire::range_descending) != 0;
+    const bool budgeted = (header.flags & split_ranges::range_budgeted) != 0;
     const std::uint64_t limit = header.limit;
     const std::string_view lo = read_string(in);
     const std::string_view hi = read_string(in);
-    const std::string_view pattern_bytes = read_string(in);
-    if (!m_shared.valid_rank(caller) || limit == 0 || (bounded && hi <= lo) || lo < std::string_view(here.separator))
-        throw decode_error("mpidict: skiplist_map range split record with a bad caller, limit, interval or node");
+    const std::string_view third = read_string(in);
+    const std::string_view pattern_bytes = budgeted ? std::string_view() : third;
+    const std::uint64_t budget = budgeted ? split_ranges::budget_of(third) : 0;
+    if (shortcut && lo < std::string_view(here.separator)) {
+        // A shortcut entered above lo (modes sequential and none): from the head.
+        ++stats.hops;
+        m_shared.fall_back_to_head(h.range_split, tail, level_byte, hops);
+        return;
+    }
+    if (!m_shared.valid_rank(caller) || limit == 0 || (bounded && hi <= lo) || lo < std::string_view(here.separator) ||
+        (budgeted && (budget == 0 || descending || (header.flags & wire::range_count) != 0)))
+        throw decode_error("mpidict: skiplist_map range split record with a bad caller, limit, budget, interval or node");
     std::optional<key_pattern> pattern;
     if (!pattern_bytes.empty())
         pattern = key_pattern::deserialize(pattern_bytes);
     auto send_piece = [&](skiplist_node_id to, int level, std::string_view from, std::string_view upto,
-                          bool up_bounded) {
+                          bool up_bounded, std::uint64_t open_budget) {
         ++stats.hops;
         const auto flags = static_cast<std::uint8_t>((up_bounded ? wire::range_bounded : 0) |
                                                      (descending ? wire::range_descending : 0) |
+                                                     (open_budget != 0 ? split_ranges::range_budgeted : 0) |
                                                      (header.flags & (wire::range_count | wire::range_erase)));
         forward_three(m_shared, h.range_split, to, level, 0, skiplist_shared::next_hops(hops),
-                      wire::range_split_header{caller, slot, flags, limit}, from, upto, pattern_bytes);
+                      wire::range_split_header{caller, slot, flags, limit}, from, upto,
+                      open_budget != 0 ? std::string_view(split_ranges::budget_bytes(open_budget)) : pattern_bytes);
     };
     std::string upto(hi);
     bool up_bounded = bounded;
-    for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
-        const link& next = here.tower[static_cast<std::size_t>(level)];
-        if (!next.set || next.to.null())
-            continue;
-        if (std::string_view(next.separator) <= lo) {
-            send_piece(next.to, level, lo, upto, up_bounded);
-            return;
+    if (budgeted) {
+        // Located like a find: the whole piece goes on while a successor's
+        // separator is <= lo.
+        for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
+            const link& next = here.tower[static_cast<std::size_t>(level)];
+            if (next.set && !next.to.null() && std::string_view(next.separator) <= lo) {
+                send_piece(next.to, level, lo, hi, bounded, budget);
+                return;
+            }
         }
-        if (!up_bounded || next.separator < upto) {
-            send_piece(next.to, level, next.separator, upto, up_bounded);
-            upto = next.separator;
+        // This node holds lo.  A level-l link spans about (1 / p)^l nodes of
+        // about this node's fill each, so [lo, successor on level l) holds about
+        // mine + fill * ((1 / p)^l - 1) keys.  The levels below the first whose
+        // successor lies at or above hi, or whose estimate reaches the budget,
+        // each take the piece between their successor and the next level's
+        // (split there as Listing 2 splits it); that successor's separator ends
+        // the query with a cut.  When no level does, the top one's successor
+        // takes the open rest with the budget left.
+        const std::size_t mine = here.run.size() - here.run.lower_bound(lo);
+        const double fill = static_cast<double>(
+            std::max<std::size_t>({here.run.size(), m_shared.config.granularity / 4, std::size_t{1}}));
+        const double p = m_shared.config.tower_probability;
+        const double widen = p > 0 && p < 1 ? 1 / p : 2;
+        int end_level = -1;    // the level whose successor ends the query (cut, or at hi)
+        int open_level = -1;   // no end: the highest linked level, which takes the open rest
+        bool cut = false;
+        double span = 1;
+        double estimate = static_cast<double>(mine);
+        for (int level = 0; level < static_cast<int>(here.tower.size()); ++level, span *= widen) {
+            const link& next = here.tower[static_cast<std::size_t>(level)];
+            if (!next.set || next.to.null())
+                continue;
+            if (bounded && std::string_view(next.separator) >= hi) {
+                end_level = level;
+                break;
+            }
+            estimate = static_cast<double>(mine) + fill * (span - 1);
+            if (estimate >= static_cast<double>(budget)) {
+                end_level = level;
+                cut = true;
+                break;
+            }
+            open_level = level;
+        }
+        int below = static_cast<int>(here.tower.size()) - 1;  // the levels that take bounded pieces: [0, below]
+        if (end_level >= 0) {
+            below = end_level - 1;
+            if (cut) {
+                upto = here.tower[static_cast<std::size_t>(end_level)].separator;
+                up_bounded = true;
+            }
+        } else if (open_level >= 0) {
+            const link& top = here.tower[static_cast<std::size_t>(open_level)];
+            const auto left = static_cast<std::uint64_t>(std::max(1.0, static_cast<double>(budget) - estimate));
+            send_piece(top.to, open_level, top.separator, hi, bounded, left);
+            upto = top.separator;
             up_bounded = true;
+            below = open_level - 1;
+        }
+        for (int level = below; level >= 0; --level) {
+            const link& next = here.tower[static_cast<std::size_t>(level)];
+            if (next.set && !next.to.null() && (!up_bounded || next.separator < upto)) {
+                send_piece(next.to, level, next.separator, upto, true, 0);
+                upto = next.separator;
+                up_bounded = true;
+            }
+        }
+        if (cut) {
+            // The cut: [end, end), nothing at or above it was sent.
+            const std::string_view end = here.tower[static_cast<std::size_t>(end_level)].separator;
+            const std::size_t bytes = wire_bytes<wire::range_piece_header> + 2 * string_bytes(end);
+            byte_writer out(m_shared.engine->reserve(caller, h.range_piece, bytes), bytes);
+            out.record(wire::range_piece_header{slot, static_cast<std::uint8_t>(1 | split_ranges::piece_cut), 0});
+            put_string(out, end);
+            put_string(out, end);
+            out.finish();
+        }
+    } else {
+        for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
+            const link& next = here.tower[static_cast<std::size_t>(level)];
+            if (!next.set || next.to.null())
+                continue;
+            if (std::string_view(next.separator) <= lo) {
+                send_piece(next.to, level, lo, upto, up_bounded, 0);
+                return;
+            }
+            if (!up_bounded || next.separator < upto) {
+                send_piece(next.to, level, next.separator, upto, up_bounded, 0);
+                upto = next.separator;
+                up_bounded = true;
+            }
         }
     }
     // [lo, upto) is this node's: answer it in parts of at most one message.
