@@ -11,6 +11,7 @@
 // effect in any order) and is only counted.
 
 #include <cstdint>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,8 +31,10 @@ struct tally {
     int stale = 0, checked = 0;
 };
 
+// wide: the query returns k and the keys below it the caller wrote earlier
+// (each with 2), k last; else k alone.
 template <class Map, class Key, class Query>
-tally run_kind(Map& map, const std::vector<Key>& keys, bool ordered, Query&& query) {
+tally run_kind(Map& map, const std::vector<Key>& keys, bool ordered, Query&& query, bool wide = false) {
     // Every operation is started before any result is read.
     std::vector<decltype(map.insert(keys[0], 1))> first, second;
     std::vector<decltype(query(keys[0]))> ranged;
@@ -51,7 +54,10 @@ tally run_kind(Map& map, const std::vector<Key>& keys, bool ordered, Query&& que
         if (ordered)
             MPIDICT_CHECK_MSG(value && *value == 2, "find after insert(k, 2) did not return 2");
         ++result.checked;
-        if (entries.size() != 1 || entries[0].second != 2)
+        const bool all_two =
+            std::all_of(entries.begin(), entries.end(), [](const auto& entry) { return entry.second == 2; });
+        if (wide ? entries.empty() || entries.back().first != keys[i] || !all_two
+                 : entries.size() != 1 || entries[0].second != 2)
             ++result.stale;
     }
     return result;
@@ -93,6 +99,17 @@ int main(int argc, char** argv) {
                 report(rank, mode, "range_from limit 1",
                        run_kind(map, keys_for(2), ordered,
                                 [&](std::uint64_t k) { return map.range_from(k, {.limit = 1}); }));
+                // Ranges over several nodes (granularity 4): split over the
+                // towers in every mode (issue 42, item 2); the one with a limit
+                // is budgeted (cuts and resumes).  13 keys 7 apart end at k.
+                const std::uint64_t wide = 12 * 7;
+                report(rank, mode, "range over nodes",
+                       run_kind(map, keys_for(8), ordered, [&](std::uint64_t k) { return map.range(k - wide, k); },
+                                true));
+                report(rank, mode, "range over nodes limit 13",
+                       run_kind(
+                           map, keys_for(9), ordered,
+                           [&](std::uint64_t k) { return map.range(k - wide, k, {.limit = 13}); }, true));
                 report(rank, mode, "range descending",
                        run_kind(map, keys_for(3), ordered,
                                 [&](std::uint64_t k) { return map.range(k, k, {.descending = true}); }));
