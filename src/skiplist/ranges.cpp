@@ -374,6 +374,7 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
     const bool bounded = (header.flags & wire::range_bounded) != 0;
     const bool descending = (header.flags & wire::range_descending) != 0;
     const bool budgeted = (header.flags & split_ranges::range_budgeted) != 0;
+    const bool cut_end = (header.flags & split_ranges::range_cut_end) != 0;
     const std::uint64_t limit = header.limit;
     const std::string_view lo = read_string(in);
     const std::string_view hi = read_string(in);
@@ -387,17 +388,19 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
         return;
     }
     if (!m_shared.valid_rank(caller) || limit == 0 || (bounded && hi <= lo) || lo < std::string_view(here.separator) ||
-        (budgeted && (budget == 0 || descending || (header.flags & wire::range_count) != 0)))
+        (budgeted && (budget == 0 || descending || (header.flags & wire::range_count) != 0)) ||
+        (cut_end && (!budgeted || !bounded)))
         throw decode_error("mpidict: skiplist_map range split record with a bad caller, limit, budget, interval or node");
     std::optional<key_pattern> pattern;
     if (!pattern_bytes.empty())
         pattern = key_pattern::deserialize(pattern_bytes);
     auto send_piece = [&](skiplist_node_id to, int level, std::string_view from, std::string_view upto,
-                          bool up_bounded, std::uint64_t open_budget) {
+                          bool up_bounded, std::uint64_t open_budget, bool end_cut) {
         ++stats.hops;
         const auto flags = static_cast<std::uint8_t>((up_bounded ? wire::range_bounded : 0) |
                                                      (descending ? wire::range_descending : 0) |
                                                      (open_budget != 0 ? split_ranges::range_budgeted : 0) |
+                                                     (end_cut ? split_ranges::range_cut_end : 0) |
                                                      (header.flags & (wire::range_count | wire::range_erase)));
         forward_three(m_shared, h.range_split, to, level, 0, skiplist_shared::next_hops(hops),
                       wire::range_split_header{caller, slot, flags, limit}, from, upto,
@@ -411,18 +414,21 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
         for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
             const link& next = here.tower[static_cast<std::size_t>(level)];
             if (next.set && !next.to.null() && std::string_view(next.separator) <= lo) {
-                send_piece(next.to, level, lo, hi, bounded, budget);
+                send_piece(next.to, level, lo, hi, bounded, budget, cut_end);
                 return;
             }
         }
         // This node holds lo.  A level-l link spans about (1 / p)^l nodes of
         // about this node's fill each, so [lo, successor on level l) holds about
-        // mine + fill * ((1 / p)^l - 1) keys.  The levels below the first whose
-        // successor lies at or above hi, or whose estimate reaches the budget,
-        // each take the piece between their successor and the next level's
-        // (split there as Listing 2 splits it); that successor's separator ends
-        // the query with a cut.  When no level does, the top one's successor
-        // takes the open rest with the budget left.
+        // mine + fill * ((1 / p)^l - 1) keys.  Find the first level whose
+        // successor lies at or above hi (the end), or whose estimate reaches
+        // the budget (a cut there).  The levels below it each take the piece
+        // between their successor and the next level's (split there as Listing
+        // 2 splits it), except that below a cut the highest of them takes its
+        // piece budgeted, with the cut as its end (range_cut_end), and so on
+        // down: the cut lands about where the estimate runs out.  When no level
+        // ends it, the top one's successor takes the open rest, budgeted with
+        // what is left.
         const std::size_t mine = here.run.size() - here.run.lower_bound(lo);
         const double fill = static_cast<double>(
             std::max<std::size_t>({here.run.size(), m_shared.config.granularity / 4, std::size_t{1}}));
@@ -432,54 +438,73 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
         int open_level = -1;   // no end: the highest linked level, which takes the open rest
         bool cut = false;
         double span = 1;
-        double estimate = static_cast<double>(mine);
+        double open_estimate = static_cast<double>(mine);  // [lo, the open level's successor)
         for (int level = 0; level < static_cast<int>(here.tower.size()); ++level, span *= widen) {
             const link& next = here.tower[static_cast<std::size_t>(level)];
-            if (!next.set || next.to.null())
-                continue;
+            if (!next.set || next.to.null() ||
+                (open_level >= 0 && next.separator == here.tower[static_cast<std::size_t>(open_level)].separator))
+                continue;  // unlinked, or the node a lower level reaches already
             if (bounded && std::string_view(next.separator) >= hi) {
                 end_level = level;
                 break;
             }
-            estimate = static_cast<double>(mine) + fill * (span - 1);
+            const double estimate = static_cast<double>(mine) + fill * (span - 1);
             if (estimate >= static_cast<double>(budget)) {
                 end_level = level;
                 cut = true;
                 break;
             }
             open_level = level;
+            open_estimate = estimate;
         }
-        int below = static_cast<int>(here.tower.size()) - 1;  // the levels that take bounded pieces: [0, below]
-        if (end_level >= 0) {
-            below = end_level - 1;
-            if (cut) {
-                upto = here.tower[static_cast<std::size_t>(end_level)].separator;
-                up_bounded = true;
-            }
-        } else if (open_level >= 0) {
-            const link& top = here.tower[static_cast<std::size_t>(open_level)];
-            const auto left = static_cast<std::uint64_t>(std::max(1.0, static_cast<double>(budget) - estimate));
-            send_piece(top.to, open_level, top.separator, hi, bounded, left);
+        // Where this node ends the query with a cut, if it does: its own
+        // level's successor (its part alone reaches the budget), or hi when hi
+        // is itself a cut (range_cut_end) and the query ends there.
+        std::string cut_at;
+        int below = -1;  // the levels that take bounded pieces: [0, below]
+        auto hand_on = [&](int level, std::string_view end, bool end_bounded, bool end_cut) {
+            // The piece from this level's successor to `end`, budgeted with what is left.
+            const link& top = here.tower[static_cast<std::size_t>(level)];
+            const auto left = static_cast<std::uint64_t>(std::max(1.0, static_cast<double>(budget) - open_estimate));
+            send_piece(top.to, level, top.separator, end, end_bounded, left, end_cut);
             upto = top.separator;
             up_bounded = true;
-            below = open_level - 1;
+            below = level - 1;
+        };
+        if (cut && open_level >= 0) {
+            // The level below the cut's takes [its successor, the cut's) budgeted,
+            // and ends it: so the cut falls near where the budget runs out, not a
+            // whole level's span beyond it.
+            hand_on(open_level, here.tower[static_cast<std::size_t>(end_level)].separator, true, true);
+        } else if (cut) {
+            upto = here.tower[static_cast<std::size_t>(end_level)].separator;
+            up_bounded = true;
+            below = end_level - 1;
+            cut_at = upto;
+        } else if (end_level >= 0) {
+            below = end_level - 1;
+            if (cut_end)
+                cut_at = hi;
+        } else if (open_level >= 0) {
+            hand_on(open_level, hi, bounded, cut_end);
+        } else if (cut_end) {
+            cut_at = hi;  // the last node: [lo, hi) is its own
         }
         for (int level = below; level >= 0; --level) {
             const link& next = here.tower[static_cast<std::size_t>(level)];
             if (next.set && !next.to.null() && (!up_bounded || next.separator < upto)) {
-                send_piece(next.to, level, next.separator, upto, true, 0);
+                send_piece(next.to, level, next.separator, upto, true, 0, false);
                 upto = next.separator;
                 up_bounded = true;
             }
         }
-        if (cut) {
-            // The cut: [end, end), nothing at or above it was sent.
-            const std::string_view end = here.tower[static_cast<std::size_t>(end_level)].separator;
-            const std::size_t bytes = wire_bytes<wire::range_piece_header> + 2 * string_bytes(end);
+        if (!cut_at.empty()) {
+            // The cut: [cut_at, cut_at), nothing at or above it was sent.
+            const std::size_t bytes = wire_bytes<wire::range_piece_header> + 2 * string_bytes(cut_at);
             byte_writer out(m_shared.engine->reserve(caller, h.range_piece, bytes), bytes);
             out.record(wire::range_piece_header{slot, static_cast<std::uint8_t>(1 | split_ranges::piece_cut), 0});
-            put_string(out, end);
-            put_string(out, end);
+            put_string(out, cut_at);
+            put_string(out, cut_at);
             out.finish();
         }
     } else {
@@ -488,11 +513,11 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
             if (!next.set || next.to.null())
                 continue;
             if (std::string_view(next.separator) <= lo) {
-                send_piece(next.to, level, lo, upto, up_bounded, 0);
+                send_piece(next.to, level, lo, upto, up_bounded, 0, false);
                 return;
             }
             if (!up_bounded || next.separator < upto) {
-                send_piece(next.to, level, next.separator, upto, up_bounded, 0);
+                send_piece(next.to, level, next.separator, upto, up_bounded, 0, false);
                 upto = next.separator;
                 up_bounded = true;
             }

@@ -20,6 +20,12 @@ namespace mpidict::detail::split_ranges {
 // the rest on (an open piece to its top successor with the budget left) or
 // ends the query there with a cut.
 inline constexpr std::uint8_t range_budgeted = 0x40;
+// range_split flags: range_cut_end (with range_budgeted and range_bounded):
+// hi is a cut, not the query's end; the node whose part reaches hi says so
+// with a cut record.  A node that ends the query with a cut hands the piece
+// below the cut's level on budgeted, with the cut as its end, so the cut falls
+// near where the estimate runs out rather than a whole level's span beyond.
+inline constexpr std::uint8_t range_cut_end = 0x80;
 
 // range_piece_header::bounded bit: a cut.  The piece [to, to) (no entries)
 // says nothing was sent at or above `to`: the caller, once its chain reaches
@@ -49,6 +55,9 @@ inline void send_split(skiplist_shared& shared, skiplist_node_id entry, std::uin
                        std::string_view lo, std::string_view hi, std::uint8_t flags, std::uint64_t limit) {
     using wire = skiplist_wire;
     const bool budgeted = limit != skiplist_shared::unlimited && (flags & wire::range_count) == 0;
+    // The budget is the limit.  Aimed a quarter past it, bench/skiplist_map's
+    // ranges of 1,000 (2 ranks, 100,000 keys per rank) sent 2.05x the entries
+    // kept instead of 1.6x, for 9 % of ranges resumed after a cut instead of 21 %.
     const std::string third = budgeted ? budget_bytes(limit) : std::string();
     if (budgeted)
         flags = static_cast<std::uint8_t>(flags | range_budgeted);
