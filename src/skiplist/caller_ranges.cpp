@@ -92,7 +92,7 @@ void skiplist_caller::handle_range_part(int source, std::string_view record) {
 // (monotonic reads).  An unbounded range_from(lo, limit) overlaps every later
 // range above lo until it finishes, so with that rule alone a caller's ranges
 // ran one at a time.  Instead, a range held back only by earlier ranges (each
-// an ascending level-0 walk, not streamed) leaves at once, remembering their
+// ascending, split or a level-0 walk, not streamed) leaves at once, remembering their
 // issue numbers (`after`).  When all its parts are here it waits until each of
 // those ranges is final, then compares the keys they read (reads_of: [lo, the
 // last entry] when the limit stopped the range, else [lo, hi) or to the end of
