@@ -338,7 +338,7 @@ void skiplist_range_nodes::walk_down(node& here, skiplist_node_id id, std::uint8
 // Ranges split over the towers (the seed's Listing 2): every ascending range
 // in mode total_order (from the head), and in modes sequential and none those
 // without a pattern (from where a find on lo enters; budgeted when limited:
-// split_ranges.hpp, and docs/skiplist_map.md "Split ranges").  (The comments
+// opt-in, split_ranges.hpp, and docs/skiplist_map.md "Split ranges").  (The comments
 // of skiplist_ranges.hpp and skiplist_wire.hpp still say total_order only;
 // editing them rebuilds every target that includes skiplist_map.hpp.)
 // ---------------------------------------------------------------------------

@@ -101,7 +101,9 @@ int main(int argc, char** argv) {
                                 [&](std::uint64_t k) { return map.range_from(k, {.limit = 1}); }));
                 // Ranges over several nodes (granularity 4): split over the
                 // towers in every mode (issue 42, item 2); the one with a limit
-                // is budgeted (cuts and resumes).  13 keys 7 apart end at k.
+                // walks level 0 in sequential and none unless
+                // MPIDICT_SKIPLIST_BUDGETED_SPLIT=1 (budgeted: cuts and resumes).
+                // 13 keys 7 apart end at k.
                 const std::uint64_t wide = 12 * 7;
                 report(rank, mode, "range over nodes",
                        run_kind(map, keys_for(8), ordered, [&](std::uint64_t k) { return map.range(k - wide, k); },
