@@ -7,10 +7,12 @@
 //     match (key_pattern::next_candidate).
 //   - range with range_descending: from hi down, node by node, each step
 //     located from the directory or the head; stops at the limit.
-//   - range_split (mode total_order, the seed's Listing 2): the interval splits
-//     at every level on the way down, so the piece holding a key travels the
-//     links a point operation on that key travels; each node answers its piece
-//     with range_piece records naming the interval they cover.
+//   - range_split (the seed's Listing 2; every range in mode total_order, and
+//     in sequential and none the ascending ranges without a limit or pattern,
+//     src/skiplist/split_ranges.hpp): the interval splits at every level on the
+//     way down, so the piece holding a key travels the links a point operation
+//     on that key travels; each node answers its piece with range_piece records
+//     naming the interval they cover.
 //   - find_split (mode total_order, a find_many chunk): the chunk's sorted keys
 //     split the same way; each node answers the keys left to it (found_split).
 

@@ -105,7 +105,7 @@ struct skiplist_wire {
                               &range_part_header::entries};
         }
     };
-    // range_split (tail, mode total_order): {range_split_header} lo hi pattern;
+    // range_split (tail; skiplist_ranges.hpp says which ranges split): {range_split_header} lo hi pattern;
     // flags as a range_header's.
     struct range_split_header {
         std::int32_t caller;
