@@ -11,6 +11,7 @@
 #if defined(__linux__)
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -226,6 +227,7 @@ struct one_cpu {
         } attr{};
         attr.size = sizeof(attr);
         attr.sched_policy = SCHED_OTHER;
+        attr.sched_nice = getpriority(PRIO_PROCESS, 0);  // this thread's; the call sets it too
         attr.sched_runtime = 100'000;  // ns: the shortest slice the kernel grants
         (void)syscall(SYS_sched_setattr, 0, &attr, 0U);
 #endif
