@@ -269,12 +269,17 @@ func rangeText(s state, in input) string {
 		if in.desc {
 			e = part[len(part)-1-j]
 		}
-		text = strconv.AppendInt(text, e.key, 10)
-		text = append(text, ':')
-		text = strconv.AppendUint(text, e.value, 10)
-		text = append(text, ';')
+		text = appendEntry(text, e)
 	}
 	return string(text)
+}
+
+// appendEntry: "key:value;", an entry as range results and memo keys spell it.
+func appendEntry(text []byte, e entry) []byte {
+	text = strconv.AppendInt(text, e.key, 10)
+	text = append(text, ':')
+	text = strconv.AppendUint(text, e.value, 10)
+	return append(text, ';')
 }
 
 func equalStates(a, b state) bool {
@@ -316,10 +321,7 @@ func memoKey(position []int, s state) string {
 	}
 	key = append(key, '|')
 	for _, e := range s {
-		key = strconv.AppendInt(key, e.key, 10)
-		key = append(key, ':')
-		key = strconv.AppendUint(key, e.value, 10)
-		key = append(key, ';')
+		key = appendEntry(key, e)
 	}
 	return string(key)
 }
