@@ -242,12 +242,19 @@ public:
                                   {"rma_lock_free", m_settings.lock_free, true},
                                   {"hash_map", m_settings.hash_map, true},
                                   {"serial_unordered_set", m_settings.serial, false}};
-        for (const entry& backend : backends) {
-            if (!backend.enabled)
-                continue;
-            std::vector<double> samples;
-            bool shared_memory = false;
-            for (std::uint64_t rep = 0; rep < m_settings.reps; ++rep) {
+        // Repetitions outside, backends inside in an order that rotates with the
+        // repetition, so no backend always runs first or right after another.
+        constexpr std::size_t backend_count = sizeof(backends) / sizeof(backends[0]);
+        std::vector<double> samples_of[backend_count];
+        bool shared_memory_of[backend_count] = {};
+        for (std::uint64_t rep = 0; rep < m_settings.reps; ++rep) {
+            for (std::size_t slot = 0; slot < backend_count; ++slot) {
+                const std::size_t which = (slot + rep) % backend_count;
+                const entry& backend = backends[which];
+                if (!backend.enabled)
+                    continue;
+                std::vector<double>& samples = samples_of[which];
+                bool& shared_memory = shared_memory_of[which];
                 outcome result;
                 const std::string name = backend.name;
                 if (name == "rma_owner_lock")
@@ -276,6 +283,13 @@ public:
                 }
                 samples.push_back(result.seconds);
             }
+        }
+        for (std::size_t which = 0; which < backend_count; ++which) {
+            const entry& backend = backends[which];
+            if (!backend.enabled)
+                continue;
+            const std::vector<double>& samples = samples_of[which];
+            const bool shared_memory = shared_memory_of[which];
             const double median = mpidict::bench::summary::of(samples).median;
             m_medians[{volume, bytes}][backend.name] = median;
             json_object extra;

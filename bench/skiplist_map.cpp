@@ -82,6 +82,7 @@ struct settings {
     std::uint64_t adaptive = 1;
     std::uint64_t range_window = 16;
     std::uint64_t find_rounds = 1;
+    std::uint64_t rounds = 3;
     std::uint64_t ascending = 1;
     std::uint64_t route_cache = 1u << 16;
     std::string consistency = "sequential";
@@ -118,6 +119,11 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_count("ascending", &s.ascending, "1: run the ascending-key phase; 0: skip it; 2: run only it", 0, 2, "A")
         .add_count("find-rounds", &s.find_rounds,
                    "times the find phase runs (skiplist_map and hash_map); the median rate is reported", 1, 1000, "F")
+        .add_count("rounds", &s.rounds,
+                   "rounds of the uniform-key phases (skiplist_map, hash_map, the btree baseline, each on a fresh "
+                   "structure; the order alternates between rounds, medians reported; the memory figures come from "
+                   "round 1, where skiplist_map runs first)",
+                   1, 1000, "R")
         .add_count("seed", &s.seed, "keys and tower heights", 0, UINT64_MAX, "S")
         .add_count("latest-entries", &s.latest_entries,
                    "run only the latest-N phase: entries per key prefix (0: the other phases)", 0, 1ULL << 40, "E")
@@ -369,191 +375,244 @@ public:
         double range_rate = 0;
         double memory_per_pair = 0;
         std::vector<std::uint64_t> range_keys;
-        {
-            const auto before = mpidict::support::read_process_memory();
-            const double heap_before = heap_in_use();
-            mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
-            list_insert = timed(n, [&] {
-                const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(keys),
-                                                           std::span<const std::uint64_t>(values)).added();
-                check(fresh == n, "skiplist insert_many stored " + std::to_string(fresh) + " new keys of " +
-                                      std::to_string(n));
-            }, [&] { list.flush(); });
-            const auto after = mpidict::support::read_process_memory();
-            const double grown = static_cast<double>(after.rss_bytes) - static_cast<double>(before.rss_bytes);
-            memory_per_pair = max_over_ranks(grown / static_cast<double>(n));
-            const double heap_after = heap_in_use();
-            const double heap_per_pair =
-                heap_before < 0 ? -1 : max_over_ranks((heap_after - heap_before) / static_cast<double>(n));
-            double trimmed_per_pair = -1;
-#if defined(__GLIBC__)
-            if (heap_per_pair >= 0) {
-                // Right after the load, before the finds (untimed): gives the
-                // allocator's free pages back, so what is left is held memory.
-                malloc_trim(0);
-                const auto trimmed = mpidict::support::read_process_memory();
-                trimmed_per_pair = max_over_ranks(
-                    (static_cast<double>(trimmed.rss_bytes) - static_cast<double>(before.rss_bytes)) / static_cast<double>(n));
-            }
-#endif
-            const auto stats = list.local_statistics();
-            const double payload = static_cast<double>(stats.payload_bytes) / static_cast<double>(std::max<std::uint64_t>(1, stats.entries));
-
-            const auto before_find = list.local_statistics();
-            list_find = median_of_rounds(n, [&] {
-                std::uint64_t hits = 0;
-                list.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
-                    hits += value && *value == values[index];
-                });
-                check(hits == n, "skiplist find_many found " + std::to_string(hits) + " of " + std::to_string(n));
-            }, [&] { list.flush(); });
-            {
-                // Where the finds went: hops per answer, and how many took a
-                // shortcut (directory entry) or fell back to the head.
-                const auto after_find = list.local_statistics();
-                const double answers = total(static_cast<double>(after_find.answers - before_find.answers));
-                const double hops = total(static_cast<double>(after_find.answer_hops - before_find.answer_hops));
-                const double shortcuts = total(static_cast<double>(after_find.shortcut_entries - before_find.shortcut_entries));
-                const double failures = total(static_cast<double>(after_find.shortcut_failures - before_find.shortcut_failures));
-                const double head = total(static_cast<double>(after_find.head_visits - before_find.head_visits));
-                const double keys_found = total(static_cast<double>(n)) * static_cast<double>(m_s.find_rounds);
-                m_out.figure("skiplist_find_hops_per_op", answers > 0 ? hops / answers : 0, "hops");
-                m_out.figure("skiplist_find_shortcut_share", shortcuts / keys_found, "ratio");
-                m_out.figure("skiplist_find_fallbacks", failures, "ops");
-                m_out.figure("skiplist_find_head_visits_per_op", head / keys_found, "visits");
-            }
-
-            // Ranges: start at own keys, R results each.
-            std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));
-            std::uint64_t entries = 0;
-            const double range_seconds = timed_seconds([&] {
-                // Up to --range-window queries in flight, taken in issue order.
-                std::deque<std::pair<std::uint64_t, mpidict::request<mpidict::skiplist_map<std::uint64_t, std::uint64_t>::entry_list>>> pending;
-                std::uint64_t issued = 0;
-                while (issued < m_s.ranges_per_rank || !pending.empty()) {
-                    while (issued < m_s.ranges_per_rank && pending.size() < m_s.range_window) {
-                        const std::uint64_t from = keys[random() % n] & ~std::uint64_t{0xffffffff};
-                        pending.emplace_back(from, list.range_from(from, mpidict::range_options{m_s.range_results, false}));
-                        ++issued;
-                    }
-                    const std::uint64_t start = pending.front().first;
-                    const auto part = pending.front().second.get();
-                    pending.pop_front();
-                    entries += part.size();
-                    for (std::size_t i = 0; i < part.size(); ++i) {
-                        if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
-                            part[i].second != value_of(part[i].first)) {
-                            check(false, "a range returned a key out of order or a wrong value");
-                            break;
-                        }
-                        range_keys.push_back(part[i].first);
-                    }
-                }
-            }, [&] { list.flush(); });
-            range_rate = total(static_cast<double>(entries)) / max_over_ranks(range_seconds);
-            m_range_entries = entries;
-            m_out.figure("skiplist_insert_many_rate", list_insert, "ops/s");
-            m_out.figure("skiplist_find_many_rate", list_find, "ops/s");
-            m_out.figure("skiplist_window_after_find", max_over_ranks(static_cast<double>(list.current_window())), "keys",
-                         mpidict::bench::json_object().add("reduction", "max").add("adaptive", m_s.adaptive != 0));
-            m_out.figure("skiplist_range_entries_rate", range_rate, "entries/s",
-                         mpidict::bench::json_object().add("entries", total(static_cast<double>(entries))));
-            m_out.figure("skiplist_rss_growth_per_pair", memory_per_pair, "bytes",
-                         mpidict::bench::json_object().add("reduction", "max"));
-            m_out.figure("skiplist_payload_per_pair", payload, "bytes");
-            if (heap_per_pair >= 0) {
-                // What the structures hold (malloc's count, chunk headers
-                // included) against what RSS grew by: the difference is free
-                // memory the allocator kept after the load's transient buffers.
-                m_out.figure("skiplist_heap_growth_per_pair", heap_per_pair, "bytes",
-                             mpidict::bench::json_object().add("reduction", "max").add("source", "mallinfo2"));
-                m_out.figure("skiplist_rss_growth_after_trim_per_pair", trimmed_per_pair, "bytes",
-                             mpidict::bench::json_object().add("reduction", "max"));
-            }
-            list.destroy();
-        }
-
+        std::vector<double> list_inserts, list_finds, range_rates;
+        std::vector<double> hash_inserts, hash_finds, hash_range_rates;
+        std::vector<double> tree_inserts, tree_finds, tree_range_rates;
         // ---- hash_map, the same keys ------------------------------------------
         double hash_insert = 0;
         double hash_find = 0;
         double hash_range_keys_rate = 0;
-        {
-            mpidict::hash_map_config config;
-            config.expected_keys_per_rank = static_cast<std::size_t>(n + 4 * std::sqrt(static_cast<double>(n)) + 16);
-            mpidict::hash_map<std::uint64_t, std::uint64_t> map(m_w.comm, config);
-            hash_insert = timed(n, [&] {
-                for (std::uint64_t i = 0; i < n; ++i)
-                    map.async_insert(keys[i], values[i]);
-            }, [&] { map.flush(); });
-            hash_find = median_of_rounds(n, [&] {
-                std::uint64_t hits = 0;
-                map.find_many(std::span<const std::uint64_t>(keys), 1, [&](std::size_t index, auto found) {
-                    hits += found.size() == 1 && found[0] == values[index];
-                });
-                check(hits == n, "hash_map find_many found " + std::to_string(hits) + " of " + std::to_string(n));
-            }, [&] { map.flush(); });
-            // The keys the ranges returned, looked up one by one with find_many.
-            const double seconds = timed_seconds([&] {
-                std::uint64_t hits = 0;
-                map.find_many(std::span<const std::uint64_t>(range_keys), 1, [&](std::size_t, auto found) {
-                    hits += found.size() == 1;
-                });
-                check(hits == range_keys.size(), "hash_map did not find every key a range returned");
-            }, [&] { map.flush(); });
-            hash_range_keys_rate = total(static_cast<double>(range_keys.size())) / max_over_ranks(seconds);
-            m_out.figure("hash_map_insert_rate", hash_insert, "ops/s");
-            m_out.figure("hash_map_find_many_rate", hash_find, "ops/s");
-            m_out.figure("hash_map_find_of_range_keys_rate", hash_range_keys_rate, "keys/s");
-            map.destroy();
-        }
-
-        // ---- the baseline: range-partitioned btree_map per rank, same keys ----------
-        {
-            std::vector<std::uint64_t> sample;
-            for (std::uint64_t i = 0; i < n; i += std::max<std::uint64_t>(1, n / 256))
-                sample.push_back(keys[i]);
-            btree_partitioned tree(m_w.comm, std::span<const std::uint64_t>(sample), m_s.window);
-            const double insert_rate = timed(n, [&] {
-                for (std::uint64_t i = 0; i < n; ++i)
-                    tree.async_insert(keys[i], values[i]);
-            }, [&] { tree.flush(); });
-            const double find_rate = timed(n, [&] {
-                std::uint64_t hits = 0;
-                tree.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
-                    hits += value && *value == values[index];
-                });
-                check(hits == n, "btree find_many found " + std::to_string(hits) + " of " + std::to_string(n));
-            }, [&] { tree.flush(); });
-            std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));  // the same starts
-            std::uint64_t entries = 0;
-            const double seconds = timed_seconds([&] {
-                for (std::uint64_t q = 0; q < m_s.ranges_per_rank; ++q) {
-                    const std::uint64_t start = keys[random() % n] & ~std::uint64_t{0xffffffff};
-                    const auto part = tree.range_from(start, static_cast<std::uint32_t>(m_s.range_results));
-                    entries += part.size();
-                    for (std::size_t i = 0; i < part.size(); ++i)
-                        if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
-                            part[i].second != value_of(part[i].first)) {
-                            check(false, "a btree range returned a key out of order or a wrong value");
-                            break;
-                        }
+        // One round of each side on fresh structures. Round 1 runs skiplist_map
+        // first (its resident-set growth is the largest allocation so far, so the
+        // memory figures are its own); later rounds alternate the order. hash_map
+        // looks up the keys the last skiplist ranges returned (the same in every
+        // round: the same keys, the same starts).
+        bool first = true;
+        const auto run_list = [&] {
+            {
+                const auto before = mpidict::support::read_process_memory();
+                const double heap_before = heap_in_use();
+                mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
+                list_insert = timed(n, [&] {
+                    const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(keys),
+                                                               std::span<const std::uint64_t>(values)).added();
+                    check(fresh == n, "skiplist insert_many stored " + std::to_string(fresh) + " new keys of " +
+                                          std::to_string(n));
+                }, [&] { list.flush(); });
+                const auto after = mpidict::support::read_process_memory();
+                const double grown = static_cast<double>(after.rss_bytes) - static_cast<double>(before.rss_bytes);
+                const double grown_per_pair = max_over_ranks(grown / static_cast<double>(n));
+                if (first)
+                    memory_per_pair = grown_per_pair;
+                const double heap_after = heap_in_use();
+                const double heap_per_pair =
+                    heap_before < 0 ? -1 : max_over_ranks((heap_after - heap_before) / static_cast<double>(n));
+                double trimmed_per_pair = -1;
+#if defined(__GLIBC__)
+                if (heap_per_pair >= 0) {
+                    // Right after the load, before the finds (untimed): gives the
+                    // allocator's free pages back, so what is left is held memory.
+                    malloc_trim(0);
+                    const auto trimmed = mpidict::support::read_process_memory();
+                    trimmed_per_pair = max_over_ranks(
+                        (static_cast<double>(trimmed.rss_bytes) - static_cast<double>(before.rss_bytes)) / static_cast<double>(n));
                 }
-            }, [&] { tree.flush(); });
-            check(entries == m_range_entries, "btree ranges returned " + std::to_string(entries) +
-                                                  " entries, the skip list's the same queries " +
-                                                  std::to_string(m_range_entries));
-            const double range_rate_tree = total(static_cast<double>(entries)) / max_over_ranks(seconds);
-            m_out.figure("btree_insert_rate", insert_rate, "ops/s");
-            m_out.figure("btree_find_many_rate", find_rate, "ops/s");
-            m_out.figure("btree_range_entries_rate", range_rate_tree, "entries/s");
+#endif
+                const auto stats = list.local_statistics();
+                const double payload = static_cast<double>(stats.payload_bytes) / static_cast<double>(std::max<std::uint64_t>(1, stats.entries));
+
+                const auto before_find = list.local_statistics();
+                list_find = median_of_rounds(n, [&] {
+                    std::uint64_t hits = 0;
+                    list.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+                        hits += value && *value == values[index];
+                    });
+                    check(hits == n, "skiplist find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+                }, [&] { list.flush(); });
+                if (first) {
+                    // Where the finds went: hops per answer, and how many took a
+                    // shortcut (directory entry) or fell back to the head.
+                    const auto after_find = list.local_statistics();
+                    const double answers = total(static_cast<double>(after_find.answers - before_find.answers));
+                    const double hops = total(static_cast<double>(after_find.answer_hops - before_find.answer_hops));
+                    const double shortcuts = total(static_cast<double>(after_find.shortcut_entries - before_find.shortcut_entries));
+                    const double failures = total(static_cast<double>(after_find.shortcut_failures - before_find.shortcut_failures));
+                    const double head = total(static_cast<double>(after_find.head_visits - before_find.head_visits));
+                    const double keys_found = total(static_cast<double>(n)) * static_cast<double>(m_s.find_rounds);
+                    m_out.figure("skiplist_find_hops_per_op", answers > 0 ? hops / answers : 0, "hops");
+                    m_out.figure("skiplist_find_shortcut_share", shortcuts / keys_found, "ratio");
+                    m_out.figure("skiplist_find_fallbacks", failures, "ops");
+                    m_out.figure("skiplist_find_head_visits_per_op", head / keys_found, "visits");
+                }
+
+                // Ranges: start at own keys, R results each.
+                std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));
+                std::uint64_t entries = 0;
+                range_keys.clear();
+                const double range_seconds = timed_seconds([&] {
+                    // Up to --range-window queries in flight, taken in issue order.
+                    std::deque<std::pair<std::uint64_t, mpidict::request<mpidict::skiplist_map<std::uint64_t, std::uint64_t>::entry_list>>> pending;
+                    std::uint64_t issued = 0;
+                    while (issued < m_s.ranges_per_rank || !pending.empty()) {
+                        while (issued < m_s.ranges_per_rank && pending.size() < m_s.range_window) {
+                            const std::uint64_t from = keys[random() % n] & ~std::uint64_t{0xffffffff};
+                            pending.emplace_back(from, list.range_from(from, mpidict::range_options{m_s.range_results, false}));
+                            ++issued;
+                        }
+                        const std::uint64_t start = pending.front().first;
+                        const auto part = pending.front().second.get();
+                        pending.pop_front();
+                        entries += part.size();
+                        for (std::size_t i = 0; i < part.size(); ++i) {
+                            if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
+                                part[i].second != value_of(part[i].first)) {
+                                check(false, "a range returned a key out of order or a wrong value");
+                                break;
+                            }
+                            range_keys.push_back(part[i].first);
+                        }
+                    }
+                }, [&] { list.flush(); });
+                range_rate = total(static_cast<double>(entries)) / max_over_ranks(range_seconds);
+                m_range_entries = entries;
+                list_inserts.push_back(list_insert);
+                list_finds.push_back(list_find);
+                range_rates.push_back(range_rate);
+                if (!first) {
+                    list.destroy();
+                    return;
+                }
+                m_out.figure("skiplist_window_after_find", max_over_ranks(static_cast<double>(list.current_window())), "keys",
+                             mpidict::bench::json_object().add("reduction", "max").add("adaptive", m_s.adaptive != 0));
+                m_out.figure("skiplist_range_entries", total(static_cast<double>(entries)), "entries");
+                m_out.figure("skiplist_rss_growth_per_pair", memory_per_pair, "bytes",
+                             mpidict::bench::json_object().add("reduction", "max"));
+                m_out.figure("skiplist_payload_per_pair", payload, "bytes");
+                if (heap_per_pair >= 0) {
+                    // What the structures hold (malloc's count, chunk headers
+                    // included) against what RSS grew by: the difference is free
+                    // memory the allocator kept after the load's transient buffers.
+                    m_out.figure("skiplist_heap_growth_per_pair", heap_per_pair, "bytes",
+                                 mpidict::bench::json_object().add("reduction", "max").add("source", "mallinfo2"));
+                    m_out.figure("skiplist_rss_growth_after_trim_per_pair", trimmed_per_pair, "bytes",
+                                 mpidict::bench::json_object().add("reduction", "max"));
+                }
+                list.destroy();
+            }
+
+        };
+        const auto run_hash = [&] {
+            {
+                mpidict::hash_map_config config;
+                config.expected_keys_per_rank = static_cast<std::size_t>(n + 4 * std::sqrt(static_cast<double>(n)) + 16);
+                mpidict::hash_map<std::uint64_t, std::uint64_t> map(m_w.comm, config);
+                hash_insert = timed(n, [&] {
+                    for (std::uint64_t i = 0; i < n; ++i)
+                        map.async_insert(keys[i], values[i]);
+                }, [&] { map.flush(); });
+                hash_find = median_of_rounds(n, [&] {
+                    std::uint64_t hits = 0;
+                    map.find_many(std::span<const std::uint64_t>(keys), 1, [&](std::size_t index, auto found) {
+                        hits += found.size() == 1 && found[0] == values[index];
+                    });
+                    check(hits == n, "hash_map find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+                }, [&] { map.flush(); });
+                // The keys the ranges returned, looked up one by one with find_many.
+                const double seconds = timed_seconds([&] {
+                    std::uint64_t hits = 0;
+                    map.find_many(std::span<const std::uint64_t>(range_keys), 1, [&](std::size_t, auto found) {
+                        hits += found.size() == 1;
+                    });
+                    check(hits == range_keys.size(), "hash_map did not find every key a range returned");
+                }, [&] { map.flush(); });
+                hash_range_keys_rate = total(static_cast<double>(range_keys.size())) / max_over_ranks(seconds);
+                hash_inserts.push_back(hash_insert);
+                hash_finds.push_back(hash_find);
+                hash_range_rates.push_back(hash_range_keys_rate);
+                map.destroy();
+            }
+
+        };
+        const auto run_tree = [&] {
+            {
+                std::vector<std::uint64_t> sample;
+                for (std::uint64_t i = 0; i < n; i += std::max<std::uint64_t>(1, n / 256))
+                    sample.push_back(keys[i]);
+                btree_partitioned tree(m_w.comm, std::span<const std::uint64_t>(sample), m_s.window);
+                const double insert_rate = timed(n, [&] {
+                    for (std::uint64_t i = 0; i < n; ++i)
+                        tree.async_insert(keys[i], values[i]);
+                }, [&] { tree.flush(); });
+                const double find_rate = timed(n, [&] {
+                    std::uint64_t hits = 0;
+                    tree.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+                        hits += value && *value == values[index];
+                    });
+                    check(hits == n, "btree find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+                }, [&] { tree.flush(); });
+                std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));  // the same starts
+                std::uint64_t entries = 0;
+                const double seconds = timed_seconds([&] {
+                    for (std::uint64_t q = 0; q < m_s.ranges_per_rank; ++q) {
+                        const std::uint64_t start = keys[random() % n] & ~std::uint64_t{0xffffffff};
+                        const auto part = tree.range_from(start, static_cast<std::uint32_t>(m_s.range_results));
+                        entries += part.size();
+                        for (std::size_t i = 0; i < part.size(); ++i)
+                            if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
+                                part[i].second != value_of(part[i].first)) {
+                                check(false, "a btree range returned a key out of order or a wrong value");
+                                break;
+                            }
+                    }
+                }, [&] { tree.flush(); });
+                check(m_range_entries == 0 || entries == m_range_entries, "btree ranges returned " + std::to_string(entries) +
+                                                      " entries, the skip list's the same queries " +
+                                                      std::to_string(m_range_entries));
+                const double range_rate_tree = total(static_cast<double>(entries)) / max_over_ranks(seconds);
+                tree_inserts.push_back(insert_rate);
+                tree_finds.push_back(find_rate);
+                tree_range_rates.push_back(range_rate_tree);
+                tree.destroy();
+            }
+
+        };
+        for (std::uint64_t round = 0; round < m_s.rounds; ++round) {
+            first = round == 0;
+            if (round % 2 == 0) {
+                run_list();
+                run_hash();
+                run_tree();
+            } else {
+                run_tree();
+                run_list();
+                run_hash();
+            }
+        }
+        const auto med = [](const std::vector<double>& v) { return mpidict::bench::summary::of(v).median; };
+        list_insert = med(list_inserts);
+        list_find = med(list_finds);
+        range_rate = med(range_rates);
+        hash_insert = med(hash_inserts);
+        hash_find = med(hash_finds);
+        hash_range_keys_rate = med(hash_range_rates);
+        const auto rounds_field = mpidict::bench::json_object().add("order", "alternating per round");
+        m_out.figure("skiplist_insert_many_rate", list_inserts, "ops/s", rounds_field);
+        m_out.figure("skiplist_find_many_rate", list_finds, "ops/s", rounds_field);
+        m_out.figure("skiplist_range_entries_rate", range_rates, "entries/s", rounds_field);
+        m_out.figure("hash_map_insert_rate", hash_inserts, "ops/s", rounds_field);
+        m_out.figure("hash_map_find_many_rate", hash_finds, "ops/s", rounds_field);
+        m_out.figure("hash_map_find_of_range_keys_rate", hash_range_rates, "keys/s", rounds_field);
+        m_out.figure("btree_insert_rate", tree_inserts, "ops/s", rounds_field);
+        m_out.figure("btree_find_many_rate", tree_finds, "ops/s", rounds_field);
+        m_out.figure("btree_range_entries_rate", tree_range_rates, "entries/s", rounds_field);
+        {
             const auto beside = [](double ours, double baseline) {
                 return mpidict::bench::json_object().add("ours_rate", ours).add("baseline_rate", baseline);
             };
-            m_out.figure("skiplist_vs_btree_insert", list_insert / insert_rate, "ratio", beside(list_insert, insert_rate));
-            m_out.figure("skiplist_vs_btree_find", list_find / find_rate, "ratio", beside(list_find, find_rate));
-            m_out.figure("skiplist_vs_btree_range", range_rate / range_rate_tree, "ratio",
-                         beside(range_rate, range_rate_tree));
-            tree.destroy();
+            const double tree_insert = med(tree_inserts), tree_find = med(tree_finds), tree_range = med(tree_range_rates);
+            m_out.figure("skiplist_vs_btree_insert", list_insert / tree_insert, "ratio", beside(list_insert, tree_insert));
+            m_out.figure("skiplist_vs_btree_find", list_find / tree_find, "ratio", beside(list_find, tree_find));
+            m_out.figure("skiplist_vs_btree_range", range_rate / tree_range, "ratio", beside(range_rate, tree_range));
         }
 
         const auto rates = [](double ours, double baseline) {

@@ -20,6 +20,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -93,31 +94,52 @@ int run(const settings& s, const mpidict::bench::world& w) {
         const auto after = mpidict::support::read_process_memory().rss_bytes;
         rss_per_entry.push_back(mpidict::bench::sum_over_ranks(double(after) - double(before), w.comm) / double(total_keys));
         copy_per_entry.push_back(mpidict::bench::sum_over_ranks(double(snap.local_bytes()), w.comm) / double(total_keys));
-        // Reads, interleaved: the snapshot's, then the live map's, each checked.
+        // Reads, interleaved, each checked: the snapshot's first in even
+        // repetitions, the live map's first in odd ones.
+        const bool live_first = rep % 2 == 1;
+        const auto in_order = [live_first](auto&& snap_side, auto&& live_side) {
+            double snap_time = 0, live_time = 0;
+            if (live_first)
+                live_time = live_side();
+            snap_time = snap_side();
+            if (!live_first)
+                live_time = live_side();
+            return std::pair{snap_time, live_time};
+        };
         std::uint64_t wrong = 0;
-        const double snap_seconds = slowest_seconds(w.comm, [&] {
-            for (key_type k : probes)
-                wrong += snap.find(k).value_or(-1) != k;
-            map.flush();
-        });
-        const double live_seconds = slowest_seconds(w.comm, [&] {
-            for (key_type k : probes)
-                wrong += map.find(k).get().value_or(-1) != k;
-            map.flush();
-        });
+        const auto [snap_seconds, live_seconds] = in_order(
+            [&] {
+                return slowest_seconds(w.comm, [&] {
+                    for (key_type k : probes)
+                        wrong += snap.find(k).value_or(-1) != k;
+                    map.flush();
+                });
+            },
+            [&] {
+                return slowest_seconds(w.comm, [&] {
+                    for (key_type k : probes)
+                        wrong += map.find(k).get().value_or(-1) != k;
+                    map.flush();
+                });
+            });
         snap_find.push_back(double(s.reads) / snap_seconds);
         live_find.push_back(double(s.reads) / live_seconds);
         std::uint64_t snap_entries = 0, live_entries = 0;
-        const double snap_range_seconds = slowest_seconds(w.comm, [&] {
-            for (key_type lo : starts)
-                snap_entries += snap.range(lo, lo + key_type(span_keys * 7 - 1)).size();
-            map.flush();
-        });
-        const double live_range_seconds = slowest_seconds(w.comm, [&] {
-            for (key_type lo : starts)
-                live_entries += map.range(lo, lo + key_type(span_keys * 7 - 1)).get().size();
-            map.flush();
-        });
+        const auto [snap_range_seconds, live_range_seconds] = in_order(
+            [&] {
+                return slowest_seconds(w.comm, [&] {
+                    for (key_type lo : starts)
+                        snap_entries += snap.range(lo, lo + key_type(span_keys * 7 - 1)).size();
+                    map.flush();
+                });
+            },
+            [&] {
+                return slowest_seconds(w.comm, [&] {
+                    for (key_type lo : starts)
+                        live_entries += map.range(lo, lo + key_type(span_keys * 7 - 1)).get().size();
+                    map.flush();
+                });
+            });
         if (wrong != 0 || snap_entries != live_entries || snap_entries != s.ranges * span_keys)
             throw std::runtime_error("skiplist_snapshot: " + std::to_string(wrong) + " wrong finds, ranges gave " +
                                      std::to_string(snap_entries) + " and " + std::to_string(live_entries) +
@@ -142,9 +164,12 @@ int run(const settings& s, const mpidict::bench::world& w) {
     out.figure("live_find", live_find, "ops/s");
     out.figure("snapshot_range_1000", snap_range, "entries/s");
     out.figure("live_range_1000", live_range, "entries/s");
-    out.ratio("take_vs_local_sorted_copy", median(take) / median(local_copy), "(reported)", true);
-    out.ratio("snapshot_find_vs_live", median(snap_find) / median(live_find), "(reported)", true);
-    out.ratio("snapshot_range_vs_live", median(snap_range) / median(live_range), "(reported)", true);
+    out.ratio("take_vs_local_sorted_copy", median(take) / median(local_copy), "(reported)", true,
+              mpidict::bench::json_object().add("ours_ms", median(take) * 1e3).add("baseline_ms", median(local_copy) * 1e3));
+    out.ratio("snapshot_find_vs_live", median(snap_find) / median(live_find), "(reported)", true,
+              mpidict::bench::json_object().add("ours_rate", median(snap_find)).add("baseline_rate", median(live_find)));
+    out.ratio("snapshot_range_vs_live", median(snap_range) / median(live_range), "(reported)", true,
+              mpidict::bench::json_object().add("ours_rate", median(snap_range)).add("baseline_rate", median(live_range)));
     out.print_table();
     map.destroy();
     return 0;

@@ -13,7 +13,9 @@
 // repeated measurements carries "median", "min", "max" and "reps", and its
 // "value" is the median.  A ratio is a figure of its own with unit "ratio";
 // report::ratio also records the target it is judged against ("target",
-// "meets_target").  A figure that cannot be measured in this run (e.g. a
+// "meets_target") and the load; pass the two sides' own numbers as fields
+// "ours_<unit>" and "baseline_<unit>" (ours_rate, baseline_rate; ours_MBps, ...):
+// the table prints them beside the ratio.  A figure that cannot be measured in this run (e.g. a
 // ping-pong on one rank) is still printed, with "value": null and "skipped":
 // "<reason>", so a reader of the JSON sees why it is missing.
 //
@@ -27,7 +29,8 @@
 //   mpidict::bench::report out("my_bench", ranks, seed, rank == 0);
 //   out.context().add("keys_per_rank", n).add("value_bytes", 8);
 //   out.figure("insert_rate", samples, "ops/s");             // median of samples
-//   out.ratio("insert_vs_bulk", ours / theirs, ">= 1.0", ours >= theirs);
+//   out.ratio("insert_vs_bulk", ours / theirs, ">= 1.0", ours >= theirs,
+//             json_object().add("ours_rate", ours).add("baseline_rate", theirs));
 //   out.print_table();
 
 #include <algorithm>
@@ -120,6 +123,17 @@ public:
         fields.add("target", target).add("meets_target", meets_target).add("load_1m", load_1m());
         fields.merge(extra);
         std::string note = "target " + std::string(target) + (meets_target ? ": met" : ": MISSED");
+        // The two sides' own numbers beside the ratio (issue 52): every ratio passes
+        // them as "ours_<unit>" and "baseline_<unit>" fields, and the table shows them.
+        std::string ours, baseline;
+        for (const auto& [key, value] : extra.fields()) {
+            if (key.starts_with("ours_") && ours.empty() && value.front() != '"')
+                ours = key.substr(5) + " " + human(std::strtod(value.c_str(), nullptr));
+            else if (key.starts_with("baseline_") && baseline.empty() && value.front() != '"')
+                baseline = human(std::strtod(value.c_str(), nullptr));
+        }
+        if (!ours.empty() && !baseline.empty())
+            note += " (ours " + ours + ", baseline " + baseline + ")";
         emit(metric, support::json_number(value), "ratio", fields, value, NAN, NAN, note);
     }
 
