@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,33 @@ int run(const settings& s, const mpidict::bench::world& w) {
     mpidict::bench::report out(bench_name, w.size, 0, w.rank == 0);
     std::vector<double> duplicate, blocking, yielding, hash, linear, skiplist, rma;
     std::int64_t in = 1, result = 0;
+    // The floors first, then the four constructors in an order that rotates with
+    // the repetition (each timed from the barrier to its return; destroyed after).
+    const std::function<void()> constructors[] = {
+        [&] {
+            std::unique_ptr<mpidict::hash_map<std::uint64_t, std::uint64_t>> map;
+            hash.push_back(slowest_seconds(w.comm, [&] { map = std::make_unique<mpidict::hash_map<std::uint64_t, std::uint64_t>>(w.comm); }));
+            map->destroy();
+        },
+        [&] {
+            std::unique_ptr<mpidict::linear_hash_map<std::uint64_t, std::uint64_t>> map;
+            linear.push_back(slowest_seconds(w.comm, [&] {
+                map = std::make_unique<mpidict::linear_hash_map<std::uint64_t, std::uint64_t>>(w.comm);
+            }));
+            map->destroy();
+        },
+        [&] {
+            std::unique_ptr<mpidict::skiplist_map<std::uint64_t, std::uint64_t>> list;
+            skiplist.push_back(slowest_seconds(w.comm, [&] {
+                list = std::make_unique<mpidict::skiplist_map<std::uint64_t, std::uint64_t>>(w.comm);
+            }));
+            list->destroy();
+        },
+        [&] {
+            std::unique_ptr<mpidict::rma_hash_set<std::uint64_t>> set;
+            rma.push_back(slowest_seconds(w.comm, [&] { set = std::make_unique<mpidict::rma_hash_set<std::uint64_t>>(w.comm); }));
+            set->destroy();
+        }};
     for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
         MPI_Comm copy = MPI_COMM_NULL;
         duplicate.push_back(slowest_seconds(w.comm, [&] { MPI_Comm_dup(w.comm, &copy); }));
@@ -59,31 +88,8 @@ int run(const settings& s, const mpidict::bench::world& w) {
                     sched_yield();
             }
         }));
-        // Each timed from the barrier to the constructor's return; destroyed after.
-        {
-            std::unique_ptr<mpidict::hash_map<std::uint64_t, std::uint64_t>> map;
-            hash.push_back(slowest_seconds(w.comm, [&] { map = std::make_unique<mpidict::hash_map<std::uint64_t, std::uint64_t>>(w.comm); }));
-            map->destroy();
-        }
-        {
-            std::unique_ptr<mpidict::linear_hash_map<std::uint64_t, std::uint64_t>> map;
-            linear.push_back(slowest_seconds(w.comm, [&] {
-                map = std::make_unique<mpidict::linear_hash_map<std::uint64_t, std::uint64_t>>(w.comm);
-            }));
-            map->destroy();
-        }
-        {
-            std::unique_ptr<mpidict::skiplist_map<std::uint64_t, std::uint64_t>> list;
-            skiplist.push_back(slowest_seconds(w.comm, [&] {
-                list = std::make_unique<mpidict::skiplist_map<std::uint64_t, std::uint64_t>>(w.comm);
-            }));
-            list->destroy();
-        }
-        {
-            std::unique_ptr<mpidict::rma_hash_set<std::uint64_t>> set;
-            rma.push_back(slowest_seconds(w.comm, [&] { set = std::make_unique<mpidict::rma_hash_set<std::uint64_t>>(w.comm); }));
-            set->destroy();
-        }
+        for (std::uint64_t step = 0; step < 4; ++step)
+            constructors[(step + rep) % 4]();
     }
     const auto ms = [](std::vector<double> v) {
         for (double& x : v)
