@@ -617,7 +617,7 @@ int run(const settings& s, const world& w) {
     std::vector<double> absl_insert_rate, absl_find_rate;
     std::vector<double> insert_ratio, find_ratio;
     std::vector<double> ours_visit_rate, ours_reduce_rate, visit_vs_find, reduce_vs_find, load_per_rep,
-        pingpong_per_rep;
+        load_after_per_rep, pingpong_per_rep;
     latency_samples latency;
     double bytes_per_pair = 0, table_bytes_per_pair = 0, after_bytes_per_pair = 0, mean_bytes_per_pair = 0,
            mean_after_bytes_per_pair = 0;
@@ -757,18 +757,21 @@ int run(const settings& s, const world& w) {
         ours_reduce_rate.push_back(keys_total / ours_reduce_seconds);
         visit_vs_find.push_back(ours_find_seconds / ours_visit_seconds);
         reduce_vs_find.push_back(ours_find_seconds / ours_reduce_seconds);
+        load_after_per_rep.push_back(mpidict::support::read_load_average());
         if (w.rank == 0)
             std::fprintf(stderr,
-                         "rep %llu (%s first): load %.2f, ping-pong %.2f us; insert_vs_bulk %.3f, find_vs_bulk %.3f, "
-                         "visit_vs_find %.3f, reduce_vs_find %.3f\n",
+                         "rep %llu (%s first): load %.2f -> %.2f, ping-pong %.2f us; insert_vs_bulk %.3f, "
+                         "find_vs_bulk %.3f, visit_vs_find %.3f, reduce_vs_find %.3f\n",
                          static_cast<unsigned long long>(rep), rep % 2 == 0 ? "ours" : "baseline", load_per_rep.back(),
-                         pingpong_per_rep.empty() ? 0.0 : pingpong_per_rep.back(), insert_ratio.back(),
+                         load_after_per_rep.back(), pingpong_per_rep.empty() ? 0.0 : pingpong_per_rep.back(),
+                         insert_ratio.back(),
                          find_ratio.back(), visit_vs_find.back(), reduce_vs_find.back());
     }
-    // The machine state every ratio line carries (issue 47): the load average and
-    // a 16-byte ping-pong between ranks 0 and 1 at the start of each repetition.
+    // The machine state every ratio line carries (issue 47): the load average at
+    // the start and at the end of each repetition and a 16-byte ping-pong between
+    // ranks 0 and 1 at the start of each.
     json_object machine;
-    machine.add("load_average_per_rep", load_per_rep);
+    machine.add("load_average_per_rep", load_per_rep).add("load_average_after_per_rep", load_after_per_rep);
     if (!pingpong_per_rep.empty())
         machine.add("pingpong_us_per_rep", pingpong_per_rep)
             .add("pingpong_us_median", mpidict::bench::summary::of(pingpong_per_rep).median);

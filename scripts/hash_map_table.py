@@ -85,6 +85,11 @@ def table(lines):
         label = f"{ranks}" + (" OVERSUBSCRIBED" if any_line.get("oversubscribed") else "")
         find = metrics.get("find_vs_bulk", {})
         loads = find.get("load_average_per_rep") or []
+        loads_after = find.get("load_average_after_per_rep") or []
+        if len(loads_after) == len(loads):  # start -> end of each repetition
+            load_text = ", ".join(f"{a:.1f}→{b:.1f}" for a, b in zip(loads, loads_after))
+        else:
+            load_text = ", ".join(f"{x:.1f}" for x in loads)
         pingpong = find.get("pingpong_us_median")
         memory = metrics.get("bytes_per_pair") or metrics.get("peak_bytes_per_pair") or {}
         rows.append(
@@ -94,7 +99,7 @@ def table(lines):
             f"| {rate(metrics, 'find_rate')} / {rate(metrics, 'bulk_find_rate')} / {rate(metrics, 'absl_bulk_find_rate')} "
             f"| {ratio(metrics, 'find_vs_bulk')} | {ratio(metrics, 'latency_vs_pingpong')} "
             f"| {memory.get('value', float('nan')):.1f} "
-            f"| {', '.join(f'{x:.1f}' for x in loads)} "
+            f"| {load_text} "
             f"| {'—' if pingpong is None else f'{pingpong:.1f}'} |")
     return "\n".join(rows)
 
