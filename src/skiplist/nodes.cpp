@@ -97,26 +97,17 @@ skiplist_nodes::node& skiplist_nodes::addressed(skiplist_node_id id, const char*
 
 namespace {
 
-// Whether a record that came on `level` as arrival `arrival` must be replayed
-// ahead of `queued`: it came the old way of a pending link (below the link's
-// level, before the link's marker) and `queued` came over that link (at its
-// level or above, after its expect).  Levels only rise along these relations,
-// so they never contradict each other.
-bool goes_ahead(const skiplist_node& target, std::uint8_t level, std::uint32_t arrival,
-                const skiplist_node::held_record& queued) {
-    if (!target.links || level == skiplist_node::no_hold_level || queued.level == skiplist_node::no_hold_level)
-        return false;
-    for (const skiplist_pending_link& link : *target.links)
-        if (level < link.level && link.level <= queued.level && link.expect_at != skiplist_pending_link::no_arrival &&
-            queued.arrival >= link.expect_at && arrival < link.marker_at)
-            return true;
-    return false;
+// Whether a record stamped `stamp` (total_order) must be replayed ahead of
+// `queued`: it passed the head first.  Unstamped records (ordering markers,
+// structure records, requests of the other modes) keep their arrival order.
+bool goes_ahead(std::uint32_t stamp, const skiplist_node::held_record& queued) {
+    return skiplist_nodes::stamped_before(stamp, queued.stamp);
 }
 
 }  // namespace
 
 bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record,
-                                  int arrival_level) {
+                                  int arrival_level, std::uint32_t stamp) {
     if (target.holds == 0 && !target.allocating)
         return false;
     const std::uint32_t arrival = target.arrivals++;
@@ -132,8 +123,7 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
         bool ahead_of_all = true;
         if (target.held)
             for (const auto& queued : *target.held)
-                ahead_of_all = ahead_of_all && (queued.level == node::no_hold_level ||
-                                                goes_ahead(target, level, arrival, queued));
+                ahead_of_all = ahead_of_all && (queued.level == node::no_hold_level || goes_ahead(stamp, queued));
         if (ahead_of_all)
             return false;
     }
@@ -152,9 +142,9 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
     // one over it (sim_skiplist_history --mode total_order --find-many --probe,
     // seeds 114 and 501).  Each pending link now keeps its own window.
     auto position = std::find_if(target.held->begin(), target.held->end(), [&](const node::held_record& queued) {
-        return goes_ahead(target, level, arrival, queued);
+        return goes_ahead(stamp, queued);
     });
-    target.held->insert(position, node::held_record{handler, source, std::string(record), level, arrival});
+    target.held->insert(position, node::held_record{handler, source, std::string(record), level, arrival, stamp});
     ++m_shared.stats.held;
     return true;
 }
@@ -359,14 +349,23 @@ void skiplist_nodes::route_point(int source, skiplist_node_id id, std::uint8_t l
                              skiplist_shared::route(id, level, level_byte & ~wire::level_mask, hops));
             record.append(tail);
         }
-        if (hold_if_busy(here, m_shared.handlers.point, source, record, level))
+        if (hold_if_busy(here, m_shared.handlers.point, source, record, level, point.header.stamp))
             return;
     }
     if (id == m_shared.head) {
         ++m_shared.stats.head_visits;
         if (auto* probe = skiplist_order_probe_for_testing.load(std::memory_order_relaxed);
-            probe != nullptr && kind != skiplist_op::marker)
+            probe != nullptr && kind != skiplist_op::marker && point.header.stamp == 0)
             probe->at_head(point.header.caller, point.header.slot, point.header.ticket);
+        if (kind != skiplist_op::marker && point.header.stamp == 0 &&
+            (level_byte & (wire::route_free | wire::route_shortcut)) == 0) {
+            // total_order (entered at the head, not free): stamped with the
+            // head's order, and written anew from `point` to carry it.
+            skiplist_point stamped = point;
+            stamped.header.stamp = next_stamp();
+            route_point(source, id, level_byte, hops, stamped, {});
+            return;
+        }
     }
     const std::uint8_t free = level_byte & wire::route_free;
     if (key < std::string_view(here.separator)) {
@@ -381,8 +380,12 @@ void skiplist_nodes::route_point(int source, skiplist_node_id id, std::uint8_t l
             send_point(m_shared.head, m_shared.top_level(), free, skiplist_shared::next_hops(hops), point, tail);
         return;
     }
-    // Mode none climbs: the whole tower, whatever level the request came on.
-    const int next = forward_level(here, key, free ? static_cast<int>(here.tower.size()) - 1 : level, false);
+    // Mode none climbs: the whole tower, whatever level the request came on;
+    // so do total_order's stamped requests (issue 42, grid seed 2543: two
+    // requests that reached a node on different levels left it on different
+    // links, and the older one's way was longer).
+    const bool climb = free || point.header.stamp != 0;
+    const int next = forward_level(here, key, climb ? static_cast<int>(here.tower.size()) - 1 : level, false);
     if (free && kind != skiplist_op::marker && (hops & wire::route_fell_back) == 0) {
         // ... and jumps through this rank's directory when it knows a node
         // further on (at or below the key) than the tower's next hop.  Not

@@ -369,11 +369,18 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
         return;
     }
     node& here = m_nodes.addressed(id, "range split");
-    if (m_nodes.hold_if_busy(here, h.range_split, source, record, arrival))
+    auto header = read_record<wire::range_split_header>(in);
+    if (m_nodes.hold_if_busy(here, h.range_split, source, record, arrival, header.stamp))
         return;
-    if (id == m_shared.head)
+    if (id == m_shared.head) {
         ++stats.head_visits;
-    const auto header = read_record<wire::range_split_header>(in);
+        // total_order's (entered at the head, not free): stamped with the
+        // head's order, as a point record (skiplist_nodes::route_point).
+        if (header.stamp == 0 && (level_byte & (wire::route_free | wire::route_shortcut)) == 0)
+            header.stamp = m_nodes.next_stamp();
+    }
+    // A stamped piece climbs the tower as a stamped point record does.
+    const int top = header.stamp != 0 ? static_cast<int>(here.tower.size()) - 1 : arrival;
     const int caller = header.caller;
     const std::uint32_t slot = header.slot;
     const bool bounded = (header.flags & wire::range_bounded) != 0;
@@ -408,7 +415,7 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
                                                      (end_cut ? split_ranges::range_cut_end : 0) |
                                                      (header.flags & (wire::range_count | wire::range_erase)));
         forward_three(m_shared, h.range_split, to, level, 0, skiplist_shared::next_hops(hops),
-                      wire::range_split_header{caller, slot, flags, limit}, from, upto,
+                      wire::range_split_header{caller, slot, flags, limit, header.stamp}, from, upto,
                       open_budget != 0 ? std::string_view(split_ranges::budget_bytes(open_budget)) : pattern_bytes);
     };
     std::string upto(hi);
@@ -416,7 +423,7 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
     if (budgeted) {
         // Located like a find: the whole piece goes on while a successor's
         // separator is <= lo.
-        for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
+        for (int level = std::min(top, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
             const link& next = here.tower[static_cast<std::size_t>(level)];
             if (next.set && !next.to.null() && std::string_view(next.separator) <= lo) {
                 send_piece(next.to, level, lo, hi, bounded, budget, cut_end);
@@ -513,7 +520,7 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
             out.finish();
         }
     } else {
-        for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
+        for (int level = std::min(top, static_cast<int>(here.tower.size()) - 1); level >= 0; --level) {
             const link& next = here.tower[static_cast<std::size_t>(level)];
             if (!next.set || next.to.null())
                 continue;
@@ -656,9 +663,13 @@ void skiplist_range_nodes::handle_find_split(int source, std::string_view record
     const int arrival = route.level & wire::level_mask;
     const std::uint8_t hops = route.hops;
     node& here = m_nodes.addressed(id, "find split");
-    if (m_nodes.hold_if_busy(here, h.find_split, source, record, arrival))
+    auto header = read_record<wire::find_split_header>(in);
+    if (m_nodes.hold_if_busy(here, h.find_split, source, record, arrival, header.stamp))
         return;
-    const auto header = read_record<wire::find_split_header>(in);
+    // Stamped at the head (total_order's order, as a point record's); the
+    // pieces climb the towers as stamped point records do.
+    if (id == m_shared.head && header.stamp == 0)
+        header.stamp = m_nodes.next_stamp();
     const int caller = header.caller;
     const std::uint32_t slot = header.slot;
     if (!m_shared.valid_rank(caller) || (slot & 0x80000000u) == 0 || header.keys == 0 ||
@@ -691,7 +702,8 @@ void skiplist_range_nodes::handle_find_split(int source, std::string_view record
     }
     // keys[0, end) are still this node's to route or answer.
     std::size_t end = keys.size();
-    for (int level = std::min(arrival, static_cast<int>(here.tower.size()) - 1); level >= 0 && end > 0; --level) {
+    const int top = static_cast<int>(here.tower.size()) - 1;
+    for (int level = header.stamp != 0 ? top : std::min(arrival, top); level >= 0 && end > 0; --level) {
         const link& next = here.tower[static_cast<std::size_t>(level)];
         if (!next.set || next.to.null())
             continue;
@@ -708,7 +720,7 @@ void skiplist_range_nodes::handle_find_split(int source, std::string_view record
         ++stats.hops;
         byte_writer(m_shared.engine->reserve(next.to.rank, h.find_split, bytes), bytes)
             .record(skiplist_shared::route(next.to, level, 0, skiplist_shared::next_hops(hops)))
-            .record(wire::find_split_header{caller, slot, static_cast<std::uint32_t>(end - from)})
+            .record(wire::find_split_header{caller, slot, static_cast<std::uint32_t>(end - from), header.stamp})
             .put_bytes(entries)
             .finish();
         end = from;

@@ -112,6 +112,7 @@ struct skiplist_node {
         std::string bytes;
         std::uint8_t level = no_hold_level;  // arrival level (no_hold_level: none, never reordered)
         std::uint32_t arrival = 0;           // the node's arrival count when it came
+        std::uint32_t stamp = 0;             // total_order: the head's order (0: none, never reordered)
     };
     // Records that arrived while holding (allocated when the first one does:
     // an empty std::deque costs about 600 bytes per node).
@@ -163,9 +164,20 @@ public:
     void free_slot(std::uint32_t slot);
 
     // Queues the record if the node holds (split in progress, clears expected).
-    // arrival_level: the level the record came on (-1: never served while holding).
+    // arrival_level: the level the record came on (-1: never served while holding);
+    // stamp: the head's order of a request in total_order (0: none).
     bool hold_if_busy(node& target, runtime::handler_id handler, int source, std::string_view record,
-                      int arrival_level = -1);
+                      int arrival_level = -1, std::uint32_t stamp = 0);
+    // total_order: the next stamp of the head's handling order (never 0), and
+    // whether stamp a is older than b (serial-number order: stamps wrap).
+    std::uint32_t next_stamp() {
+        if (++m_stamps == 0)
+            ++m_stamps;
+        return m_stamps;
+    }
+    static bool stamped_before(std::uint32_t a, std::uint32_t b) {
+        return a != 0 && b != 0 && static_cast<std::int32_t>(a - b) < 0;
+    }
     // A new link on `level` from node `from_slot` on `from_rank` holds `target`
     // (expect); routed: its marker comes the old way (else nothing came that way).
     void link_expected(node& target, int from_rank, std::uint32_t from_slot, unsigned level, bool routed);
@@ -232,6 +244,7 @@ private:
     skiplist_range_nodes* m_ranges = nullptr;
     std::deque<node> m_nodes;            // this rank's slots (a deque: references stay valid)
     std::vector<std::uint32_t> m_free;   // free slots (LIFO)
+    std::uint32_t m_stamps = 0;          // the last stamp the head gave (next_stamp)
 };
 
 }  // namespace mpidict::detail

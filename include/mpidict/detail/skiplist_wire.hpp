@@ -46,16 +46,19 @@ struct skiplist_wire {
     // point (tail): {point_header} key value.  A routed ordering marker
     // (kind marker) carries the node id it clears as its value; `ticket` is
     // the caller's answer ticket, or a batch key's index when `slot` names a
-    // batch.
+    // batch.  `stamp` (mode total_order): the head's handling order, set
+    // when the record passes the head (0: not yet, or not a request); a
+    // holding node replays what it queued in stamp order (nodes.cpp).
     struct point_header {
         std::uint8_t kind;
         std::int32_t caller;
         std::uint32_t slot;
         std::uint32_t ticket;
         expiry_time expires;
+        std::uint32_t stamp = 0;
         static constexpr auto fields() {
-            return std::tuple{&point_header::kind, &point_header::caller, &point_header::slot, &point_header::ticket,
-                              &point_header::expires};
+            return std::tuple{&point_header::kind,   &point_header::caller,  &point_header::slot,
+                              &point_header::ticket, &point_header::expires, &point_header::stamp};
         }
     };
     // point_reply: {point_reply_header} separator, then the value (the rest).
@@ -112,9 +115,10 @@ struct skiplist_wire {
         std::uint32_t slot;
         std::uint8_t flags;
         std::uint64_t limit;
+        std::uint32_t stamp = 0;  // as a point_header's
         static constexpr auto fields() {
             return std::tuple{&range_split_header::caller, &range_split_header::slot, &range_split_header::flags,
-                              &range_split_header::limit};
+                              &range_split_header::limit, &range_split_header::stamp};
         }
     };
     // range_piece: {range_piece_header} from to, then `entries` × (key value):
@@ -137,8 +141,10 @@ struct skiplist_wire {
         std::int32_t caller;
         std::uint32_t slot;  // the batch
         std::uint32_t keys;
+        std::uint32_t stamp = 0;  // as a point_header's
         static constexpr auto fields() {
-            return std::tuple{&find_split_header::caller, &find_split_header::slot, &find_split_header::keys};
+            return std::tuple{&find_split_header::caller, &find_split_header::slot, &find_split_header::keys,
+                              &find_split_header::stamp};
         }
     };
     // found_split: {found_split_header}, then answers as found_direct's
@@ -327,7 +333,7 @@ struct skiplist_wire {
     };
 };
 
-static_assert(wire_bytes<skiplist_wire::route_header> == 10 && wire_bytes<skiplist_wire::point_header> == 21 &&
+static_assert(wire_bytes<skiplist_wire::route_header> == 10 && wire_bytes<skiplist_wire::point_header> == 25 &&
               wire_bytes<skiplist_wire::segment> == 16 && wire_bytes<skiplist_wire::find_direct_header> == 9);
 
 // Bytes of a length-prefixed string.
