@@ -2,11 +2,11 @@
 // point operations (Listings 1, 3 and 4 with G keys per node).  See
 // skiplist_nodes.hpp and the design comment of skiplist_map.hpp.
 //
-// A held node replays its queue in arrival order, except that while it holds
-// for a new link on level g what comes the old way (below g) before that link's
-// marker (hence older) goes ahead of what came over the link after its expect,
-// even while it also holds for its creation or for other links: each pending
-// link keeps its own window (skiplist_pending_link; the marker names its link).
+// A held node replays its queue in arrival order, except that a stamped
+// (total_order) record goes ahead of every queued record with a later stamp,
+// even while the node also holds for its creation or for other links (the
+// pending links' windows, skiplist_pending_link, decided this until the
+// arrival-level escape below).
 // Upper levels are linked one at a time, bottom up, so a node being spliced on a
 // level is already on every lower level, hence on every path into its range.
 // Cross-caller order (total_order): every request enters at the head, whose
@@ -32,7 +32,20 @@
 // spliced in after it (both on one rank) linked one target on one level while
 // it held, the second link's marker was taken for the first's, and the first
 // link's old way was replayed behind its new way.  Now named by rank, slot and
-// level (the expect record and the routed marker carry the slot).  Outside total_order
+// level (the expect record and the routed marker carry the slot).  A fourth
+// (the arrival-level escape, grid seed 2543 and direct seed 1539): A reached Y
+// on a lower level (the old way), B over the new link on level g; after the
+// hold A left Y on its arrival level, B on Y's level-g link, and a node split
+// off Y on the lower level only made A arrive second.  So the way on from a
+// node must not depend on the arrival level: total_order requests climb the
+// node's whole tower (points, find_split and range_split pieces alike).  Once
+// they climb, the arrival level no longer tells the old way from the new (an
+// old request climbs onto a second new link of the same level), so the hold
+// queue no longer decides by levels and windows: the head stamps each request
+// with its handling order (point_header, find_split_header, range_split_header
+// carry the stamp) and a holding node replays stamped records in stamp order
+// (goes_ahead); unstamped records (markers, structure records, other modes)
+// keep their arrival order.  Outside total_order
 // requests enter at different nodes (the directory), so a caller keeps one
 // operation per key in flight: later ones on the key wait at the caller until
 // the earlier one is answered (fire-and-forget ones included), so each caller's
@@ -131,16 +144,15 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
         target.low_queued = true;
     if (!target.held)
         target.held = std::make_unique<std::deque<node::held_record>>();
-    // Queued ahead of the first record that came over a pending link whose old
-    // way this one came (below its level, before its marker), even while the
-    // node also holds for its creation (hold_level 0: everything queues).
-    // Issue 42 found two escapes here: a node still holding for its creation
-    // replayed a request over the new, shorter way before an older one that
-    // took the old way; and, with one "last link" per node, a second link's
-    // expect made the node forget what had come over the first, so an older
-    // request that came the first link's old way was replayed behind a newer
-    // one over it (sim_skiplist_history --mode total_order --find-many --probe,
-    // seeds 114 and 501).  Each pending link now keeps its own window.
+    // Queued ahead of the first queued record with a later stamp (the head
+    // handled this one first), even while the node also holds for its
+    // creation (hold_level 0: everything queues).  Issue 42 found escapes
+    // here: a node still holding for its creation replayed a request over the
+    // new, shorter way before an older one that took the old way; with one
+    // "last link" per node a second link's expect made the node forget what
+    // had come over the first (seeds 114 and 501 of --find-many); and once
+    // records climb, the arrival level no longer tells old way from new
+    // (grid seed 2543): hence the head's stamps.
     auto position = std::find_if(target.held->begin(), target.held->end(), [&](const node::held_record& queued) {
         return goes_ahead(stamp, queued);
     });
