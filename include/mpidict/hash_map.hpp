@@ -18,6 +18,8 @@
 // take, erase, insert_if_absent, visit: one record and one reply record.
 // find_many, take_many: streamed; per owner a batch header each way, then per
 // key the key alone and its answer (the value alone when it is one fixed-size value).
+// find_many looks up the keys this rank owns in place, after handling what this
+// rank sent itself before (so it sees the same values a loopback message would).
 //
 // Capacity.  A per-rank limit on stored values and/or payload bytes.  An insert
 // that reaches it stores a prefix of its values and reports how many; the rest
@@ -865,7 +867,10 @@ private:
                     check_target(*target);
             },
             [&](const K& key) { return target ? target->rank : owner(key); },
-            [&](const K& key) { forget_pending_reduce(key); });
+            [&](const K& key) { forget_pending_reduce(key); },
+            [&](std::uint32_t count, auto&& key_at, std::uint32_t clamped, auto&& deliver, auto&& refuse) {
+                m_shard.find_local(count, key_at, clamped, deliver, refuse);
+            });
     }
 
     // ---- decoders (caller side: a request's get()) ----

@@ -544,6 +544,13 @@ bool engine::drain_loopback() {
     return active;
 }
 
+void engine::deliver_loopback() {
+    if (in_handler())
+        throw error("mpidict: deliver_loopback called from a handler");
+    ship(m_rank);  // loopback: queued and handled by the progress() it runs
+    drain_loopback();
+}
+
 bool engine::progress() {
     if (t_served_from_outside == this) [[unlikely]] {
         // Another container's wait serves this one (serving.hpp).  Not while

@@ -1,7 +1,8 @@
 // find_many: one call looks up keys owned by every rank, including keys that do
 // not exist (their callback gets an empty span), with and without a limit.  Every
 // index is answered exactly once with the values in insertion order.  find_many is
-// local: ranks call it different numbers of times.
+// local: ranks call it different numbers of times.  A rank's own keys are looked
+// up in place, in the smallest buffer too (in_place_small_buffer).
 
 #include <cstdint>
 #include <string>
@@ -123,6 +124,81 @@ void string_values(int rank, int size) {
     map.destroy();
 }
 
+// The keys a rank owns are looked up in place (no loopback message) and the
+// others through their owners, in one batch, in the smallest buffer (256
+// bytes): right after async inserts, without a flush, every key's 0, 1 or 3
+// values are found (the inserts to this rank are handled before its lookups,
+// those to others reach them before the lookups do), with limits 3, 1 and 0;
+// and a key whose answer cannot fit in one message fails the batch on the
+// calling rank, whether this rank or another owns it, while the others are
+// still answered.
+void in_place_small_buffer(int rank, int size) {
+    mpidict::hash_map_config config;
+    config.runtime.buffer_bytes = 256;
+    mpidict::hash_map<std::uint64_t, std::uint64_t> map(MPI_COMM_WORLD, config);
+    const std::uint64_t base = 500000 + static_cast<std::uint64_t>(rank) * 1000;
+    std::vector<std::uint64_t> keys;
+    for (std::uint64_t index = 0; index < 90; ++index) {
+        const std::uint64_t key = base + index;
+        keys.push_back(key);
+        for (std::uint64_t j = 0; j < (index % 3 == 0 ? 0 : index % 3 == 1 ? 1 : 3); ++j)
+            map.async_insert(key, key * 10 + j);
+    }
+    std::vector<int> owners(static_cast<std::size_t>(size), 0);
+    for (std::uint64_t key : keys)
+        ++owners[static_cast<std::size_t>(map.owner(key))];
+    MPIDICT_CHECK(owners[static_cast<std::size_t>(rank)] > 0);  // some keys are looked up in place
+    auto expected = [](std::uint64_t key) {
+        const std::uint64_t index = key % 1000;
+        std::vector<std::uint64_t> values;
+        for (std::uint64_t j = 0; j < (index % 3 == 0 ? 0 : index % 3 == 1 ? 1 : 3); ++j)
+            values.push_back(key * 10 + j);
+        return values;
+    };
+    look_up_all(map, keys, map.unlimited, expected);  // no flush since the inserts
+    look_up_all(map, keys, 1, expected);
+    look_up_all(map, keys, 0, expected);
+
+    // 40 values of 8 bytes do not fit in a 256-byte message: one key of this
+    // rank's and one of another's, each in a batch with answerable keys.
+    const std::uint64_t big_base = 700000 + static_cast<std::uint64_t>(rank) * 1000;
+    std::uint64_t own_big = 0, other_big = 0;
+    for (std::uint64_t key = big_base; key < big_base + 1000 && (own_big == 0 || other_big == 0); ++key) {
+        if (map.owner(key) == rank && own_big == 0)
+            own_big = key;
+        else if (map.owner(key) != rank && other_big == 0)
+            other_big = key;
+    }
+    for (std::uint64_t key : {own_big, other_big})
+        if (key != 0)
+            for (std::uint64_t j = 0; j < 40; ++j)
+                map.async_insert(key, j);
+    for (std::uint64_t big : {own_big, other_big}) {
+        if (big == 0)
+            continue;  // one rank: nobody else owns a key
+        std::vector<std::uint64_t> batch(keys.begin(), keys.begin() + 10);
+        batch.push_back(big);
+        std::size_t answered = 0;
+        bool threw = false;
+        try {
+            map.find_many(std::span<const std::uint64_t>(batch), map.unlimited,
+                          [&](std::size_t, std::span<const std::uint64_t>) { ++answered; });
+        } catch (const mpidict::invalid_argument_error& failure) {
+            threw = std::string(failure.what()).find("one message holds") != std::string::npos;
+        }
+        MPIDICT_CHECK_MSG(threw, "find_many of a key whose answer exceeds one message did not fail with the reason");
+        MPIDICT_CHECK_MSG(answered == 10, "the other keys of the failed batch: " + std::to_string(answered) +
+                                              " answered, expected 10");
+        // The refused key lost nothing: its first 20 values are still there.
+        std::size_t found = 0;
+        map.find_many(std::span<const std::uint64_t>(&big, 1), 20,
+                      [&](std::size_t, std::span<const std::uint64_t> values) { found = values.size(); });
+        MPIDICT_CHECK(found == 20);
+    }
+    map.flush();
+    map.destroy();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,5 +206,6 @@ int main(int argc, char** argv) {
         mpidict::testing::watchdog guard(rank, std::chrono::seconds(80), "mpi_hash_map_find_many");
         integer_values(rank, size);
         string_values(rank, size);
+        in_place_small_buffer(rank, size);
     });
 }

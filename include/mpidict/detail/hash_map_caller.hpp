@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <span>
 #include <string>
@@ -110,10 +111,18 @@ public:
     // values) for each.  check() runs after the batch's own checks (hash_map:
     // the target rank); before a key is encoded, before_key(key) (hash_map:
     // forget a waiting reduce of it).
-    template <class Function, class Check, class Destination, class BeforeKey>
+    //
+    // A find's keys this rank owns are not sent to itself: after this rank's
+    // records to itself waiting to be handled are handled (so the lookups see
+    // its earlier operations, as a loopback message queued behind them did),
+    // they are gathered in runs of local_run keys and looked up in place by
+    // find_local(count, key_at, limit, deliver, refuse) (hash_map_shard::
+    // find_local), which answers each with the same values or refusal an
+    // owner's message would carry.  take_many goes through the owner path.
+    template <class Function, class Check, class Destination, class BeforeKey, class FindLocal>
     void run(runtime::handler_id begin, runtime::handler_id keys_handler, bool take, runtime::op_kind kind_id,
              std::span<const K> keys, std::size_t limit, Function& on_result, Check&& check,
-             Destination&& destination, BeforeKey&& before_key) {
+             Destination&& destination, BeforeKey&& before_key, FindLocal&& find_local) {
         runtime::engine_lock lock(m_engine);
         m_engine.check_alive(m_engine.op_kind_name(kind_id).data());
         if (m_engine.in_handler())
@@ -125,6 +134,19 @@ public:
         check();
         const double start = runtime::now_seconds();
         m_callback = [&](std::size_t index, std::span<const V> values) { on_result(index, values); };
+        if constexpr (codec<V>::fixed_size) {
+            // Runs of single values (on_value): one indirect call per run, on_result inlined in its loop.
+            m_context = &on_result;
+            m_single_values = [](void* context, const std::uint32_t* indices, const std::byte* values,
+                                 std::uint32_t count) {
+                Function& function = *static_cast<Function*>(context);
+                for (std::uint32_t i = 0; i < count; ++i) {
+                    V value;
+                    std::memcpy(&value, values + std::size_t{i} * sizeof(V), sizeof(V));
+                    function(std::size_t{indices[i]}, std::span<const V>(&value, 1));
+                }
+            };
+        }
         ++m_id;
         m_pending = keys.size();
         m_error.clear();
@@ -133,13 +155,52 @@ public:
             hash_map_batches& self;
             ~reset() {
                 self.m_callback = nullptr;
+                self.m_single_values = nullptr;
+                self.m_context = nullptr;
                 self.m_pending = 0;
             }
         } guard{*this};
+        const int self = m_engine.rank();
+        const bool in_place = !take;
+        if (in_place)
+            m_engine.deliver_loopback();
+        std::uint32_t local[local_run];
+        std::uint32_t local_count = 0;
+        const auto look_up_local = [&] {
+            find_local(
+                local_count, [&](std::uint32_t i) -> const K& { return keys[local[i]]; }, clamped,
+                [&](std::uint32_t i, const auto& found, std::size_t n) {
+                    --m_pending;
+                    if constexpr (codec<V>::fixed_size) {
+                        if (n == 1) {
+                            const V value = found[0];
+                            on_result(std::size_t{local[i]}, std::span<const V>(&value, 1));
+                            return;
+                        }
+                    }
+                    // A copy: on_result may start operations that change the table.
+                    std::vector<V> values;
+                    values.reserve(n);
+                    found.copy_to(std::back_inserter(values), n);
+                    on_result(std::size_t{local[i]}, std::span<const V>(values));
+                },
+                [&](std::uint32_t, const std::string& message) {
+                    --m_pending;
+                    if (m_error.empty())
+                        m_error = message;
+                });
+            local_count = 0;
+        };
         for (std::size_t index = 0; index < keys.size(); ++index) {
             const K& key = keys[index];
             const int to = destination(key);
             before_key(key);
+            if (in_place && to == self) {
+                local[local_count++] = static_cast<std::uint32_t>(index);
+                if (local_count == local_run)
+                    look_up_local();
+                continue;
+            }
             peer& owner = m_peers[static_cast<std::size_t>(to)];
             if (owner.sent_batch != m_id) {
                 owner.sent_batch = m_id;
@@ -156,6 +217,8 @@ public:
                 byte_writer(m_engine.reserve(to, keys_handler, bytes), bytes).encode(key).finish();
             }
         }
+        if (local_count != 0)
+            look_up_local();
         auto& kind = m_engine.stats()[kind_id];
         kind.operations += keys.size();
         kind.initiation_seconds += runtime::now_seconds() - start;
@@ -190,13 +253,12 @@ public:
             peer& owner = m_peers[static_cast<std::size_t>(source)];
             if (!current(owner))
                 return;  // the answer to a batch abandoned by an exception: drop it
-            for (std::uint32_t index = 0; index < count; ++index, records += record_bytes) {
-                V value;
-                std::memcpy(&value, records, sizeof(V));
-                const std::uint32_t key_index = next_index(owner);
-                --m_pending;
-                m_callback(key_index, std::span<const V>(&value, 1));
-            }
+            if (count > owner.order.size() - owner.answered || count > m_pending)
+                throw decode_error("mpidict: more find_many answers than keys sent");
+            const std::uint32_t* indices = owner.order.data() + owner.answered;
+            owner.answered += count;
+            m_pending -= count;
+            m_single_values(m_context, indices, records, count);
         }
     }
 
@@ -264,8 +326,15 @@ private:
         return owner.order[owner.answered++];
     }
 
+    // A find's keys this rank owns, looked up in place per this many.
+    static constexpr std::uint32_t local_run = 256;
+
     runtime::engine& m_engine;
     std::function<void(std::size_t, std::span<const V>)> m_callback;
+    // on_value's path: the caller's on_result and a function calling it for a run of values.
+    void* m_context = nullptr;
+    void (*m_single_values)(void* context, const std::uint32_t* indices, const std::byte* values,
+                            std::uint32_t count) = nullptr;
     std::uint32_t m_id = 0;
     std::size_t m_pending = 0;
     std::string m_error;  // first failure reported by an owner during a batch

@@ -632,6 +632,51 @@ public:
         }
     }
 
+    // find_many's keys this rank owns, looked up in place instead of through a
+    // loopback message (hash_map_batches::run): key_at(i) for i < count, each
+    // fixed-size key hashed once and its slot prefetched ahead as
+    // on_many_keys does.  deliver(i, values, n) with the key's first n =
+    // min(limit, size) values, valid until the table changes; refuse(i,
+    // message) where the answer would not fit in one message (the same
+    // refusal, with the same room, as a streamed answer from another rank).
+    template <class KeyAt, class Deliver, class Refuse>
+    void find_local(std::uint32_t count, KeyAt&& key_at, std::uint32_t limit, Deliver&& deliver, Refuse&& refuse) const {
+        const std::size_t room = m_engine.max_record_bytes() - wire_bytes<wire::count_record>;
+        const auto one = [&](std::uint32_t index, const values_view& found) {
+            const std::size_t n = std::min<std::size_t>(limit, found.size());
+            std::size_t bytes = 0;
+            if constexpr (codec<V>::fixed_size) {
+                bytes = n * sizeof(V);
+            } else {
+                for (std::size_t i = 0; i < n; ++i)
+                    bytes += codec<V>::encoded_size(found[i]);
+            }
+            if (bytes > room) [[unlikely]]
+                refuse(index, too_large_message(m_engine.rank(), bytes, room));
+            else
+                deliver(index, found, n);
+        };
+        if constexpr (codec<K>::fixed_size) {
+            constexpr std::uint32_t lookahead = prefetch_lookahead;
+            std::uint64_t hashes[lookahead];
+            for (std::uint32_t index = 0; index < std::min(count, lookahead); ++index) {
+                hashes[index] = m_table.hash_of(key_at(index));
+                m_table.prefetch_hashed(hashes[index]);
+            }
+            for (std::uint32_t index = 0; index < count; ++index) {
+                const std::uint64_t hash = hashes[index % lookahead];
+                if (index + lookahead < count) {
+                    hashes[index % lookahead] = m_table.hash_of(key_at(index + lookahead));
+                    m_table.prefetch_hashed(hashes[index % lookahead]);
+                }
+                one(index, m_table.find_hashed(key_at(index), hash));
+            }
+        } else {
+            for (std::uint32_t index = 0; index < count; ++index)
+                one(index, m_table.find(key_at(index)));
+        }
+    }
+
 private:
     using wire = hash_map_wire;
 

@@ -271,6 +271,12 @@ public:
     bool progress();
     // Local.  Ships every non-empty outbox now.
     void ship_all();
+    // Local.  Handles now what this rank sent itself and has not handled yet
+    // (its loopback outbox and queue), so that reading its own shard in place
+    // sees this rank's earlier operations on its own keys (hash_map's
+    // find_many looks up the keys this rank owns without a message).  Never
+    // from a handler.
+    void deliver_loopback();
     // Local.  Ships what waits and makes progress until done() holds.  Never
     // from a handler.
     template <class Predicate>
