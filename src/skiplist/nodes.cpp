@@ -4,9 +4,9 @@
 //
 // A held node replays its queue in arrival order, except that a stamped
 // (total_order) record goes ahead of every queued record with a later stamp,
-// even while the node also holds for its creation or for other links (the
-// pending links' windows, skiplist_pending_link, decided this until the
-// arrival-level escape below).
+// even while the node also holds for its creation or for other links (each
+// pending link's window of arrivals decided this until the arrival-level
+// escape below; the windows are gone).
 // Upper levels are linked one at a time, bottom up, so a node being spliced on a
 // level is already on every lower level, hence on every path into its range.
 // Cross-caller order (total_order): every request enters at the head, whose
@@ -18,7 +18,9 @@
 // N's rank pair) until the marker routed behind A has come the old way and the
 // old successor's rank has seen the marker behind N's direct sends, and A goes
 // ahead of B at Y: by induction over later changes both take effect in head
-// order (linearizable in head order).  Before issue 42 a node still holding for
+// order (linearizable in head order).  That A goes ahead of B at Y and that
+// both leave Y the same way are the stamps' and the climbing's (below).
+// Before issue 42 a node still holding for
 // its creation replayed B before A: the escape (3 reordered chains in 185 runs)
 // found by the simulation's order probe once total_order towers could grow past
 // their parent (tests/sim/sim_skiplist_history.cpp --chains --probe: two callers,
@@ -31,8 +33,8 @@
 // named by the linking node's rank and level only, so when the head and a node
 // spliced in after it (both on one rank) linked one target on one level while
 // it held, the second link's marker was taken for the first's, and the first
-// link's old way was replayed behind its new way.  Now named by rank, slot and
-// level (the expect record and the routed marker carry the slot).  A fourth
+// link's old way was replayed behind its new way (then named by rank, slot
+// and level; the windows are gone since the stamps).  A fourth
 // (the arrival-level escape, grid seed 2543 and direct seed 1539): A reached Y
 // on a lower level (the old way), B over the new link on level g; after the
 // hold A left Y on its arrival level, B on Y's level-g link, and a node split
@@ -123,7 +125,6 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
                                   int arrival_level, std::uint32_t stamp) {
     if (target.holds == 0 && !target.allocating)
         return false;
-    const std::uint32_t arrival = target.arrivals++;
     const std::uint8_t level = arrival_level >= 0 ? static_cast<std::uint8_t>(arrival_level) : node::no_hold_level;
     // A node that holds for a new link on level L (link_up) still serves what
     // comes the old way, on the levels below L: it is older than anything the
@@ -156,43 +157,9 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
     auto position = std::find_if(target.held->begin(), target.held->end(), [&](const node::held_record& queued) {
         return goes_ahead(stamp, queued);
     });
-    target.held->insert(position, node::held_record{handler, source, std::string(record), level, arrival, stamp});
+    target.held->insert(position, node::held_record{handler, source, std::string(record), level, stamp});
     ++m_shared.stats.held;
     return true;
-}
-
-void skiplist_nodes::link_expected(node& target, int from_rank, std::uint32_t from_slot, unsigned level, bool routed) {
-    if (!target.links)
-        target.links = std::make_unique<std::vector<skiplist_pending_link>>();
-    const std::uint32_t now = target.arrivals;
-    for (skiplist_pending_link& link : *target.links)
-        if (link.from_rank == from_rank && link.from_slot == from_slot && link.level == level &&
-            link.expect_at == skiplist_pending_link::no_arrival) {
-            link.expect_at = now;  // its marker came first
-            return;
-        }
-    target.links->push_back(skiplist_pending_link{from_rank, from_slot, static_cast<std::uint8_t>(level), now,
-                                                  routed ? skiplist_pending_link::no_arrival : now});
-}
-
-void skiplist_nodes::link_marker_arrived(node& target, double tag, std::uint32_t from_slot) {
-    if (!(tag >= 1.0))
-        return;  // not a link's marker (a split's)
-    const auto code = static_cast<std::uint64_t>(tag - 1.0);
-    const int from_rank = static_cast<int>(code / 256);
-    const auto level = static_cast<std::uint8_t>(code % 256);
-    if (!target.links)
-        target.links = std::make_unique<std::vector<skiplist_pending_link>>();
-    const std::uint32_t now = target.arrivals;
-    for (skiplist_pending_link& link : *target.links)
-        if (link.from_rank == from_rank && link.from_slot == from_slot && link.level == level &&
-            link.expect_at != skiplist_pending_link::no_arrival &&
-            link.marker_at == skiplist_pending_link::no_arrival) {
-            link.marker_at = now;
-            return;
-        }
-    // Before its expect (another way was faster).
-    target.links->push_back(skiplist_pending_link{from_rank, from_slot, level, skiplist_pending_link::no_arrival, now});
 }
 
 void skiplist_nodes::release_held(skiplist_node_id id) {
@@ -204,8 +171,6 @@ void skiplist_nodes::release_held(skiplist_node_id id) {
                 here.held.reset();
                 here.hold_level = node::no_hold_level;
                 here.low_queued = false;
-                here.arrivals = 0;
-                here.links.reset();
             }
             return;
         }
@@ -438,10 +403,7 @@ void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplis
         // old way (the node it names, unless that node has split meanwhile); the
         // node it was meant for may stop holding.
         byte_reader in = reader_of(value);
-        const skiplist_node_id target = read_node_id(in);
-        if (target == id)
-            link_marker_arrived(here, point.header.expires, point.header.ticket);  // its link's tag and node
-        m_structure->clear_for_marker(target);
+        m_structure->clear_for_marker(read_node_id(in));
         return;
     }
     ++stats.handled;

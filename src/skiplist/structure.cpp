@@ -12,12 +12,6 @@
 namespace mpidict::detail {
 
 namespace {
-// Bit 7 of an expect record's level: the link's routed marker follows (levels
-// are below 32: skiplist_map_config::max_height).
-constexpr std::uint8_t expect_routed = 0x80;
-}  // namespace
-
-namespace {
 // The most hops a link_up walk makes before it gives up (handle_link_up);
 // below the route header's hop counter's ceiling.  A walk through well-linked
 // levels takes about 1 / tower_probability hops per level (2 by default).
@@ -304,7 +298,7 @@ void skiplist_structure::handle_link_up(int source, std::string_view record) {
     if (linked) {
         // Splice the new node in after this one on the level.
         next = link{separator, fresh, true};
-        order_new_link(here, id, static_cast<int>(target_level), fresh, separator, old);
+        order_new_link(here, static_cast<int>(target_level), fresh, separator, old);
     }
     // Not linked here yet: the new node stays lower (linked = 0).
     const std::size_t bytes = wire_bytes<wire::set_links_header> + string_bytes(old_separator);
@@ -336,7 +330,7 @@ void skiplist_structure::handle_set_links(int source, std::string_view record) {
     }
     here.tower[level] = link{separator, to, true};
     if (!to.null())
-        order_new_link(here, id, static_cast<int>(level), to, separator, skiplist_node_id{});
+        order_new_link(here, static_cast<int>(level), to, separator, skiplist_node_id{});
     // One level at a time, bottom up: a node linked on every level below the
     // next one is on every path into its range, which the ordering markers need.
     if (level + 1 < here.tower.size())
@@ -347,21 +341,17 @@ void skiplist_structure::handle_set_links(int source, std::string_view record) {
 // Non-overtaking when a link changes
 // ---------------------------------------------------------------------------
 
-void skiplist_structure::order_new_link(node& from, skiplist_node_id from_id, int level, skiplist_node_id target,
+void skiplist_structure::order_new_link(node& from, int level, skiplist_node_id target,
                                         std::string_view target_separator, skiplist_node_id old_successor) {
     if (m_shared.config.unordered_for_testing)
         return;
     // 1. The target holds every request until the clears below arrive.  This
     //    record travels on the same rank pair as every request `from` will send
     //    it over the new link, so it arrives first.
-    //    Its level has bit 7 set when a routed marker follows (2.), which
-    //    carries the tag of this link (marker_tag): the target then knows
-    //    which link's old way has been drained.
     const std::int32_t expected = old_successor.null() ? 1 : 2;
     const int below = skiplist_nodes::forward_level(from, target_separator, level - 1, false);
     m_shared.send(target.rank, m_shared.handlers.expect,
-                  wire::expect{target.slot, target.generation, expected,
-                               static_cast<std::uint8_t>(level | (below >= 0 ? expect_routed : 0)), from_id.slot});
+                  wire::expect{target.slot, target.generation, expected, static_cast<std::uint8_t>(level)});
     // 2. A marker along the old way to the target: the route a request for the
     //    target's separator took before the change (below `level`).  It queues
     //    behind everything `from` sent that way and clears the target on arrival.
@@ -372,7 +362,7 @@ void skiplist_structure::order_new_link(node& from, skiplist_node_id from_id, in
         byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.point, bytes), bytes);
         out.record(skiplist_shared::route(to, below, 0, 0))
             .record(wire::point_header{static_cast<std::uint8_t>(skiplist_op::marker), target.rank, wire::no_slot,
-                                       from_id.slot, skiplist_nodes::marker_tag(m_shared.rank(), level)});
+                                       wire::no_slot, 0});
         put_string(out, target_separator);
         out.put(static_cast<std::uint32_t>(wire::node_id_bytes));
         put_node_id(out, target).finish();
@@ -399,20 +389,18 @@ void skiplist_structure::clear_for_marker(skiplist_node_id target) {
     }
 }
 
-void skiplist_structure::handle_expect(int source, std::string_view record) {
+void skiplist_structure::handle_expect(int, std::string_view record) {
     const auto expect = read_record<wire::expect>(reinterpret_cast<const std::byte*>(record.data()), record.size());
-    const auto level = static_cast<std::uint8_t>(expect.level & ~expect_routed);
+    const std::uint8_t level = expect.level;
     if (expect.expected < 0 || expect.expected > 2 || level >= m_shared.config.max_height)
         throw decode_error("mpidict: skiplist_map expect record with a bad count or level");
     const skiplist_node_id id{m_shared.rank(), expect.slot, expect.generation};
     node& here = m_nodes.addressed(id, "expect");
     here.holds += expect.expected;
+    // What comes below `level` meanwhile (the old way) may be served at once
+    // (skiplist_nodes::hold_if_busy); what queues is replayed in the head's
+    // order (total_order's stamps).
     here.hold_level = std::min(here.hold_level, level);
-    // What queues from now on over the new link (at `level` or above) is newer
-    // than what comes below it until the link's marker arrives; each pending
-    // link keeps its own window (skiplist_nodes::hold_if_busy).
-    if (level > 0)
-        m_nodes.link_expected(here, source, expect.from_slot, level, (expect.level & expect_routed) != 0);
     m_nodes.release_held(id);
 }
 

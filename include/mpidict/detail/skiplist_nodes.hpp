@@ -67,24 +67,6 @@ struct skiplist_bulk_split {
     std::vector<std::uint32_t> key_ends;
 };
 
-// A new link into a node whose hold is in progress (order_new_link): the
-// records that came the old way (below `level`) before its routed marker
-// arrived are older than those that came at `level` or above after its expect,
-// and are replayed ahead of them (skiplist_nodes::hold_if_busy).  Arrival
-// counts of the node; no_arrival: not yet.  A link is named by the node whose
-// link changed (rank and slot) and the level: two nodes of one rank may link
-// the same target on the same level while it holds (the head, then a node
-// spliced in after the head), and a marker taken for the other link's let the
-// old way of that one be replayed behind the new way (issue 42: grid routing,
-// sim_skiplist_history --counts --routing grid).
-struct skiplist_pending_link {
-    static constexpr std::uint32_t no_arrival = 0xffffffffu;
-    int from_rank = -1;                 // the rank of the node whose link changed
-    std::uint32_t from_slot = 0;        // and its slot there
-    std::uint8_t level = 0;
-    std::uint32_t expect_at = no_arrival, marker_at = no_arrival;
-};
-
 struct skiplist_node {
     std::uint32_t generation = 0;
     bool live = false;
@@ -99,10 +81,6 @@ struct skiplist_node {
     static constexpr std::uint8_t no_hold_level = 0xff;
     std::uint8_t hold_level = no_hold_level;
     bool low_queued = false;
-    // While holding: records seen (arrival count) and the new links into this
-    // node whose order still matters (issue 42: one per link, not only the last).
-    std::uint32_t arrivals = 0;
-    std::unique_ptr<std::vector<skiplist_pending_link>> links;
     bool allocating = false;            // waiting for the free-node service (or reserved for a bulk split's piece)
     bool reserved = false;              // a bulk split's empty node, not filled yet
     std::unique_ptr<skiplist_bulk_split> bulk;  // this node's bulk split in progress
@@ -111,7 +89,6 @@ struct skiplist_node {
         int source;
         std::string bytes;
         std::uint8_t level = no_hold_level;  // arrival level (no_hold_level: none, never reordered)
-        std::uint32_t arrival = 0;           // the node's arrival count when it came
         std::uint32_t stamp = 0;             // total_order: the head's order (0: none, never reordered)
     };
     // Records that arrived while holding (allocated when the first one does:
@@ -178,13 +155,6 @@ public:
     static bool stamped_before(std::uint32_t a, std::uint32_t b) {
         return a != 0 && b != 0 && static_cast<std::int32_t>(a - b) < 0;
     }
-    // A new link on `level` from node `from_slot` on `from_rank` holds `target`
-    // (expect); routed: its marker comes the old way (else nothing came that way).
-    void link_expected(node& target, int from_rank, std::uint32_t from_slot, unsigned level, bool routed);
-    // The routed marker of such a link (tagged by marker_tag, the node's slot
-    // in its ticket field) reached `target`.
-    void link_marker_arrived(node& target, double tag, std::uint32_t from_slot);
-    static double marker_tag(int from_rank, unsigned level) { return 1.0 + from_rank * 256.0 + level; }
     // Replays what `id` queued, in order, while it no longer holds.
     void release_held(skiplist_node_id id);
     // The level-l forward for `key` from `here`, scanning down from `level`:

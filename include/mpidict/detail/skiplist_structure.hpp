@@ -72,8 +72,8 @@ private:
     // Ordering (skiplist_map.hpp, "Non-overtaking"): `from` now links `target`
     // directly on `level`; requests that took the old way must reach `target`
     // (and `old_successor`) before any that take the new one.
-    void order_new_link(node& from, skiplist_node_id from_id, int level, skiplist_node_id target,
-                        std::string_view target_separator, skiplist_node_id old_successor);
+    void order_new_link(node& from, int level, skiplist_node_id target, std::string_view target_separator,
+                        skiplist_node_id old_successor);
 
     skiplist_shared& m_shared;
     skiplist_nodes& m_nodes;

@@ -213,17 +213,14 @@ struct skiplist_wire {
                               &set_links_header::to_slot, &set_links_header::to_generation};
         }
     };
-    // expect: the node, how many clears it waits for, the level of its new link
-    // and the slot (on the sender's rank) of the node that links it.
+    // expect: the node, how many clears it waits for and the level of its new link.
     struct expect {
         std::uint32_t slot;
         std::uint32_t generation;
         std::int32_t expected;
         std::uint8_t level;
-        std::uint32_t from_slot;
         static constexpr auto fields() {
-            return std::tuple{&expect::slot, &expect::generation, &expect::expected, &expect::level,
-                              &expect::from_slot};
+            return std::tuple{&expect::slot, &expect::generation, &expect::expected, &expect::level};
         }
     };
     // marker: the node to clear once the receiver has handled what came before.
