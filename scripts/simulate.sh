@@ -23,8 +23,10 @@
 # --cfg NAME:VALUE (more SimGrid configuration, repeatable),
 # --bench-args "ARGS" (more bench/scaling options, e.g. the skiplist phases'
 # "--total-order-keys 200 --pattern-queries 4"; bench/scaling --help lists them),
-# --out FILE (default build-smpi/scaling.jsonl).  The SMPI build goes to
-# $MPIDICT_SMPI_BUILD if set (default build-smpi/).
+# --out FILE (default build-smpi/scaling.jsonl), --simgrid PREFIX (a SimGrid
+# installed there, e.g. 4.1 built from PyPI's sdist, docs/scaling.md; default: the
+# smpicc/smpirun on PATH, else Debian's libsimgrid-dev).  The SMPI build goes to
+# $MPIDICT_SMPI_BUILD if set (default build-smpi/); use one per SimGrid.
 #
 # Simulated time: MPI_Wtime under SMPI.  With --compute no (the default) the
 # computation between MPI calls takes no simulated time: the curves show what
@@ -88,6 +90,7 @@ while [[ $# -gt 0 ]]; do
     --out) out="$2"; shift 2 ;;
     --cfg) extra_cfg+=("--cfg=$2"); shift 2 ;;
     --bench-args) bench_args="$2"; shift 2 ;;
+    --simgrid) export PATH="$2/bin:$PATH" LD_LIBRARY_PATH="$2/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/{/^set -e/!p}' "$0"; exit 0 ;;
     *) echo "simulate.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
@@ -109,6 +112,7 @@ if ! command -v smpicxx > /dev/null || ! command -v smpirun > /dev/null; then
   fi
 fi
 
+simgrid_version=$(smpirun -version 2>/dev/null | grep -o -m1 '[0-9][0-9.]*[0-9]' || echo unknown)
 build="${MPIDICT_SMPI_BUILD:-$root/build-smpi}"
 if [[ ! -f "$build/build.ninja" ]]; then
   CC=smpicc CXX=smpicxx cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMPIDICT_SMPI=ON \
@@ -144,7 +148,7 @@ for p in $ranks; do
       continue
     fi
     # Each line gets the run's platform, routing asked for and simulator cost.
-    sed -e "s|}\$|,\"platform\":\"$topology-$p\",\"routing_asked\":\"$routing\",\"phases\":\"$phases\",\"compute\":\"$compute\",\"poll_cost\":$poll_cost,\"eager_bytes\":$eager_bytes,\"simulator_seconds\":$wall}|" \
+    sed -e "s|}\$|,\"simgrid\":\"$simgrid_version\",\"platform\":\"$topology-$p\",\"routing_asked\":\"$routing\",\"phases\":\"$phases\",\"compute\":\"$compute\",\"poll_cost\":$poll_cost,\"eager_bytes\":$eager_bytes,\"simulator_seconds\":$wall}|" \
       "$log.json" >> "$out"
     echo "simulate.sh: $p ranks, $routing, $phases: ${wall}s of simulation" >&2
   done
