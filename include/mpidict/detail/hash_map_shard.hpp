@@ -472,20 +472,14 @@ public:
         }
     }
 
-    // Calls each(record, key, hash) for `count` records of `record_bytes` whose
-    // fixed-size key sits at `key_offset`, hashing each key once and
-    // prefetching its slot prefetch_lookahead records ahead.  `each` may change
-    // the table (a rehash only makes the prefetches useless).
-    template <class Each>
-    void prefetched_run(const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
-                        std::size_t key_offset, Each&& each) {
+    // Calls each(index, key, hash) for the `count` fixed-size keys key_at(index)
+    // returns, hashing each key once and prefetching its slot prefetch_lookahead
+    // keys ahead.  `each` may change the table (a rehash only makes the
+    // prefetches useless).
+    template <class KeyAt, class Each>
+    void prefetched_keys(std::uint32_t count, KeyAt&& key_at, Each&& each) const {
         constexpr std::uint32_t lookahead = prefetch_lookahead;
         std::uint64_t hashes[lookahead];
-        const auto key_at = [&](std::uint32_t index) {
-            K key;
-            std::memcpy(&key, records + std::size_t{index} * record_bytes + key_offset, sizeof(K));
-            return key;
-        };
         for (std::uint32_t index = 0; index < std::min(count, lookahead); ++index) {
             hashes[index] = m_table.hash_of(key_at(index));
             m_table.prefetch_hashed(hashes[index]);
@@ -496,8 +490,23 @@ public:
                 hashes[index % lookahead] = m_table.hash_of(key_at(index + lookahead));
                 m_table.prefetch_hashed(hashes[index % lookahead]);
             }
-            each(records + std::size_t{index} * record_bytes, key_at(index), hash);
+            each(index, key_at(index), hash);
         }
+    }
+
+    // Calls each(record, key, hash) for `count` records of `record_bytes` whose
+    // fixed-size key sits at `key_offset` (prefetched_keys over the records).
+    template <class Each>
+    void prefetched_run(const std::byte* records, std::uint32_t record_bytes, std::uint32_t count,
+                        std::size_t key_offset, Each&& each) {
+        const auto key_at = [&](std::uint32_t index) {
+            K key;
+            std::memcpy(&key, records + std::size_t{index} * record_bytes + key_offset, sizeof(K));
+            return key;
+        };
+        prefetched_keys(count, key_at, [&](std::uint32_t index, const K& key, std::uint64_t hash) {
+            each(records + std::size_t{index} * record_bytes, key, hash);
+        });
     }
 
     // find and take: {slot, limit} key; the answer is the engine's reply to the
@@ -657,20 +666,9 @@ public:
                 deliver(index, found, n);
         };
         if constexpr (codec<K>::fixed_size) {
-            constexpr std::uint32_t lookahead = prefetch_lookahead;
-            std::uint64_t hashes[lookahead];
-            for (std::uint32_t index = 0; index < std::min(count, lookahead); ++index) {
-                hashes[index] = m_table.hash_of(key_at(index));
-                m_table.prefetch_hashed(hashes[index]);
-            }
-            for (std::uint32_t index = 0; index < count; ++index) {
-                const std::uint64_t hash = hashes[index % lookahead];
-                if (index + lookahead < count) {
-                    hashes[index % lookahead] = m_table.hash_of(key_at(index + lookahead));
-                    m_table.prefetch_hashed(hashes[index % lookahead]);
-                }
-                one(index, m_table.find_hashed(key_at(index), hash));
-            }
+            prefetched_keys(count, key_at, [&](std::uint32_t index, const K& key, std::uint64_t hash) {
+                one(index, m_table.find_hashed(key, hash));
+            });
         } else {
             for (std::uint32_t index = 0; index < count; ++index)
                 one(index, m_table.find(key_at(index)));
