@@ -45,6 +45,7 @@ if [[ ! -d "$work/simgrid-$version" ]]; then
   tar -xzf "$work/simgrid-$version.tar.gz" -C "$work"
 fi
 
+cd "$work"  # SimGrid's configure leaves a test program (test_stackgrowth) in the working directory
 launcher=()
 if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
