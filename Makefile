@@ -26,6 +26,11 @@ SANITIZE_SELECT ?= -L "unit|mpi|conformance" -E "$(SANITIZE_EXCLUDE)"
 # flights apps (192 of 279 tests; 105 of 112 outputs, but the CLI links every app,
 # so about 16% less to compile); the library, the C API, the examples, serve, orbit
 # and matrix_scatter stay in. make sanitize runs them all.
+# The sanitizer build's debug information: line tables only (-g1; file:line in every
+# ASan and UBSan report), which compiles in about 15% less time than -g (stop 64, one
+# test file with -fsanitize=address,undefined at -O0: 25-28 s against 33 s of CPU).
+# SANITIZE_DEBUG=-g for a build to step through in a debugger.
+SANITIZE_DEBUG ?= -g1
 SANITIZE_CI_SKIP ?= ^(tool|word_build|ycsb|skiplist_ranges|flights|words_capacity_refused)\.|^regression\.(flights_|hash_keys_beyond_memory|buffers_beyond_memory|orbit_batch_bound)|^checkpoint\.killed_save
 
 # A literal comma for use inside $(call ...) arguments.
@@ -85,7 +90,7 @@ sanitize-ci: SANITIZE_SELECT = -L "unit|mpi|conformance" -E "$(SANITIZE_EXCLUDE)
 sanitize-ci: sanitize
 
 sanitize: deps
-	@$(call cmake_configure,$(ASAN_DIR),-DCMAKE_BUILD_TYPE=Debug -DMPIDICT_SANITIZE=address$(,)undefined -DMPIDICT_BUILD_BENCH=OFF)
+	@$(call cmake_configure,$(ASAN_DIR),-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=$(SANITIZE_DEBUG)" "-DCMAKE_C_FLAGS_DEBUG=$(SANITIZE_DEBUG)" -DMPIDICT_SANITIZE=address$(,)undefined -DMPIDICT_BUILD_BENCH=OFF)
 	@targets=$$(scripts/test_targets.py --tests-file $(ASAN_DIR)/sanitize_tests.txt $(ASAN_DIR) $(SANITIZE_SELECT)) || targets=all; \
 	  echo "make sanitize: building $$(echo $$targets | wc -w) outputs the chosen tests run"; \
 	  cmake --build $(ASAN_DIR) -j$(JOBS) --target $$targets
