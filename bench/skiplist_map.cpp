@@ -98,6 +98,7 @@ struct settings {
     std::uint64_t async_in_flight = 2;
     std::uint64_t async_point = 0;
     std::uint64_t async_ttl = 0;
+    std::uint64_t ranges_only = 0;
 };
 
 void declare(mpidict::support::option_parser& parser, settings& s) {
@@ -148,7 +149,12 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
         .add_count("async-ttl", &s.async_ttl,
                    "async_insert phase: 1 also times insert_many with a TTL of one hour for the batch (issue 49 "
                    "item 5: on insert_many's own path), against insert_many in the same round",
-                   0, 1, "T");
+                   0, 1, "T")
+        .add_count("ranges-only", &s.ranges_only,
+                   "1: run only the range phase (issue 42): load the list and the btree baseline once, warm the "
+                   "list's directory with one untimed find_many, then --rounds rounds of the list's ranges and the "
+                   "baseline's, alternating which goes first; medians and the per-round ratio (for profiles)",
+                   0, 1, "O");
 }
 
 constexpr std::uint64_t value_of(std::uint64_t key) { return mpidict::mix64(key ^ 0x5bd1e9955bd1e995ULL); }
@@ -357,6 +363,8 @@ public:
             keys[i] = mpidict::mix64((static_cast<std::uint64_t>(m_w.rank) * n + i) ^ salt);
             values[i] = value_of(keys[i]);
         }
+        if (m_s.ranges_only != 0)
+            return run_ranges_only(keys, values);
 
         // The malloc heap in use (small chunks and mmapped ones), or -1 where
         // glibc's mallinfo2 is missing.
@@ -368,46 +376,36 @@ public:
             return -1;
 #endif
         };
-        // ---- skiplist_map, uniform keys (first: the largest allocation so far,
-        // so the resident-set growth is its own) -------------------------------
-        double list_insert = 0;
-        double list_find = 0;
-        double range_rate = 0;
-        double memory_per_pair = 0;
+        // One round of each side on fresh structures. Round 1 runs skiplist_map
+        // first (its resident-set growth is the largest allocation so far, so the
+        // memory figures are its own, and only round 1 measures them); later
+        // rounds alternate the order. hash_map looks up the keys the last
+        // skiplist ranges returned (the same in every round: the same keys, the
+        // same starts). Each round's rates go to the vectors; the medians below.
         std::vector<std::uint64_t> range_keys;
         std::vector<double> list_inserts, list_finds, range_rates;
         std::vector<double> hash_inserts, hash_finds, hash_range_rates;
         std::vector<double> tree_inserts, tree_finds, tree_range_rates;
-        // ---- hash_map, the same keys ------------------------------------------
-        double hash_insert = 0;
-        double hash_find = 0;
-        double hash_range_keys_rate = 0;
-        // One round of each side on fresh structures. Round 1 runs skiplist_map
-        // first (its resident-set growth is the largest allocation so far, so the
-        // memory figures are its own); later rounds alternate the order. hash_map
-        // looks up the keys the last skiplist ranges returned (the same in every
-        // round: the same keys, the same starts).
+        double memory_per_pair = 0;
         bool first = true;
         const auto run_list = [&] {
-            {
-                const auto before = mpidict::support::read_process_memory();
-                const double heap_before = heap_in_use();
-                mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
-                list_insert = timed(n, [&] {
-                    const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(keys),
-                                                               std::span<const std::uint64_t>(values)).added();
-                    check(fresh == n, "skiplist insert_many stored " + std::to_string(fresh) + " new keys of " +
-                                          std::to_string(n));
-                }, [&] { list.flush(); });
+            const auto before = mpidict::support::read_process_memory();
+            const double heap_before = first ? heap_in_use() : -1;
+            mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
+            const double insert_rate = timed(n, [&] {
+                const std::size_t fresh = list.insert_many(std::span<const std::uint64_t>(keys),
+                                                           std::span<const std::uint64_t>(values)).added();
+                check(fresh == n, "skiplist insert_many stored " + std::to_string(fresh) + " new keys of " +
+                                      std::to_string(n));
+            }, [&] { list.flush(); });
+            double heap_per_pair = -1, trimmed_per_pair = -1, payload = 0;
+            if (first) {
                 const auto after = mpidict::support::read_process_memory();
                 const double grown = static_cast<double>(after.rss_bytes) - static_cast<double>(before.rss_bytes);
-                const double grown_per_pair = max_over_ranks(grown / static_cast<double>(n));
-                if (first)
-                    memory_per_pair = grown_per_pair;
+                memory_per_pair = max_over_ranks(grown / static_cast<double>(n));
                 const double heap_after = heap_in_use();
-                const double heap_per_pair =
+                heap_per_pair =
                     heap_before < 0 ? -1 : max_over_ranks((heap_after - heap_before) / static_cast<double>(n));
-                double trimmed_per_pair = -1;
 #if defined(__GLIBC__)
                 if (heap_per_pair >= 0) {
                     // Right after the load, before the finds (untimed): gives the
@@ -419,72 +417,42 @@ public:
                 }
 #endif
                 const auto stats = list.local_statistics();
-                const double payload = static_cast<double>(stats.payload_bytes) / static_cast<double>(std::max<std::uint64_t>(1, stats.entries));
+                payload = static_cast<double>(stats.payload_bytes) / static_cast<double>(std::max<std::uint64_t>(1, stats.entries));
+            }
 
-                const auto before_find = list.local_statistics();
-                list_find = median_of_rounds(n, [&] {
-                    std::uint64_t hits = 0;
-                    list.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
-                        hits += value && *value == values[index];
-                    });
-                    check(hits == n, "skiplist find_many found " + std::to_string(hits) + " of " + std::to_string(n));
-                }, [&] { list.flush(); });
-                if (first) {
-                    // Where the finds went: hops per answer, and how many took a
-                    // shortcut (directory entry) or fell back to the head.
-                    const auto after_find = list.local_statistics();
-                    const double answers = total(static_cast<double>(after_find.answers - before_find.answers));
-                    const double hops = total(static_cast<double>(after_find.answer_hops - before_find.answer_hops));
-                    const double shortcuts = total(static_cast<double>(after_find.shortcut_entries - before_find.shortcut_entries));
-                    const double failures = total(static_cast<double>(after_find.shortcut_failures - before_find.shortcut_failures));
-                    const double head = total(static_cast<double>(after_find.head_visits - before_find.head_visits));
-                    const double keys_found = total(static_cast<double>(n)) * static_cast<double>(m_s.find_rounds);
-                    m_out.figure("skiplist_find_hops_per_op", answers > 0 ? hops / answers : 0, "hops");
-                    m_out.figure("skiplist_find_shortcut_share", shortcuts / keys_found, "ratio");
-                    m_out.figure("skiplist_find_fallbacks", failures, "ops");
-                    m_out.figure("skiplist_find_head_visits_per_op", head / keys_found, "visits");
-                }
+            const auto before_find = list.local_statistics();
+            const double find_rate = median_of_rounds(n, [&] {
+                std::uint64_t hits = 0;
+                list.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+                    hits += value && *value == values[index];
+                });
+                check(hits == n, "skiplist find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+            }, [&] { list.flush(); });
+            if (first) {
+                // Where the finds went: hops per answer, and how many took a
+                // shortcut (directory entry) or fell back to the head.
+                const auto after_find = list.local_statistics();
+                const double answers = total(static_cast<double>(after_find.answers - before_find.answers));
+                const double hops = total(static_cast<double>(after_find.answer_hops - before_find.answer_hops));
+                const double shortcuts = total(static_cast<double>(after_find.shortcut_entries - before_find.shortcut_entries));
+                const double failures = total(static_cast<double>(after_find.shortcut_failures - before_find.shortcut_failures));
+                const double head = total(static_cast<double>(after_find.head_visits - before_find.head_visits));
+                const double keys_found = total(static_cast<double>(n)) * static_cast<double>(m_s.find_rounds);
+                m_out.figure("skiplist_find_hops_per_op", answers > 0 ? hops / answers : 0, "hops");
+                m_out.figure("skiplist_find_shortcut_share", shortcuts / keys_found, "ratio");
+                m_out.figure("skiplist_find_fallbacks", failures, "ops");
+                m_out.figure("skiplist_find_head_visits_per_op", head / keys_found, "visits");
+            }
 
-                // Ranges: start at own keys, R results each.
-                std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));
-                std::uint64_t entries = 0;
-                range_keys.clear();
-                const double range_seconds = timed_seconds([&] {
-                    // Up to --range-window queries in flight, taken in issue order.
-                    std::deque<std::pair<std::uint64_t, mpidict::request<mpidict::skiplist_map<std::uint64_t, std::uint64_t>::entry_list>>> pending;
-                    std::uint64_t issued = 0;
-                    while (issued < m_s.ranges_per_rank || !pending.empty()) {
-                        while (issued < m_s.ranges_per_rank && pending.size() < m_s.range_window) {
-                            const std::uint64_t from = keys[random() % n] & ~std::uint64_t{0xffffffff};
-                            pending.emplace_back(from, list.range_from(from, mpidict::range_options{m_s.range_results, false}));
-                            ++issued;
-                        }
-                        const std::uint64_t start = pending.front().first;
-                        const auto part = pending.front().second.get();
-                        pending.pop_front();
-                        entries += part.size();
-                        for (std::size_t i = 0; i < part.size(); ++i) {
-                            if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
-                                part[i].second != value_of(part[i].first)) {
-                                check(false, "a range returned a key out of order or a wrong value");
-                                break;
-                            }
-                            range_keys.push_back(part[i].first);
-                        }
-                    }
-                }, [&] { list.flush(); });
-                range_rate = total(static_cast<double>(entries)) / max_over_ranks(range_seconds);
-                m_range_entries = entries;
-                list_inserts.push_back(list_insert);
-                list_finds.push_back(list_find);
-                range_rates.push_back(range_rate);
-                if (!first) {
-                    list.destroy();
-                    return;
-                }
+            // Ranges: start at own keys, R results each.
+            const double range_rate = list_ranges(list, keys, &range_keys);
+            list_inserts.push_back(insert_rate);
+            list_finds.push_back(find_rate);
+            range_rates.push_back(range_rate);
+            if (first) {
                 m_out.figure("skiplist_window_after_find", max_over_ranks(static_cast<double>(list.current_window())), "keys",
                              mpidict::bench::json_object().add("reduction", "max").add("adaptive", m_s.adaptive != 0));
-                m_out.figure("skiplist_range_entries", total(static_cast<double>(entries)), "entries");
+                m_out.figure("skiplist_range_entries", total(static_cast<double>(m_range_entries)), "entries");
                 m_out.figure("skiplist_rss_growth_per_pair", memory_per_pair, "bytes",
                              mpidict::bench::json_object().add("reduction", "max"));
                 m_out.figure("skiplist_payload_per_pair", payload, "bytes");
@@ -497,84 +465,50 @@ public:
                     m_out.figure("skiplist_rss_growth_after_trim_per_pair", trimmed_per_pair, "bytes",
                                  mpidict::bench::json_object().add("reduction", "max"));
                 }
-                list.destroy();
             }
-
+            list.destroy();
         };
         const auto run_hash = [&] {
-            {
-                mpidict::hash_map_config config;
-                config.expected_keys_per_rank = static_cast<std::size_t>(n + 4 * std::sqrt(static_cast<double>(n)) + 16);
-                mpidict::hash_map<std::uint64_t, std::uint64_t> map(m_w.comm, config);
-                hash_insert = timed(n, [&] {
-                    for (std::uint64_t i = 0; i < n; ++i)
-                        map.async_insert(keys[i], values[i]);
-                }, [&] { map.flush(); });
-                hash_find = median_of_rounds(n, [&] {
-                    std::uint64_t hits = 0;
-                    map.find_many(std::span<const std::uint64_t>(keys), 1, [&](std::size_t index, auto found) {
-                        hits += found.size() == 1 && found[0] == values[index];
-                    });
-                    check(hits == n, "hash_map find_many found " + std::to_string(hits) + " of " + std::to_string(n));
-                }, [&] { map.flush(); });
-                // The keys the ranges returned, looked up one by one with find_many.
-                const double seconds = timed_seconds([&] {
-                    std::uint64_t hits = 0;
-                    map.find_many(std::span<const std::uint64_t>(range_keys), 1, [&](std::size_t, auto found) {
-                        hits += found.size() == 1;
-                    });
-                    check(hits == range_keys.size(), "hash_map did not find every key a range returned");
-                }, [&] { map.flush(); });
-                hash_range_keys_rate = total(static_cast<double>(range_keys.size())) / max_over_ranks(seconds);
-                hash_inserts.push_back(hash_insert);
-                hash_finds.push_back(hash_find);
-                hash_range_rates.push_back(hash_range_keys_rate);
-                map.destroy();
-            }
-
+            mpidict::hash_map_config config;
+            config.expected_keys_per_rank = static_cast<std::size_t>(n + 4 * std::sqrt(static_cast<double>(n)) + 16);
+            mpidict::hash_map<std::uint64_t, std::uint64_t> map(m_w.comm, config);
+            hash_inserts.push_back(timed(n, [&] {
+                for (std::uint64_t i = 0; i < n; ++i)
+                    map.async_insert(keys[i], values[i]);
+            }, [&] { map.flush(); }));
+            hash_finds.push_back(median_of_rounds(n, [&] {
+                std::uint64_t hits = 0;
+                map.find_many(std::span<const std::uint64_t>(keys), 1, [&](std::size_t index, auto found) {
+                    hits += found.size() == 1 && found[0] == values[index];
+                });
+                check(hits == n, "hash_map find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+            }, [&] { map.flush(); }));
+            // The keys the ranges returned, looked up one by one with find_many.
+            const double seconds = timed_seconds([&] {
+                std::uint64_t hits = 0;
+                map.find_many(std::span<const std::uint64_t>(range_keys), 1, [&](std::size_t, auto found) {
+                    hits += found.size() == 1;
+                });
+                check(hits == range_keys.size(), "hash_map did not find every key a range returned");
+            }, [&] { map.flush(); });
+            hash_range_rates.push_back(total(static_cast<double>(range_keys.size())) / max_over_ranks(seconds));
+            map.destroy();
         };
         const auto run_tree = [&] {
-            {
-                std::vector<std::uint64_t> sample;
-                for (std::uint64_t i = 0; i < n; i += std::max<std::uint64_t>(1, n / 256))
-                    sample.push_back(keys[i]);
-                btree_partitioned tree(m_w.comm, std::span<const std::uint64_t>(sample), m_s.window);
-                const double insert_rate = timed(n, [&] {
-                    for (std::uint64_t i = 0; i < n; ++i)
-                        tree.async_insert(keys[i], values[i]);
-                }, [&] { tree.flush(); });
-                const double find_rate = timed(n, [&] {
-                    std::uint64_t hits = 0;
-                    tree.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
-                        hits += value && *value == values[index];
-                    });
-                    check(hits == n, "btree find_many found " + std::to_string(hits) + " of " + std::to_string(n));
-                }, [&] { tree.flush(); });
-                std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));  // the same starts
-                std::uint64_t entries = 0;
-                const double seconds = timed_seconds([&] {
-                    for (std::uint64_t q = 0; q < m_s.ranges_per_rank; ++q) {
-                        const std::uint64_t start = keys[random() % n] & ~std::uint64_t{0xffffffff};
-                        const auto part = tree.range_from(start, static_cast<std::uint32_t>(m_s.range_results));
-                        entries += part.size();
-                        for (std::size_t i = 0; i < part.size(); ++i)
-                            if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
-                                part[i].second != value_of(part[i].first)) {
-                                check(false, "a btree range returned a key out of order or a wrong value");
-                                break;
-                            }
-                    }
-                }, [&] { tree.flush(); });
-                check(m_range_entries == 0 || entries == m_range_entries, "btree ranges returned " + std::to_string(entries) +
-                                                      " entries, the skip list's the same queries " +
-                                                      std::to_string(m_range_entries));
-                const double range_rate_tree = total(static_cast<double>(entries)) / max_over_ranks(seconds);
-                tree_inserts.push_back(insert_rate);
-                tree_finds.push_back(find_rate);
-                tree_range_rates.push_back(range_rate_tree);
-                tree.destroy();
-            }
-
+            btree_partitioned tree(m_w.comm, sample_of(keys), m_s.window);
+            tree_inserts.push_back(timed(n, [&] {
+                for (std::uint64_t i = 0; i < n; ++i)
+                    tree.async_insert(keys[i], values[i]);
+            }, [&] { tree.flush(); }));
+            tree_finds.push_back(timed(n, [&] {
+                std::uint64_t hits = 0;
+                tree.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+                    hits += value && *value == values[index];
+                });
+                check(hits == n, "btree find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+            }, [&] { tree.flush(); }));
+            tree_range_rates.push_back(tree_ranges(tree, keys));
+            tree.destroy();
         };
         for (std::uint64_t round = 0; round < m_s.rounds; ++round) {
             first = round == 0;
@@ -589,12 +523,9 @@ public:
             }
         }
         const auto med = [](const std::vector<double>& v) { return mpidict::bench::summary::of(v).median; };
-        list_insert = med(list_inserts);
-        list_find = med(list_finds);
-        range_rate = med(range_rates);
-        hash_insert = med(hash_inserts);
-        hash_find = med(hash_finds);
-        hash_range_keys_rate = med(hash_range_rates);
+        const double list_insert = med(list_inserts), list_find = med(list_finds), range_rate = med(range_rates);
+        const double hash_insert = med(hash_inserts), hash_find = med(hash_finds);
+        const double hash_range_keys_rate = med(hash_range_rates);
         const auto rounds_field = mpidict::bench::json_object().add("order", "alternating per round");
         m_out.figure("skiplist_insert_many_rate", list_inserts, "ops/s", rounds_field);
         m_out.figure("skiplist_find_many_rate", list_finds, "ops/s", rounds_field);
@@ -633,6 +564,140 @@ public:
             run_ascending(n);
 
         return finish();
+    }
+
+    // --ranges-only: the list and the baseline loaded once with the same keys,
+    // the list's directory warmed as the full run's finds warm it (one untimed
+    // find_many), then --rounds rounds of the list's ranges and the baseline's,
+    // alternating which goes first.
+    int run_ranges_only(const std::vector<std::uint64_t>& keys, const std::vector<std::uint64_t>& values) {
+        const std::uint64_t n = keys.size();
+        mpidict::skiplist_map<std::uint64_t, std::uint64_t> list(m_w.comm, list_config());
+        btree_partitioned tree(m_w.comm, sample_of(keys), m_s.window);
+        const double list_load = timed(n, [&] {
+            (void)list.insert_many(std::span<const std::uint64_t>(keys), std::span<const std::uint64_t>(values));
+        }, [&] { list.flush(); });
+        for (std::uint64_t i = 0; i < n; ++i)
+            tree.async_insert(keys[i], values[i]);
+        tree.flush();
+        check(list.global_size() == n * static_cast<std::uint64_t>(m_w.size), "ranges-only: the list misses keys");
+        std::uint64_t hits = 0;
+        list.find_many(std::span<const std::uint64_t>(keys), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+            hits += value && *value == values[index];
+        });
+        list.flush();  // a rank answers others only inside mpidict calls
+        check(hits == n, "ranges-only: find_many found " + std::to_string(hits) + " of " + std::to_string(n));
+        std::vector<double> list_rates, tree_rates, ratios, loads;
+        for (std::uint64_t round = 0; round < m_s.rounds; ++round) {
+            loads.push_back(mpidict::support::read_load_average());
+            const auto before = list.local_statistics();
+            double list_rate = 0, tree_rate = 0;
+            if (round % 2 == 0) {
+                list_rate = list_ranges(list, keys, nullptr);
+                tree_rate = tree_ranges(tree, keys);
+            } else {
+                tree_rate = tree_ranges(tree, keys);
+                list_rate = list_ranges(list, keys, nullptr);
+            }
+            const auto after = list.local_statistics();
+            const double parts = total(static_cast<double>(after.range_parts - before.range_parts));
+            const double queries = total(static_cast<double>(m_s.ranges_per_rank));
+            list_rates.push_back(list_rate);
+            tree_rates.push_back(tree_rate);
+            ratios.push_back(list_rate / tree_rate);
+            if (m_w.rank == 0)
+                std::fprintf(stderr,
+                             "round %llu (load %.2f): skiplist ranges %.3f M entries/s, btree %.3f M entries/s, "
+                             "ratio %.3f, %.1f parts per range\n",
+                             static_cast<unsigned long long>(round), loads.back(), list_rate / 1e6, tree_rate / 1e6,
+                             ratios.back(), queries > 0 ? parts / queries : 0.0);
+        }
+        const auto med = [](const std::vector<double>& v) { return mpidict::bench::summary::of(v).median; };
+        const auto order = mpidict::bench::json_object().add("order", "alternating per round");
+        m_out.figure("skiplist_load_rate", list_load, "ops/s");
+        m_out.figure("skiplist_range_entries_rate", list_rates, "entries/s", order);
+        m_out.figure("btree_range_entries_rate", tree_rates, "entries/s", order);
+        m_out.figure("skiplist_vs_btree_range", med(ratios), "ratio",
+                     mpidict::bench::json_object()
+                         .add("ours_rate", med(list_rates))
+                         .add("baseline_rate", med(tree_rates))
+                         .add("reduction", "median of the per-round ratios")
+                         .add("target", 1.0));
+        m_out.figure("load_average_after", mpidict::support::read_load_average(), "load");
+        list.destroy();
+        tree.destroy();
+        return finish();
+    }
+
+    // The splitters' sample: 256 of this rank's keys.
+    static std::vector<std::uint64_t> sample_of(const std::vector<std::uint64_t>& keys) {
+        std::vector<std::uint64_t> sample;
+        for (std::size_t i = 0; i < keys.size(); i += std::max<std::size_t>(1, keys.size() / 256))
+            sample.push_back(keys[i]);
+        return sample;
+    }
+
+    // --ranges-per-rank range_from(start, {limit = R}) on the list, up to
+    // --range-window in flight, taken in issue order, each checked; entries per
+    // second of the slowest rank.  `returned`: the keys they returned.
+    double list_ranges(mpidict::skiplist_map<std::uint64_t, std::uint64_t>& list, const std::vector<std::uint64_t>& keys,
+                       std::vector<std::uint64_t>* returned) {
+        const std::uint64_t n = keys.size();
+        std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));
+        std::uint64_t entries = 0;
+        if (returned != nullptr)
+            returned->clear();
+        const double seconds = timed_seconds([&] {
+            std::deque<std::pair<std::uint64_t, mpidict::request<mpidict::skiplist_map<std::uint64_t, std::uint64_t>::entry_list>>> pending;
+            std::uint64_t issued = 0;
+            while (issued < m_s.ranges_per_rank || !pending.empty()) {
+                while (issued < m_s.ranges_per_rank && pending.size() < m_s.range_window) {
+                    const std::uint64_t from = keys[random() % n] & ~std::uint64_t{0xffffffff};
+                    pending.emplace_back(from, list.range_from(from, mpidict::range_options{m_s.range_results, false}));
+                    ++issued;
+                }
+                const std::uint64_t start = pending.front().first;
+                const auto part = pending.front().second.get();
+                pending.pop_front();
+                entries += part.size();
+                for (std::size_t i = 0; i < part.size(); ++i) {
+                    if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
+                        part[i].second != value_of(part[i].first)) {
+                        check(false, "a range returned a key out of order or a wrong value");
+                        break;
+                    }
+                    if (returned != nullptr)
+                        returned->push_back(part[i].first);
+                }
+            }
+        }, [&] { list.flush(); });
+        m_range_entries = entries;
+        return total(static_cast<double>(entries)) / max_over_ranks(seconds);
+    }
+
+    // The same queries (the same starts) on the baseline, one at a time,
+    // checked against the list's entry count.
+    double tree_ranges(btree_partitioned& tree, const std::vector<std::uint64_t>& keys) {
+        const std::uint64_t n = keys.size();
+        std::mt19937_64 random(m_s.seed * 31 + static_cast<std::uint64_t>(m_w.rank));  // the same starts
+        std::uint64_t entries = 0;
+        const double seconds = timed_seconds([&] {
+            for (std::uint64_t q = 0; q < m_s.ranges_per_rank; ++q) {
+                const std::uint64_t start = keys[random() % n] & ~std::uint64_t{0xffffffff};
+                const auto part = tree.range_from(start, static_cast<std::uint32_t>(m_s.range_results));
+                entries += part.size();
+                for (std::size_t i = 0; i < part.size(); ++i)
+                    if (part[i].first < start || (i > 0 && part[i].first <= part[i - 1].first) ||
+                        part[i].second != value_of(part[i].first)) {
+                        check(false, "a btree range returned a key out of order or a wrong value");
+                        break;
+                    }
+            }
+        }, [&] { tree.flush(); });
+        check(m_range_entries == 0 || entries == m_range_entries,
+              "btree ranges returned " + std::to_string(entries) + " entries, the skip list's the same queries " +
+                  std::to_string(m_range_entries));
+        return total(static_cast<double>(entries)) / max_over_ranks(seconds);
     }
 
     int finish() {
