@@ -416,7 +416,73 @@ void skiplist_structure::start_bulk_split(node& here, skiplist_node_id id, bool 
     cut_pieces(here, target);
     bulk.full.assign(m_shared.servers.size(), 0);
     here.allocating = true;
-    request_reservations(here, id, bulk.cuts.size() - 2);
+    // The pieces' nodes come from the stock (and this rank's pool) at once;
+    // only what the stock lacks costs a reservation round trip.
+    const std::size_t needed = bulk.cuts.size() - 2;
+    take_stocked(bulk, needed);
+    if (bulk.granted.size() >= needed) {
+        finish_bulk_split(here, id);
+        return;
+    }
+    request_reservations(here, id, needed - bulk.granted.size());
+}
+
+// How many empty nodes a rank keeps granted on each other server, and when it
+// asks for more (below half).
+constexpr std::uint32_t stock_batch = 64;
+
+void skiplist_structure::take_stocked(skiplist_bulk_split& bulk, std::size_t needed) {
+    const std::size_t servers = m_shared.servers.size();
+    if (m_stock.size() != servers) {
+        m_stock.assign(servers, {});
+        m_stock_asked.assign(servers, 0);
+    }
+    // Round robin from the next server, as request_reservations places them;
+    // a server with nothing at hand is passed over (its turn goes to the next).
+    const std::size_t start = m_shared.server_index < 0 ? 0 : static_cast<std::size_t>(m_shared.server_index) + 1;
+    for (std::size_t misses = 0; bulk.granted.size() < needed && misses < servers;) {
+        const std::size_t which = (start + m_placement_counter++) % servers;
+        skiplist_node_id got{};
+        if (static_cast<int>(which) == m_shared.server_index) {
+            got = m_nodes.reserve_local();
+        } else if (!m_stock[which].empty()) {
+            got = m_stock[which].back();
+            m_stock[which].pop_back();
+        }
+        if (got.null()) {
+            ++misses;
+            continue;
+        }
+        misses = 0;
+        bulk.granted.push_back(got);
+    }
+    replenish_stock();
+}
+
+void skiplist_structure::replenish_stock() {
+    if (m_stock_closed)
+        return;
+    for (std::size_t which = 0; which < m_stock.size(); ++which) {
+        if (static_cast<int>(which) == m_shared.server_index || m_stock_asked[which] != 0 ||
+            m_stock[which].size() >= stock_batch / 2)
+            continue;
+        m_stock_asked[which] = 1;
+        m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,
+                      wire::bulk_reserve{m_shared.rank(), wire::no_slot, 0,
+                                         static_cast<std::uint32_t>(stock_batch - m_stock[which].size())});
+    }
+}
+
+void skiplist_structure::close_stock() {
+    m_stock_closed = true;
+    for (std::size_t which = 0; which < m_stock.size(); ++which) {
+        for (const skiplist_node_id& spare : m_stock[which])
+            m_shared.send(spare.rank, m_shared.handlers.bulk_fill,
+                          wire::bulk_fill{spare.slot, spare.generation, 0, 0, wire::bulk_release});
+        m_stock[which].clear();
+        if (m_stock_asked[which] == 2)
+            m_stock_asked[which] = 0;  // (asked again after the flush)
+    }
 }
 
 std::size_t skiplist_structure::fill_budget() const {
@@ -473,7 +539,9 @@ void skiplist_structure::handle_bulk_reserve(int source, std::string_view record
     if (request.origin_rank != source || request.count == 0 || request.count > (1u << 24))
         throw decode_error("mpidict: skiplist_map reservation record with a bad origin or count");
     std::vector<skiplist_node_id> granted;
-    while (granted.size() < request.count) {
+    // A stock request (no splitting node) is granted only with room to spare.
+    const bool stock = request.origin_slot == wire::no_slot;
+    while (granted.size() < request.count && (!stock || m_nodes.may_stock(request.count))) {
         const skiplist_node_id fresh = m_nodes.reserve_local();
         if (fresh.null())
             break;
@@ -491,9 +559,29 @@ void skiplist_structure::handle_bulk_reserve(int source, std::string_view record
 void skiplist_structure::handle_bulk_reserved(int source, std::string_view record) {
     byte_reader in = reader_of(record);
     const auto reply = read_record<wire::bulk_reserved>(in);
+    const auto server = std::find(m_shared.servers.begin(), m_shared.servers.end(), source);
+    if (reply.slot == wire::no_slot) {
+        // Nodes for the stock.
+        const std::size_t which = static_cast<std::size_t>(server - m_shared.servers.begin());
+        if (server == m_shared.servers.end() || which >= m_stock.size() || m_stock_asked[which] != 1 ||
+            reply.granted > reply.asked || in.remaining() != std::size_t(reply.granted) * 8)
+            throw decode_error("mpidict: skiplist_map stock reply from a rank that was not asked, or malformed");
+        m_stock_asked[which] = reply.granted == 0 ? 2 : 0;
+        for (std::uint32_t index = 0; index < reply.granted; ++index) {
+            skiplist_node_id fresh;
+            fresh.rank = source;
+            fresh.slot = in.read<std::uint32_t>();
+            fresh.generation = in.read<std::uint32_t>();
+            if (m_stock_closed)  // (a flush began meanwhile: back at once)
+                m_shared.send(fresh.rank, m_shared.handlers.bulk_fill,
+                              wire::bulk_fill{fresh.slot, fresh.generation, 0, 0, wire::bulk_release});
+            else
+                m_stock[which].push_back(fresh);
+        }
+        return;
+    }
     const skiplist_node_id id{m_shared.rank(), reply.slot, reply.generation};
     node& here = m_nodes.addressed(id, "reservation reply");
-    const auto server = std::find(m_shared.servers.begin(), m_shared.servers.end(), source);
     if (!here.bulk || here.bulk->outstanding == 0 || reply.granted > reply.asked ||
         in.remaining() != std::size_t(reply.granted) * 8 || server == m_shared.servers.end())
         throw decode_error("mpidict: skiplist_map reservation reply for a node that did not ask, or malformed");

@@ -137,7 +137,8 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
         bool ahead_of_all = true;
         if (target.held)
             for (const auto& queued : *target.held)
-                ahead_of_all = ahead_of_all && (queued.level == node::no_hold_level || goes_ahead(stamp, queued));
+                if (!(ahead_of_all = queued.level == node::no_hold_level || goes_ahead(stamp, queued)))
+                    break;
         if (ahead_of_all)
             return false;
     }
@@ -154,9 +155,12 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
     // had come over the first (seeds 114 and 501 of --find-many); and once
     // records climb, the arrival level no longer tells old way from new
     // (grid seed 2543): hence the head's stamps.
-    auto position = std::find_if(target.held->begin(), target.held->end(), [&](const node::held_record& queued) {
-        return goes_ahead(stamp, queued);
-    });
+    // An unstamped record goes ahead of none (no scan: a node that holds a
+    // long queue, the list's tail under ascending inserts, would scan it per
+    // record, 57 % of the ascending phase's samples at 1M keys per rank).
+    auto position = stamp == 0 ? target.held->end()
+                               : std::find_if(target.held->begin(), target.held->end(),
+                                              [&](const node::held_record& queued) { return goes_ahead(stamp, queued); });
     target.held->insert(position, node::held_record{handler, source, std::string(record), level, stamp});
     ++m_shared.stats.held;
     return true;

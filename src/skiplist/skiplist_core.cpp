@@ -195,7 +195,9 @@ void skiplist_core::reset_local_statistics() {
 
 void skiplist_core::flush() {
     m_caller.release_async();
+    m_structure.close_stock();  // (the stocked empty nodes go back to their ranks)
     m_shared.engine->flush();
+    m_structure.open_stock();
     m_nodes.sweep_expired();
     m_structure.unlink_emptied();
 }

@@ -171,6 +171,11 @@ public:
     void handle_insert_direct(int source, std::string_view record);
     // A reserved, empty node for a bulk split (null at the hard limit).
     skiplist_node_id reserve_local();
+    // Room to grant `count` nodes to another rank's stock and still have as
+    // many again for splits (false near node_slots_per_rank or the memory limit).
+    bool may_stock(std::size_t count) {
+        return m_free.size() >= 2 * count || m_shared.pool_may_grow(m_nodes.size() + 2 * count);
+    }
     // Answers a point operation through the caller's point_reply handler.
     void reply_point(const node& here, skiplist_node_id id, int caller, std::uint32_t slot, std::uint32_t ticket,
                      std::uint8_t status, std::string_view value = {}, std::uint8_t hops = 0);

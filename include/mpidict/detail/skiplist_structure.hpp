@@ -38,6 +38,12 @@ public:
     void handle_bulk_reserved(int source, std::string_view record);
     void handle_bulk_fill(int source, std::string_view record);
     std::string list_full_message() const;
+    // The stock of empty nodes other servers granted this rank in advance
+    // (bulk.cpp): a bulk split takes its pieces' nodes from it with no round
+    // trip.  At a flush every stocked node goes back (close_stock before the
+    // engine's flush, open_stock after it; grants that arrive meanwhile go back).
+    void close_stock();
+    void open_stock() { m_stock_closed = false; }
     // A routed marker reached the end of the old way: `target` may stop holding.
     void clear_for_marker(skiplist_node_id target);
 
@@ -64,6 +70,10 @@ private:
     // finishes the split with the nodes there are (false: none fit, refuse all).
     bool trim_bulk_split(node& here, skiplist_node_id id);
     void cut_pieces(node& here, std::size_t target);
+    // Takes up to `needed` empty nodes for pieces, round robin over the servers
+    // (this rank's own at once, the others' from the stock), into bulk.granted.
+    void take_stocked(skiplist_bulk_split& bulk, std::size_t needed);
+    void replenish_stock();
     std::size_t fill_budget() const;
     // Starts linking `fresh` on `level` (its levels below are linked): travels from the head.
     void send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level);
@@ -79,6 +89,12 @@ private:
     skiplist_nodes& m_nodes;
     skiplist_directory& m_directory;
     std::size_t m_placement_counter = 0;
+    // Per server index: empty nodes reserved for this rank there, and whether
+    // a stock request is in flight (1) or the server had no room (2: not asked
+    // again before the next flush).
+    std::vector<std::vector<skiplist_node_id>> m_stock;
+    std::vector<std::uint8_t> m_stock_asked;
+    bool m_stock_closed = false;
     std::mt19937_64 m_random;
     // unlink_emptied: the emptied nodes every rank announced, with their towers.
     struct node_id_hash {
