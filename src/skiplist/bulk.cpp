@@ -418,29 +418,28 @@ void skiplist_structure::start_bulk_split(node& here, skiplist_node_id id, bool 
     here.allocating = true;
     // The pieces' nodes come from the stock (and this rank's pool) at once;
     // only what the stock lacks costs a reservation round trip.
-    const std::size_t needed = bulk.cuts.size() - 2;
-    take_stocked(bulk, needed);
-    if (bulk.granted.size() >= needed) {
+    if (!take_stocked(here, id))
         finish_bulk_split(here, id);
-        return;
-    }
-    request_reservations(here, id, needed - bulk.granted.size());
 }
 
 // How many empty nodes a rank keeps granted on each other server, and when it
-// asks for more (below half).
-constexpr std::uint32_t stock_batch = 64;
+// asks for more (below 3/4).
+constexpr std::uint32_t stock_batch = 256;
 
-void skiplist_structure::take_stocked(skiplist_bulk_split& bulk, std::size_t needed) {
+bool skiplist_structure::take_stocked(node& here, skiplist_node_id id) {
+    auto& bulk = *here.bulk;
+    const std::size_t needed = bulk.cuts.size() - 2;
     const std::size_t servers = m_shared.servers.size();
     if (m_stock.size() != servers) {
         m_stock.assign(servers, {});
         m_stock_asked.assign(servers, 0);
     }
-    // Round robin from the next server, as request_reservations places them;
-    // a server with nothing at hand is passed over (its turn goes to the next).
+    // Round robin from the next server, as request_reservations places them
+    // (the pieces stay balanced): this rank's own node at once, another's
+    // from the stock, and what a stock lacks asked for (one request per rank).
+    std::vector<std::uint32_t> missing(servers, 0);
     const std::size_t start = m_shared.server_index < 0 ? 0 : static_cast<std::size_t>(m_shared.server_index) + 1;
-    for (std::size_t misses = 0; bulk.granted.size() < needed && misses < servers;) {
+    for (std::size_t piece = 0; piece < needed; ++piece) {
         const std::size_t which = (start + m_placement_counter++) % servers;
         skiplist_node_id got{};
         if (static_cast<int>(which) == m_shared.server_index) {
@@ -449,14 +448,20 @@ void skiplist_structure::take_stocked(skiplist_bulk_split& bulk, std::size_t nee
             got = m_stock[which].back();
             m_stock[which].pop_back();
         }
-        if (got.null()) {
-            ++misses;
-            continue;
-        }
-        misses = 0;
-        bulk.granted.push_back(got);
+        if (got.null())
+            ++missing[which];
+        else
+            bulk.granted.push_back(got);
     }
     replenish_stock();
+    for (std::size_t which = 0; which < servers; ++which) {
+        if (missing[which] == 0)
+            continue;
+        ++bulk.outstanding;
+        m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,
+                      wire::bulk_reserve{id.rank, id.slot, id.generation, missing[which]});
+    }
+    return bulk.outstanding != 0;
 }
 
 void skiplist_structure::replenish_stock() {
@@ -464,7 +469,7 @@ void skiplist_structure::replenish_stock() {
         return;
     for (std::size_t which = 0; which < m_stock.size(); ++which) {
         if (static_cast<int>(which) == m_shared.server_index || m_stock_asked[which] != 0 ||
-            m_stock[which].size() >= stock_batch / 2)
+            m_stock[which].size() >= stock_batch * 3 / 4)
             continue;
         m_stock_asked[which] = 1;
         m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,

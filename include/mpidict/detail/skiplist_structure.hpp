@@ -70,9 +70,10 @@ private:
     // finishes the split with the nodes there are (false: none fit, refuse all).
     bool trim_bulk_split(node& here, skiplist_node_id id);
     void cut_pieces(node& here, std::size_t target);
-    // Takes up to `needed` empty nodes for pieces, round robin over the servers
-    // (this rank's own at once, the others' from the stock), into bulk.granted.
-    void take_stocked(skiplist_bulk_split& bulk, std::size_t needed);
+    // Takes an empty node per piece, round robin over the servers (this rank's
+    // own at once, the others' from the stock), into bulk.granted, and asks
+    // for what the stock lacks: true if a reply must come before the split ends.
+    bool take_stocked(node& here, skiplist_node_id id);
     void replenish_stock();
     std::size_t fill_budget() const;
     // Starts linking `fresh` on `level` (its levels below are linked): travels from the head.
