@@ -426,6 +426,12 @@ void skiplist_structure::start_bulk_split(node& here, skiplist_node_id id, bool 
 // asks for more (below 3/4).
 constexpr std::uint32_t stock_batch = 256;
 
+// The most nodes one stock grant names (its reply is one record).
+static std::size_t stock_grant_limit(const skiplist_shared& shared) {
+    const std::size_t room = shared.engine->max_record_bytes() - wire_bytes<skiplist_wire::bulk_reserved>;
+    return std::max<std::size_t>(1, room / 8);
+}
+
 bool skiplist_structure::take_stocked(node& here, skiplist_node_id id) {
     auto& bulk = *here.bulk;
     const std::size_t needed = bulk.cuts.size() - 2;
@@ -453,15 +459,17 @@ bool skiplist_structure::take_stocked(node& here, skiplist_node_id id) {
         else
             bulk.granted.push_back(got);
     }
+    // Every reply counted before the first request leaves (a send may serve
+    // records meanwhile, a reply among them).
+    for (std::size_t which = 0; which < servers; ++which)
+        bulk.outstanding += missing[which] != 0;
+    const bool waits = bulk.outstanding != 0;
+    for (std::size_t which = 0; which < servers; ++which)
+        if (missing[which] != 0)
+            m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,
+                          wire::bulk_reserve{id.rank, id.slot, id.generation, missing[which]});
     replenish_stock();
-    for (std::size_t which = 0; which < servers; ++which) {
-        if (missing[which] == 0)
-            continue;
-        ++bulk.outstanding;
-        m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,
-                      wire::bulk_reserve{id.rank, id.slot, id.generation, missing[which]});
-    }
-    return bulk.outstanding != 0;
+    return waits;
 }
 
 void skiplist_structure::replenish_stock() {
@@ -472,22 +480,27 @@ void skiplist_structure::replenish_stock() {
             m_stock[which].size() >= stock_batch * 3 / 4)
             continue;
         m_stock_asked[which] = 1;
+        const std::size_t want =
+            std::min<std::size_t>(stock_batch - m_stock[which].size(), stock_grant_limit(m_shared));
         m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,
-                      wire::bulk_reserve{m_shared.rank(), wire::no_slot, 0,
-                                         static_cast<std::uint32_t>(stock_batch - m_stock[which].size())});
+                      wire::bulk_reserve{m_shared.rank(), wire::no_slot, 0, static_cast<std::uint32_t>(want)});
     }
 }
 
 void skiplist_structure::close_stock() {
     m_stock_closed = true;
+    // Taken out before any is sent: a send may serve records meanwhile (when
+    // the send queue is full), and a split among them takes from the stock.
+    std::vector<skiplist_node_id> spares;
     for (std::size_t which = 0; which < m_stock.size(); ++which) {
-        for (const skiplist_node_id& spare : m_stock[which])
-            m_shared.send(spare.rank, m_shared.handlers.bulk_fill,
-                          wire::bulk_fill{spare.slot, spare.generation, 0, 0, wire::bulk_release});
+        spares.insert(spares.end(), m_stock[which].begin(), m_stock[which].end());
         m_stock[which].clear();
         if (m_stock_asked[which] == 2)
             m_stock_asked[which] = 0;  // (asked again after the flush)
     }
+    for (const skiplist_node_id& spare : spares)
+        m_shared.send(spare.rank, m_shared.handlers.bulk_fill,
+                      wire::bulk_fill{spare.slot, spare.generation, 0, 0, wire::bulk_release});
 }
 
 std::size_t skiplist_structure::fill_budget() const {
@@ -529,13 +542,14 @@ void skiplist_structure::request_reservations(node& here, skiplist_node_id id, s
         ++counts[which];
         ++placed;
     }
-    for (std::size_t which = 0; which < servers; ++which) {
-        if (counts[which] == 0)
-            continue;
-        ++bulk.outstanding;
-        m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,
-                      wire::bulk_reserve{id.rank, id.slot, id.generation, counts[which]});
-    }
+    // Every reply counted before the first request leaves (a send may serve
+    // records meanwhile, a reply among them).
+    for (std::size_t which = 0; which < servers; ++which)
+        bulk.outstanding += counts[which] != 0;
+    for (std::size_t which = 0; which < servers; ++which)
+        if (counts[which] != 0)
+            m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,
+                          wire::bulk_reserve{id.rank, id.slot, id.generation, counts[which]});
 }
 
 void skiplist_structure::handle_bulk_reserve(int source, std::string_view record) {
@@ -546,7 +560,9 @@ void skiplist_structure::handle_bulk_reserve(int source, std::string_view record
     std::vector<skiplist_node_id> granted;
     // A stock request (no splitting node) is granted only with room to spare.
     const bool stock = request.origin_slot == wire::no_slot;
-    while (granted.size() < request.count && (!stock || m_nodes.may_stock(request.count))) {
+    const std::size_t limit =
+        stock ? std::min<std::size_t>(request.count, stock_grant_limit(m_shared)) : request.count;
+    while (granted.size() < limit && (!stock || m_nodes.may_stock(request.count))) {
         const skiplist_node_id fresh = m_nodes.reserve_local();
         if (fresh.null())
             break;

@@ -158,9 +158,9 @@ bool skiplist_nodes::hold_if_busy(node& target, runtime::handler_id handler, int
     // An unstamped record goes ahead of none (no scan: a node that holds a
     // long queue, the list's tail under ascending inserts, would scan it per
     // record, 57 % of the ascending phase's samples at 1M keys per rank).
-    auto position = stamp == 0 ? target.held->end()
-                               : std::find_if(target.held->begin(), target.held->end(),
-                                              [&](const node::held_record& queued) { return goes_ahead(stamp, queued); });
+    const auto later = [&](const node::held_record& queued) { return goes_ahead(stamp, queued); };
+    auto position =
+        stamp == 0 ? target.held->end() : std::find_if(target.held->begin(), target.held->end(), later);
     target.held->insert(position, node::held_record{handler, source, std::string(record), level, stamp});
     ++m_shared.stats.held;
     return true;
