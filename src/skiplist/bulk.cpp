@@ -422,9 +422,18 @@ void skiplist_structure::start_bulk_split(node& here, skiplist_node_id id, bool 
         finish_bulk_split(here, id);
 }
 
-// How many empty nodes a rank keeps granted on each other server, and when it
-// asks for more (below 3/4).
-constexpr std::uint32_t stock_batch = 256;
+// How many empty nodes a rank keeps granted on each other server: a budget of
+// 1024 per rank split over the other servers, at least 4 and at most 256 each
+// (256 at 2-5 servers, 68 at 16, 4 from 257 on); it asks for more below 3/4.
+// A server is asked only once a split of this rank drew from it (m_stock_asked
+// starts at 3, "not wanted yet"), so a rank that never splits asks for nothing
+// and a rank's stocks stay within the budget whatever the server count.
+constexpr std::size_t stock_budget = 1024, stock_least = 4, stock_most = 256;
+constexpr std::uint8_t stock_unwanted = 3;
+
+static std::size_t stock_target(std::size_t servers) {
+    return std::clamp<std::size_t>(stock_budget / std::max<std::size_t>(1, servers - 1), stock_least, stock_most);
+}
 
 // The most nodes one stock grant names (its reply is one record).
 static std::size_t stock_grant_limit(const skiplist_shared& shared) {
@@ -438,7 +447,7 @@ bool skiplist_structure::take_stocked(node& here, skiplist_node_id id) {
     const std::size_t servers = m_shared.servers.size();
     if (m_stock.size() != servers) {
         m_stock.assign(servers, {});
-        m_stock_asked.assign(servers, 0);
+        m_stock_asked.assign(servers, stock_unwanted);
     }
     // Round robin from the next server, as request_reservations places them
     // (the pieces stay balanced): this rank's own node at once, another's
@@ -450,6 +459,8 @@ bool skiplist_structure::take_stocked(node& here, skiplist_node_id id) {
         skiplist_node_id got{};
         if (static_cast<int>(which) == m_shared.server_index) {
             got = m_nodes.reserve_local();
+        } else if (m_stock_asked[which] == stock_unwanted) {
+            m_stock_asked[which] = 0;  // (wanted from now on: replenish_stock asks it)
         } else if (!m_stock[which].empty()) {
             got = m_stock[which].back();
             m_stock[which].pop_back();
@@ -475,13 +486,13 @@ bool skiplist_structure::take_stocked(node& here, skiplist_node_id id) {
 void skiplist_structure::replenish_stock() {
     if (m_stock_closed)
         return;
+    const std::size_t target = stock_target(m_stock.size());
     for (std::size_t which = 0; which < m_stock.size(); ++which) {
         if (static_cast<int>(which) == m_shared.server_index || m_stock_asked[which] != 0 ||
-            m_stock[which].size() >= stock_batch * 3 / 4)
+            m_stock[which].size() >= target * 3 / 4)
             continue;
         m_stock_asked[which] = 1;
-        const std::size_t want =
-            std::min<std::size_t>(stock_batch - m_stock[which].size(), stock_grant_limit(m_shared));
+        const std::size_t want = std::min<std::size_t>(target - m_stock[which].size(), stock_grant_limit(m_shared));
         m_shared.send(m_shared.servers[which], m_shared.handlers.bulk_reserve,
                       wire::bulk_reserve{m_shared.rank(), wire::no_slot, 0, static_cast<std::uint32_t>(want)});
     }
