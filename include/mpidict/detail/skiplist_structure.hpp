@@ -91,8 +91,8 @@ private:
     skiplist_directory& m_directory;
     std::size_t m_placement_counter = 0;
     // Per server index: empty nodes reserved for this rank there, and whether
-    // a stock request is in flight (1) or the server had no room (2: not asked
-    // again before the next flush).
+    // a stock request is in flight (1), the server had no room (2: not asked
+    // again before the next flush) or no split drew from it yet (3: not asked).
     std::vector<std::vector<skiplist_node_id>> m_stock;
     std::vector<std::uint8_t> m_stock_asked;
     bool m_stock_closed = false;
