@@ -36,6 +36,17 @@ bool budgeted_split_ranges() {
     return on;
 }
 
+// MPIDICT_SKIPLIST_DIRECT_RANGES=0: ranges with a limit walk level 0 (or
+// split budgeted) instead of going straight to the directory's nodes (for
+// measurements of the walk against direct ranges in one binary).
+bool direct_ranges_enabled() {
+    static const bool on = [] {
+        const char* text = std::getenv("MPIDICT_SKIPLIST_DIRECT_RANGES");
+        return text == nullptr || *text == '\0' || std::string_view(text) != "0";
+    }();
+    return on;
+}
+
 bool in_interval(std::string_view key, std::string_view lo, std::string_view hi, bool bounded) {
     return key >= lo && (!bounded || key < hi);
 }
@@ -366,9 +377,12 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
 }
 
 void skiplist_caller::go_ahead(std::uint32_t slot, std::vector<std::uint64_t> after) {
-    if (after.empty())
+    auto found = m_ranges.find(slot);
+    // An empty range ([lo, hi) with hi <= lo) completes in dispatch_range and
+    // reads no key: nothing to check it against.
+    if (after.empty() || found == m_ranges.end())
         return;
-    range_state& state = m_ranges[slot];
+    range_state& state = found->second;
     state.speculative = true;
     state.after = std::move(after);
     ++m_speculating;
@@ -420,9 +434,14 @@ void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, st
         out.finish();
     };
     const bool total_order = m_mode == skiplist_consistency::total_order;
+    // Modes sequential and none: an ascending range with a limit goes straight
+    // to the nodes of its interval the directory names (caller_ranges.cpp,
+    // "Direct ranges"), in parallel, where the walk visited them one by one.
+    const bool direct = !total_order && pattern.empty() && !descending && counting == 0 &&
+                        wire_limit != skiplist_shared::unlimited && uses_shortcuts() && direct_ranges_enabled();
     if ((total_order && !m_shared.config.break_consistency_for_testing) ||
         (!total_order && pattern.empty() && !descending &&
-         (wire_limit == skiplist_shared::unlimited || budgeted_split_ranges()))) {
+         (wire_limit == skiplist_shared::unlimited || budgeted_split_ranges() || direct))) {
         // Mode total_order: the range splits over the towers from the head (the
         // seed's Listing 2), so every piece takes the path a point operation on
         // its keys takes and none overtakes or is overtaken (skiplist_map.hpp).
@@ -446,6 +465,8 @@ void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, st
         state.top = descending ? descending_key(hi, bounded) : std::string(lo);
         state.entries = 0;
         state.pieces.clear();
+        state.direct = direct;
+        state.direct_sent = state.direct_got = 0;
         if (bounded && hi <= lo) {
             finish_split_range(slot, state);
             return;
@@ -453,6 +474,10 @@ void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, st
         if (total_order) {
             write(m_shared.handlers.range_split, m_shared.head, static_cast<std::uint8_t>(m_shared.top_level()),
                   wire::range_split_header{m_shared.rank(), slot, flags, wire_limit});
+            return;
+        }
+        if (direct) {
+            send_direct_range(slot, state);
             return;
         }
         const skiplist_node_id entry = uses_shortcuts() ? m_directory.entry_point(lo) : m_shared.head;

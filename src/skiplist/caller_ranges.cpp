@@ -224,6 +224,8 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
         state.pieces.count(from) != 0)
         throw decode_error("mpidict: skiplist_map range piece that overlaps another");
     state.source = source;
+    if (state.direct && !cut)
+        state.direct_got += header.entries;
     state.pieces.emplace(from, range_state::piece{to, bounded, header.entries, std::string(data)});
     // Take the pieces that now continue the chain from the cursor, in key order.
     for (auto next = state.pieces.find(state.cursor); next != state.pieces.end();
@@ -236,6 +238,11 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
             // what is left of its limit.
             if (state.remaining == 0 || (state.bounded && state.cursor >= state.hi)) {
                 finish_split_range(slot, state);
+                return;
+            }
+            if (state.direct) {
+                count_direct_batch(state);
+                send_direct_range(slot, state);  // the next intervals, from the cut
                 return;
             }
             const auto flags = static_cast<std::uint8_t>(state.bounded ? wire::range_bounded : 0);
@@ -271,6 +278,86 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
             finish_split_range(slot, state);
             return;
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Direct ranges (modes sequential and none, ascending, a limit, no pattern)
+// ---------------------------------------------------------------------------
+//
+// The directory maps separators to nodes; between two consecutive entries
+// s_i < s_i+1 lies node i's interval (and, when the directory misses nodes or
+// a node split since, the nodes after it up to s_i+1).  From the cursor the
+// caller sends each interval [s_i, s_i+1) (the first from the cursor, the
+// last cut at hi) as a range_split piece straight to node i, all at once:
+// enough intervals for the limit left at the mean fill seen so far (entries
+// per interval), plus one, and remembers a cut at the last separator.  A node
+// answers its interval as any split piece: what is its own, and what lies
+// beyond its successor split over its tower (a stale entry: a node split off
+// since); a dead node (its generation) sends the piece back to the head.  The
+// caller chains the pieces by interval coverage (handle_range_piece); reaching
+// the cut, it is done if the limit is met, else it sends the next intervals
+// from there.  Each piece carries the limit left at sending, so no node sends
+// more than the query can keep.  Without a directory entry above the cursor
+// the rest goes budgeted (split_ranges.hpp).
+//
+// Every key is read atomically at its node, as by the walk, and the caller's
+// ordering (mode sequential: a range leaves after every earlier point
+// operation on its interval, later ones wait for it; ranges that go ahead are
+// checked when they end) does not depend on how the parts travel.
+
+void skiplist_caller::send_direct_range(std::uint32_t slot, range_state& state) {
+    const std::uint64_t left = state.remaining;
+    const double fill = m_direct_intervals >= 16
+                            ? std::max(1.0, m_direct_entries / m_direct_intervals)
+                            : std::max(1.0, static_cast<double>(m_shared.config.granularity) / 2);
+    // The first interval holds about half a node from the cursor; one more for
+    // the spread of the fill (a short batch costs another round trip).
+    const double wanted = 2.0 + static_cast<double>(left) / fill;
+    const std::size_t intervals = static_cast<std::size_t>(std::min(wanted, 256.0));
+    struct entry {
+        std::string_view separator;
+        skiplist_node_id node;
+    };
+    std::vector<entry> entries;
+    entries.reserve(intervals + 1);
+    m_directory.entries_from(state.cursor, intervals + 1,
+                             [&](std::string_view separator, skiplist_node_id node) { entries.push_back({separator, node}); });
+    if (entries.size() < 2) {
+        // No known node above the cursor: the rest goes budgeted, located like a find.
+        const skiplist_node_id entry = entries.empty() ? m_shared.head : entries.front().node;
+        split_ranges::send_split(m_shared, entry, entry_level_byte(entry), slot, state.cursor, state.hi,
+                                 static_cast<std::uint8_t>(state.bounded ? wire::range_bounded : 0), left);
+        return;
+    }
+    const std::string from_cursor = state.cursor;
+    bool ended = false;  // the last piece reaches hi
+    for (std::size_t at = 0; at + 1 < entries.size() && !ended; ++at) {
+        const std::string_view from = at == 0 ? std::string_view(from_cursor) : entries[at].separator;
+        std::string_view to = entries[at + 1].separator;
+        if (state.bounded && to >= std::string_view(state.hi)) {
+            to = state.hi;
+            ended = true;
+        }
+        const skiplist_node_id node = entries[at].node;
+        const std::uint8_t level_byte = entry_level_byte(node);
+        if ((level_byte & wire::route_shortcut) != 0)
+            ++m_shared.stats.shortcut_entries;
+        const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::range_split_header> +
+                                  string_bytes(from) + string_bytes(to) + string_bytes(std::string_view());
+        byte_writer out(m_shared.engine->reserve(node.rank, m_shared.handlers.range_split, bytes), bytes);
+        out.record(skiplist_shared::route(node, level_byte & wire::level_mask, level_byte & ~wire::level_mask, 0))
+            .record(wire::range_split_header{m_shared.rank(), slot, wire::range_bounded, left});
+        put_string(out, from);
+        put_string(out, to);
+        put_string(out, std::string_view());
+        out.finish();
+        state.direct_sent += at == 0 || ended ? 0.5 : 1.0;
+    }
+    if (!ended) {
+        // The cut: nothing at or above the last separator was asked for.
+        const std::string end(entries.back().separator);
+        state.pieces.emplace(end, range_state::piece{end, true, 0, std::string()});
     }
 }
 
@@ -315,7 +402,19 @@ void skiplist_caller::take_descending_piece(std::uint32_t slot, range_state& sta
     }
 }
 
+void skiplist_caller::count_direct_batch(range_state& state) {
+    m_direct_entries += state.direct_got;
+    m_direct_intervals += state.direct_sent;
+    state.direct_got = state.direct_sent = 0;
+    if (m_direct_intervals > 1e5) {  // the mean of the recent ranges
+        m_direct_intervals /= 2;
+        m_direct_entries /= 2;
+    }
+}
+
 void skiplist_caller::finish_split_range(std::uint32_t slot, range_state& state) {
+    if (state.direct)
+        count_direct_batch(state);
     const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(state.entries, no_slot - 1));
     if (state.streaming) {
         // advance_stream completes the request once `ready` is handed out.

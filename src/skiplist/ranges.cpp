@@ -600,14 +600,14 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
         }
     }
     std::size_t it = run.lower_bound(lo);
+    // The piece's entries end at `stop` (one search, not a comparison per entry).
+    const std::size_t stop = up_bounded ? std::max(it, run.lower_bound(upto, it)) : run.size();
     std::string from(lo);
     while (true) {
         data.clear();
         std::uint32_t entries = 0;
-        for (; it != run.size() && left != 0; ++it) {
+        for (; it != stop && left != 0; ++it) {
             const std::string_view key = run.key(it);
-            if (key >= std::string_view(upto) && up_bounded)
-                break;
             if (pattern && !pattern->matches(key))
                 continue;
             const std::string_view value = run.value(it);
@@ -619,7 +619,7 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
             if (left != skiplist_shared::unlimited)
                 --left;
         }
-        const bool done = it == run.size() || left == 0 || (up_bounded && run.key(it) >= std::string_view(upto));
+        const bool done = it == stop || left == 0;
         // A part that stops early covers up to the next key it did not send.
         const std::string part_end = done ? upto : std::string(run.key(it));
         const bool part_bounded = done ? up_bounded : true;

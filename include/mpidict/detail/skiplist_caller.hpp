@@ -200,6 +200,12 @@ private:
         bool complete = false;
         std::uint32_t count = 0;
         std::vector<std::uint64_t> after;
+        // Modes sequential and none, an ascending range with a limit: its
+        // parts go straight to the nodes the directory names (send_direct_range).
+        // direct_sent: the directory intervals its batches asked for (the first
+        // and a last cut at hi count half), direct_got: the entries they returned.
+        bool direct = false;
+        double direct_sent = 0, direct_got = 0;
     };
     // The keys a finished range read: [lo, end), or [lo, end of list) when not
     // bounded (the limit's last entry ends it early).
@@ -224,6 +230,15 @@ private:
     void take_descending_piece(std::uint32_t slot, range_state& state, std::string from, std::string to, bool bounded,
                                std::uint32_t entries, std::string_view data);
     void finish_split_range(std::uint32_t slot, range_state& state);
+    // A direct range (caller_ranges.cpp): from its cursor, one range_split
+    // piece per directory interval to the node that starts it, as many as the
+    // limit left needs at the fill seen so far, and a cut where they end.
+    void send_direct_range(std::uint32_t slot, range_state& state);
+    // Entries the direct pieces of finished batches returned, and the
+    // directory intervals they covered (their mean fill: how many intervals a
+    // limit needs).
+    double m_direct_entries = 0, m_direct_intervals = 0;
+    void count_direct_batch(range_state& state);
     // Streaming: moves the parts that are now in order to `ready`; completes the
     // request when the last one has been handed out (or dropped).
     void advance_stream(std::uint32_t slot, range_state& state);

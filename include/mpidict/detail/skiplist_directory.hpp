@@ -58,6 +58,24 @@ public:
         }
         return {};
     }
+    // The entry entry_point(key) names and the entries after it, in key
+    // order, `count` at most: visit(separator, node) (the head, first, with an
+    // empty separator when no entry lies at or below key).  Direct ranges
+    // (caller_ranges.cpp) send a range's parts to these nodes.
+    template <class Visit>
+    void entries_from(std::string_view key, std::size_t count, Visit&& visit) const {
+        auto at = m_routes.upper_bound(key);
+        if (count == 0)
+            return;
+        if (at == m_routes.begin()) {
+            visit(std::string_view(), m_head);
+            --count;
+        } else {
+            --at;
+        }
+        for (; at != m_routes.end() && count > 0; ++at, --count)
+            visit(std::string_view(at->first), at->second);
+    }
     void learn(std::string_view separator, skiplist_node_id id);
     // A shortcut for `key` failed and `answered_by` answered: forget the entry used.
     void forget_failed(std::string_view key, skiplist_node_id answered_by);
