@@ -447,12 +447,13 @@ void skiplist_caller::dispatch_range(std::uint32_t slot, std::string_view lo, st
         // its keys takes and none overtakes or is overtaken (skiplist_map.hpp).
         // Modes sequential and none (issue 42): ascending ranges without a
         // pattern or a limit split too, entering where a find on lo enters.
-        // Patterns walk level 0 (their jumps over the towers skip the nodes
-        // that cannot match), as do descending ranges (each step a locate,
-        // stopping at the limit) and, unless budgeted_split_ranges(), ranges
-        // with a limit (the budgeted split, split_ranges.hpp, sent 1.6x the
-        // entries kept and measured 0.70x the walk's rate on a quiet machine:
-        // docs/skiplist_map.md, "Split ranges").
+        // Ascending ranges with a limit go direct (send_direct_range) unless
+        // MPIDICT_SKIPLIST_DIRECT_RANGES=0; then they walk level 0, or split
+        // budgeted with budgeted_split_ranges() (split_ranges.hpp: it sent 1.6x
+        // the entries kept and measured 0.70x the walk's rate on a quiet
+        // machine; docs/skiplist_map.md, "Split ranges").  Patterns walk level 0
+        // (their jumps over the towers skip the nodes that cannot match), as do
+        // descending ranges (each step a locate, stopping at the limit).
         range_state& state = m_ranges[slot];
         state.split = true;
         state.cursor = std::string(lo);
