@@ -372,14 +372,15 @@ void skiplist_caller::send_range(std::uint32_t slot, std::string_view lo, std::s
         m_issue_queue.push_back(std::move(later));
         return;
     }
-    dispatch_range(slot, lo, hi, bounded, limit, pattern, descending, counting);
+    // Marked before it leaves: sending may serve incoming records (a full
+    // buffer), and an earlier range finishing then must keep its reads for
+    // this one's check (m_speculating > 0), or this one waits for them forever.
     go_ahead(slot, std::move(after));
+    dispatch_range(slot, lo, hi, bounded, limit, pattern, descending, counting);
 }
 
 void skiplist_caller::go_ahead(std::uint32_t slot, std::vector<std::uint64_t> after) {
     auto found = m_ranges.find(slot);
-    // An empty range ([lo, hi) with hi <= lo) completes in dispatch_range and
-    // reads no key: nothing to check it against.
     if (after.empty() || found == m_ranges.end())
         return;
     range_state& state = found->second;
@@ -400,9 +401,9 @@ void skiplist_caller::drain_issue_queue() {
                                               m_ranges[next.slot].streaming, next.descending, next.counting != 0,
                                               after))))
                 return;
+            go_ahead(next.slot, std::move(after));  // before it leaves, as in send_range
             dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern, next.descending,
                            next.counting);
-            go_ahead(next.slot, std::move(after));
         } else {
             if (sequential && covered_by_range(m_ranges, next.key))
                 return;

@@ -14,7 +14,9 @@
 //     ranges (lo > hi, [k, k) with after_lo), starts below the first key and
 //     above the last;
 //   - 16 ranges in flight at once, and a caller's own insert right before a
-//     range over its key (read-your-writes in sequential and total_order).
+//     range over its key (read-your-writes in sequential and total_order);
+//   - big batches (G = 1: about 256 nodes per batch) of overlapping ranges in
+//     flight together (big_batches).
 
 #include <algorithm>
 #include <cstdint>
@@ -180,6 +182,59 @@ void run(int rank, int size, mode_type mode) {
     map.flush();
 }
 
+// Big batches: G = 1, so a range of 300 asks about 256 nodes at once (the most
+// one batch sends); 16 overlapping range_from in flight go ahead of one another
+// while the sends fill buffers, and serving incoming records inside a send
+// finishes earlier ranges (a range marked as gone ahead only after it had left
+// waited forever for their reads).
+void big_batches(int rank, int size, mode_type mode) {
+    mpidict::skiplist_map_config config;
+    config.granularity = 1;
+    config.consistency = mode;
+    // Small buffers: a batch's sends fill them and serve incoming records.
+    config.runtime.buffer_bytes = std::max<std::size_t>(2048, config.required_buffer_bytes());
+    map_type map(MPI_COMM_WORLD, config);
+    constexpr std::int64_t per_rank = 1500;
+    model_type model;
+    std::vector<std::int64_t> keys, values;
+    for (int r = 0; r < size; ++r)
+        for (std::int64_t i = 0; i < per_rank; ++i) {
+            const std::int64_t key = r + size * i;
+            model[key] = key * 7;
+            if (r == rank) {
+                keys.push_back(key);
+                values.push_back(key * 7);
+            }
+        }
+    map.insert_many(std::span<const std::int64_t>(keys), std::span<const std::int64_t>(values));
+    map.flush();
+    std::size_t found = 0;
+    map.find_many(std::span<const std::int64_t>(keys), [&](std::size_t, const std::optional<std::int64_t>& v) {
+        found += v.has_value();
+    });
+    MPIDICT_CHECK(found == keys.size());
+    map.flush();
+    std::mt19937_64 random(777 + static_cast<unsigned>(rank));
+    std::deque<std::pair<std::int64_t, mpidict::request<entries>>> pending;
+    const mpidict::range_options options{.limit = 300};
+    const auto take = [&] {
+        const entries got = pending.front().second.get();
+        const entries want = expect(model, pending.front().first, nullptr, options);
+        MPIDICT_CHECK_MSG(got == want, "big batches: range_from(" + std::to_string(pending.front().first) +
+                                           ", limit 300): " + describe(got) + " expected " + describe(want));
+        pending.pop_front();
+    };
+    for (int i = 0; i < 64; ++i) {
+        const std::int64_t lo = static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(size * per_rank / 2));
+        pending.emplace_back(lo, map.range_from(lo, options));
+        if (pending.size() == 16)
+            take();
+    }
+    while (!pending.empty())
+        take();
+    map.flush();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,5 +242,7 @@ int main(int argc, char** argv) {
         mpidict::testing::watchdog guard(rank, std::chrono::seconds(100), "mpi_skiplist_direct_ranges");
         for (const mode_type mode : {mode_type::sequential, mode_type::none, mode_type::total_order})
             run(rank, size, mode);
+        for (const mode_type mode : {mode_type::sequential, mode_type::none})
+            big_batches(rank, size, mode);
     });
 }
