@@ -389,31 +389,46 @@ void skiplist_caller::go_ahead(std::uint32_t slot, std::vector<std::uint64_t> af
     ++m_speculating;
 }
 
+// A dispatch may serve incoming records (a send that finds its buffer full),
+// and a range or point completing among them drains the queue again: that
+// inner call returns at once (this loop goes on with whatever became free),
+// and the operation leaves the queue before it is dispatched, so it is never
+// sent twice and nothing refers into the queue across a send.
 void skiplist_caller::drain_issue_queue() {
+    if (m_draining)
+        return;
+    m_draining = true;
+    struct reset {
+        bool& flag;
+        ~reset() { flag = false; }
+    } draining{m_draining};
     while (!m_issue_queue.empty()) {
-        queued_operation& next = m_issue_queue.front();
+        const queued_operation& front = m_issue_queue.front();
         const bool sequential = orders_ranges(m_mode, m_shared.config);
-        if (next.range) {
+        if (front.range) {
             std::vector<std::uint64_t> after;
-            if (sequential && (point_in_flight(m_keys, next.key, next.hi, next.bounded) ||
-                               (range_in_flight(m_ranges, next.key, next.hi, next.bounded) &&
-                                !may_go_ahead(m_ranges, next.key, next.hi, next.bounded,
-                                              m_ranges[next.slot].streaming, next.descending, next.counting != 0,
+            if (sequential && (point_in_flight(m_keys, front.key, front.hi, front.bounded) ||
+                               (range_in_flight(m_ranges, front.key, front.hi, front.bounded) &&
+                                !may_go_ahead(m_ranges, front.key, front.hi, front.bounded,
+                                              m_ranges[front.slot].streaming, front.descending, front.counting != 0,
                                               after))))
                 return;
+            const queued_operation next = std::move(m_issue_queue.front());
+            m_issue_queue.pop_front();
             go_ahead(next.slot, std::move(after));  // before it leaves, as in send_range
             dispatch_range(next.slot, next.key, next.hi, next.bounded, next.limit, next.pattern, next.descending,
                            next.counting);
         } else {
-            if (sequential && covered_by_range(m_ranges, next.key))
+            if (sequential && covered_by_range(m_ranges, front.key))
                 return;
-            auto state = m_keys.try_emplace(next.key).first;
+            auto state = m_keys.try_emplace(front.key).first;
             if (state->second.outstanding > 0)
                 return;
+            const queued_operation next = std::move(m_issue_queue.front());
+            m_issue_queue.pop_front();
             dispatch_point(next.kind, next.slot, state->first, next.value, next.expires, next.sequence,
                            &state->second);
         }
-        m_issue_queue.pop_front();
     }
 }
 

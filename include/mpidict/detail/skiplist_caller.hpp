@@ -289,6 +289,7 @@ private:
 
     std::unordered_map<std::string, key_state> m_keys;          // one point operation per key in flight
     std::deque<queued_operation> m_issue_queue;
+    bool m_draining = false;  // drain_issue_queue is running (it does not nest)
     std::unordered_map<std::uint32_t, ticket_state> m_tickets;  // answer ticket -> its operation
     std::uint32_t m_next_ticket = 0;
     std::uint64_t m_next_issue = 0;     // the next operation's issue number
