@@ -12,7 +12,11 @@
 //     src/skiplist/split_ranges.hpp): the interval splits at every level on the
 //     way down, so the piece holding a key travels the links a point operation
 //     on that key travels; each node answers its piece with range_piece records
-//     naming the interval they cover.
+//     naming the interval they cover.  In sequential and none an ascending
+//     range with a limit sends range_split pieces straight to the nodes the
+//     caller's directory names ("direct ranges", caller_ranges.cpp), each node
+//     splitting on from there; MPIDICT_SKIPLIST_DIRECT_RANGES=0 gives them the
+//     level-0 walk above again (or the budgeted split, split_ranges.hpp).
 //   - find_split (mode total_order, a find_many chunk): the chunk's sorted keys
 //     split the same way; each node answers the keys left to it (found_split).
 
