@@ -15,7 +15,50 @@
 
 #include "mpidict/detail/sorted_run.hpp"
 
+#include <sys/mman.h>
+
+#include <limits>
+#include <new>
+
 namespace mpidict::detail {
+
+// The batch's buffers (about 70 bytes per key, transient) of 1 MiB or more are
+// mapped directly and unmapped when freed: through malloc, once glibc's
+// dynamic mmap threshold had risen, they came from the heap and their freed
+// pages stayed resident after the load (issue 43: RSS growth per pair).
+template <class T>
+struct batch_allocator {
+    using value_type = T;
+    static constexpr std::size_t mapped_from = std::size_t(1) << 20;
+    batch_allocator() = default;
+    template <class U>
+    batch_allocator(const batch_allocator<U>&) noexcept {}
+    T* allocate(std::size_t count) {
+        if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
+            throw std::bad_array_new_length();
+        const std::size_t bytes = count * sizeof(T);
+        if (bytes < mapped_from)
+            return std::allocator<T>().allocate(count);
+        void* mapped = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mapped == MAP_FAILED)
+            throw std::bad_alloc();
+        return static_cast<T*>(mapped);
+    }
+    void deallocate(T* pointer, std::size_t count) noexcept {
+        const std::size_t bytes = count * sizeof(T);
+        if (bytes < mapped_from)
+            std::allocator<T>().deallocate(pointer, count);
+        else
+            ::munmap(pointer, bytes);
+    }
+    template <class U>
+    bool operator==(const batch_allocator<U>&) const noexcept {
+        return true;
+    }
+};
+template <class T>
+using batch_vector = std::vector<T, batch_allocator<T>>;
+using batch_string = std::basic_string<char, std::char_traits<char>, batch_allocator<char>>;
 
 class sorted_batch {
 public:
@@ -23,15 +66,18 @@ public:
     // the first round's size (rounds: below); at least count: one sweep.
     template <class Encode>
     void build(std::size_t count, Encode&& encode, std::size_t first = first_round) {
-        std::string encoded;
-        std::vector<std::size_t> starts;
+        batch_string encoded;
+        batch_vector<std::size_t> starts;
         starts.reserve(count + 1);
         m_order.clear();
         m_order.reserve(count);
+        std::string scratch_key;  // (encode appends to a std::string)
         for (std::size_t index = 0; index < count; ++index) {
             const std::size_t at = encoded.size();
             starts.push_back(at);
-            encode(index, encoded);
+            encode(index, scratch_key);
+            encoded.append(scratch_key);
+            scratch_key.clear();
             m_order.emplace_back(sorted_run::prefix_of(std::string_view(encoded).substr(at)),
                                  static_cast<std::uint32_t>(index));
         }
@@ -39,7 +85,7 @@ public:
         const auto key_of = [&](std::uint32_t index) {
             return std::string_view(encoded).substr(starts[index], starts[index + 1] - starts[index]);
         };
-        std::vector<std::pair<std::uint64_t, std::uint32_t>> scratch;
+        batch_vector<std::pair<std::uint64_t, std::uint32_t>> scratch;
         radix_sort_by_prefix(m_order, scratch, 8);  // stable: equal keys stay in index order
         // Equal prefixes decide nothing for keys longer than 8 bytes or of
         // different lengths: those groups are ordered by their bytes.
@@ -66,7 +112,7 @@ public:
         // sorted batch sent as one sweep would reach an empty list's last
         // node piece after piece; in rounds, each round's keys spread over
         // the nodes the earlier rounds made, and every node merges its share.
-        std::vector<std::uint32_t> round(positions);
+        batch_vector<std::uint32_t> round(positions);
         std::vector<std::size_t> per_round;
         for (std::size_t position = 0; position < positions; ++position) {
             std::size_t which = 0;
@@ -118,11 +164,11 @@ private:
     // The index of the last occurrence of the position'th distinct key (key order).
     std::uint32_t last_index(std::size_t position) const { return m_order[m_group[position + 1] - 1].second; }
 
-    std::vector<std::pair<std::uint64_t, std::uint32_t>> m_order;  // (prefix, index) in key order
-    std::vector<std::uint32_t> m_group;  // where each distinct key's occurrences start in m_order
-    std::string m_bytes;                 // the distinct keys, encoded, in key order
-    std::vector<std::size_t> m_starts;
-    std::vector<std::uint32_t> m_send;   // distinct key positions in sending order
+    batch_vector<std::pair<std::uint64_t, std::uint32_t>> m_order;  // (prefix, index) in key order
+    batch_vector<std::uint32_t> m_group;  // where each distinct key's occurrences start in m_order
+    batch_string m_bytes;                 // the distinct keys, encoded, in key order
+    batch_vector<std::size_t> m_starts;
+    batch_vector<std::uint32_t> m_send;   // distinct key positions in sending order
 };
 
 }  // namespace mpidict::detail

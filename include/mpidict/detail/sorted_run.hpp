@@ -270,8 +270,9 @@ private:
 // which the prefixes differ (all 8: sorted by prefix), stably, least
 // significant of those first; the bytes every prefix shares (e.g. the high
 // bytes of small integers) cost nothing.  `scratch` is reused between calls.
-inline void radix_sort_by_prefix(std::vector<std::pair<std::uint64_t, std::uint32_t>>& items,
-                                 std::vector<std::pair<std::uint64_t, std::uint32_t>>& scratch, unsigned digits = 8) {
+// (Items: a vector of std::pair<std::uint64_t, std::uint32_t>, any allocator.)
+template <class Items>
+void radix_sort_by_prefix(Items& items, Items& scratch, unsigned digits = 8) {
     if (items.size() < 2)
         return;
     std::uint64_t differ = 0;
