@@ -110,18 +110,23 @@ void run(int rank, int size, mode_type mode) {
     constexpr std::int64_t per_rank = 400;
     const std::int64_t top = size * per_rank * 4;
     model_type model;
-    std::vector<std::int64_t> keys, values;
-    for (int r = 0; r < size; ++r)
-        for (std::int64_t i = 0; i < per_rank; ++i) {
-            const std::int64_t key = r + size * i * 4;  // gaps: later inserts land between
-            model[key] = key * 7;
-            if (r == rank) {
-                keys.push_back(key);
-                values.push_back(key * 7);
+    // Every rank's keys r + size * (4i + offset) go into the model; this rank
+    // inserts its own (value key * 7) in one batch.
+    auto insert_keys = [&](std::int64_t offset) {
+        std::vector<std::int64_t> keys, values;
+        for (int r = 0; r < size; ++r)
+            for (std::int64_t i = 0; i < per_rank; ++i) {
+                const std::int64_t key = r + size * (i * 4 + offset);
+                model[key] = key * 7;
+                if (r == rank) {
+                    keys.push_back(key);
+                    values.push_back(key * 7);
+                }
             }
-        }
-    map.insert_many(std::span<const std::int64_t>(keys), std::span<const std::int64_t>(values));
-    map.flush();
+        map.insert_many(std::span<const std::int64_t>(keys), std::span<const std::int64_t>(values));
+        map.flush();
+    };
+    insert_keys(0);  // gaps: later inserts land between
     std::mt19937_64 random(4242 + static_cast<unsigned>(rank) * 31 + static_cast<unsigned>(mode));
     const std::string name = std::string(mpidict::to_string(mode));
     check_ranges(map, model, random, top, name + " cold directory");
@@ -141,19 +146,7 @@ void run(int rank, int size, mode_type mode) {
     map.flush();
 
     // Stale: keys between the old ones split the nodes the directory names.
-    keys.clear();
-    values.clear();
-    for (int r = 0; r < size; ++r)
-        for (std::int64_t i = 0; i < per_rank; ++i) {
-            const std::int64_t key = r + size * i * 4 + size * 2;
-            model[key] = key * 7;
-            if (r == rank) {
-                keys.push_back(key);
-                values.push_back(key * 7);
-            }
-        }
-    map.insert_many(std::span<const std::int64_t>(keys), std::span<const std::int64_t>(values));
-    map.flush();
+    insert_keys(2);
     check_ranges(map, model, random, top, name + " nodes split since");
     map.flush();
 
