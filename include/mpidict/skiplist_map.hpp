@@ -193,6 +193,22 @@ public:
         runtime::engine_lock lock(m_core->engine());
         m_core->flush();
     }
+    // Collective (skiplist_map.md, "Rebalancing, growing and draining"):
+    // flush(), then nodes move from the most loaded server ranks to the least
+    // until max/mean of options.metric is near 1 (nothing moves at or below
+    // options.target); drain(rank): every node off `rank` (an active server,
+    // not the only one), which stops being a server.  Every rank gets the same
+    // result; last_rebalance(): that of the last flush that grew or moved.
+    skiplist_rebalance_result rebalance(const skiplist_rebalance_options& options = {}) {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->rebalance(options);
+    }
+    skiplist_rebalance_result drain(int rank) {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->drain(rank);
+    }
+    skiplist_rebalance_result last_rebalance() const { return m_core->last_rebalance(); }
+    std::vector<int> active_servers() const { return m_core->active_servers(); }
 
     // Local.  This caller's consistency mode (config.consistency until changed);
     // see skiplist_map.md "Consistency modes".  set_consistency first waits until

@@ -44,6 +44,18 @@ struct skiplist_map_config {
     // Ranks that host nodes (the free-node managers form a ring in this order;
     // the head node lives on the first).  nullopt: every rank.
     std::optional<std::vector<int>> server_ranks{};
+    // Elastic servers (docs/skiplist_map.md, "Rebalancing, growing and
+    // draining"): the first initial_servers of server_ranks host nodes from
+    // the start (0: all of them); the others are dormant until a flush finds
+    // every active server at or past grow_entries entries, or past
+    // grow_memory_fraction of memory_limit_per_rank, and wakes the next one
+    // (nodes then move onto it, as rebalance() moves them).
+    std::size_t initial_servers = 0;
+    std::uint64_t grow_entries = std::uint64_t{1} << 20;
+    double grow_memory_fraction = 0.5;
+    // A flush also rebalances (by entries) when the entries' max/mean over the
+    // active servers passes this; 0: only rebalance() does.
+    double rebalance_threshold = 0;
     std::size_t granularity = 64;            // G: keys per node before it splits
     // Capacity (docs/skiplist_map.md "Capacity and list_full"): a server rank's
     // pool of node slots grows on demand until one of these limits stops it;
@@ -118,6 +130,35 @@ struct skiplist_node_id {
     friend bool operator==(const skiplist_node_id&, const skiplist_node_id&) = default;
 };
 
+// What rebalance() balances: the entries the server ranks hold, or the
+// requests their nodes handled (answered or passed on) since the last
+// rebalance (or since the map was built).
+enum class skiplist_load_metric : std::uint8_t { entries = 0, requests = 1 };
+
+struct skiplist_rebalance_options {
+    skiplist_load_metric metric = skiplist_load_metric::entries;
+    // Nothing moves while max/mean of the metric over the active servers is at
+    // or below this; otherwise nodes move from the most loaded ranks to the
+    // least until each is near the mean.
+    double target = 1.1;
+};
+
+// What rebalance(), drain() (or a flush that grew or rebalanced) did; the same
+// on every rank.  Per-rank vectors are indexed by rank (non-servers hold 0).
+struct skiplist_rebalance_result {
+    std::vector<std::uint64_t> entries_before, entries_after;
+    std::vector<std::uint64_t> load_before, load_after;  // the metric's load (entries or requests)
+    std::uint64_t moved_nodes = 0;     // nodes that changed rank
+    std::uint64_t moved_entries = 0;   // entries they carried
+    std::uint64_t moved_bytes = 0;     // record bytes sent to move them (node records only)
+    std::uint64_t refused_nodes = 0;   // moves a destination could not take (its capacity): the node stayed
+    std::uint64_t servers_added = 0;   // dormant ranks that became servers
+    bool head_moved = false;           // the head node moved (drain of its rank)
+    std::vector<int> servers;          // the active server ranks afterwards
+    double seconds = 0;                // wall time of the whole call on this rank
+    static double ratio(const std::vector<std::uint64_t>& load, const std::vector<int>& over);  // max/mean
+};
+
 // This rank's counters (local_statistics()): the name every container uses.
 struct skiplist_map_local_statistics {
     std::uint64_t nodes = 0;             // live nodes hosted here
@@ -132,6 +173,8 @@ struct skiplist_map_local_statistics {
     std::uint64_t expired = 0;           // entries removed because their expiry passed
     std::uint64_t range_parts = 0;       // range parts sent from here
     std::uint64_t unlinked = 0;          // emptied nodes unlinked here (at a flush) and returned to the free pool
+    std::uint64_t migrated_out = 0;      // nodes moved from here to another rank (rebalance, drain, growth)
+    std::uint64_t migrated_in = 0;       // nodes moved here
     // Consistency modes (counted by this rank as a caller, except head_visits).
     std::uint64_t answers = 0;           // point operations answered to this caller
     std::uint64_t answer_hops = 0;       // node-to-node hops those operations took (answer_hops / answers: mean)

@@ -369,6 +369,7 @@ void skiplist_nodes::merge_items(skiplist_node_id id, const std::vector<direct_i
         if (item.expires != 0 && (here.earliest_expiry == 0 || item.expires < here.earliest_expiry))
             here.earliest_expiry = item.expires;
     stats.handled += items.size();
+    here.count_requests(items.size());
     const bool splits = run.size() > m_shared.config.granularity;
     for (std::size_t which = 0; which < items.size(); ++which) {
         const direct_item& item = items[which];

@@ -180,4 +180,6 @@ std::string skiplist_shared::list_full_message() const {
     return text + ", G = " + std::to_string(config.granularity) + " keys per node; the insert was not applied";
 }
 
+std::uint64_t resident_bytes_now() { return resident_bytes(); }
+
 }  // namespace mpidict::detail

@@ -333,6 +333,7 @@ void skiplist_nodes::route_point(int source, skiplist_node_id id, std::uint8_t l
         if (hold_if_busy(here, m_shared.handlers.point, source, record, level, point.header.stamp))
             return;
     }
+    here.count_requests(1);
     if (id == m_shared.head) {
         ++m_shared.stats.head_visits;
         if (auto* probe = skiplist_order_probe_for_testing.load(std::memory_order_relaxed);
@@ -620,6 +621,8 @@ void skiplist_nodes::handle_find_direct(int source, std::string_view record) {
             here = nullptr;
         if (here && here->earliest_expiry != 0)
             purge_expired(*here, m_shared.clock_now());
+        if (here)
+            here->count_requests(part.count);
         // A key is this node's if the run holds it, or if it lies at or above
         // the separator and below the successor's (what forward_level would
         // find on every level).

@@ -70,6 +70,20 @@ skiplist_shared::skiplist_shared(std::unique_ptr<runtime::engine> owned, const s
         }
         servers = *settings.server_ranks;
     }
+    if (settings.initial_servers > servers.size())
+        throw invalid_argument_error("mpidict: skiplist_map initial_servers = " +
+                                     std::to_string(settings.initial_servers) + " exceeds the " +
+                                     std::to_string(servers.size()) + " server ranks (0: all of them)");
+    if (settings.initial_servers != 0) {
+        dormant.assign(servers.begin() + static_cast<std::ptrdiff_t>(settings.initial_servers), servers.end());
+        servers.resize(settings.initial_servers);
+    }
+    if (!(settings.grow_memory_fraction >= 0 && settings.grow_memory_fraction <= 1) ||
+        !(settings.rebalance_threshold == 0 || settings.rebalance_threshold >= 1))
+        throw invalid_argument_error("mpidict: skiplist_map grow_memory_fraction = " +
+                                     std::to_string(settings.grow_memory_fraction) + " must be in [0, 1] and " +
+                                     "rebalance_threshold = " + std::to_string(settings.rebalance_threshold) +
+                                     " 0 (off) or at least 1 (max/mean)");
     if (settings.granularity < 1 || settings.granularity > (1u << 20))
         throw invalid_argument_error("mpidict: skiplist_map granularity G = " + std::to_string(settings.granularity) +
                                      " must be between 1 and 1048576");
@@ -120,7 +134,8 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
       m_nodes(m_shared, m_directory),
       m_structure(m_shared, m_nodes, m_directory),
       m_ranges(m_shared, m_nodes),
-      m_snapshots(m_shared) {
+      m_snapshots(m_shared),
+      m_rebalancer(m_shared, m_nodes, m_structure, m_directory) {
     m_nodes.connect(&m_structure, &m_ranges);
     // The order is the wire's (the fuzz seeds name handlers by position).
     auto& h = m_shared.handlers;
@@ -151,13 +166,22 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
         m_shared.add_handler<&skiplist_snapshots::handle_fill>("skiplist.snapshot_fill", &m_snapshots);
     h.snapshot_read =
         m_shared.add_handler<&skiplist_snapshots::handle_read>("skiplist.snapshot_read", &m_snapshots);
+    // Appended (issue 44): the earlier handlers keep their numbers.
+    h.migrate = m_shared.add_handler<&skiplist_rebalancer::handle_migrate>("skiplist.migrate", &m_rebalancer);
+    h.migrated = m_shared.add_handler<&skiplist_rebalancer::handle_migrated>("skiplist.migrated", &m_rebalancer);
+    h.migrate_refused =
+        m_shared.add_handler<&skiplist_rebalancer::handle_migrate_refused>("skiplist.migrate_refused", &m_rebalancer);
     auto& engine_ref = *m_shared.engine;
     engine_ref.verify_handlers();
     // Every rank must agree on the tunables that shape the list.
     engine_ref.check_same(static_cast<std::int64_t>(settings.granularity), "skiplist_map granularity", false);
     engine_ref.check_same(static_cast<std::int64_t>(settings.max_height), "skiplist_map max_height", false);
-    engine_ref.check_same(static_cast<std::int64_t>(m_shared.servers.size()) * 1000003 + m_shared.servers.front(),
-                          "skiplist_map server_ranks", false);
+    engine_ref.check_same(static_cast<std::int64_t>(m_shared.servers.size() + m_shared.dormant.size()) * 1000003 +
+                              m_shared.servers.front() + static_cast<std::int64_t>(m_shared.servers.size()) * 7919,
+                          "skiplist_map server_ranks and initial_servers", false);
+    engine_ref.check_same(static_cast<std::int64_t>(settings.grow_entries) ^
+                              static_cast<std::int64_t>(settings.rebalance_threshold * 1000),
+                          "skiplist_map grow_entries and rebalance_threshold", false);
 
     if (rank() == m_shared.servers.front()) {
         const skiplist_node_id head = m_nodes.allocate_local("", settings.max_height);
@@ -200,6 +224,32 @@ void skiplist_core::flush() {
     m_structure.open_stock();
     m_nodes.sweep_expired();
     m_structure.unlink_emptied();
+    if (m_rebalancer.elastic())
+        m_rebalancer.at_flush();
+    else
+        m_rebalancer.forget_last();
+}
+
+skiplist_rebalance_result skiplist_core::rebalance(const skiplist_rebalance_options& options) {
+    if (!(options.target >= 1.0))
+        throw invalid_argument_error("mpidict: skiplist_map rebalance target " + std::to_string(options.target) +
+                                     " must be at least 1 (max/mean)");
+    flush();
+    return m_rebalancer.rebalance(options);
+}
+
+skiplist_rebalance_result skiplist_core::drain(int rank) {
+    const auto& servers = m_shared.servers;
+    if (!m_shared.valid_rank(rank) || std::find(servers.begin(), servers.end(), rank) == servers.end())
+        throw invalid_argument_error("mpidict: skiplist_map drain(" + std::to_string(rank) +
+                                     "): rank " + std::to_string(rank) + " is not an active server rank (" +
+                                     std::to_string(servers.size()) + " active)");
+    if (servers.size() == 1)
+        throw invalid_argument_error("mpidict: skiplist_map drain(" + std::to_string(rank) +
+                                     "): it is the only active server rank; its nodes have nowhere to go");
+    m_shared.engine->check_same(rank, "skiplist_map drain's rank");
+    flush();
+    return m_rebalancer.drain(rank);
 }
 
 }  // namespace detail

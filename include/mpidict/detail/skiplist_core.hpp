@@ -27,6 +27,7 @@
 #include "mpidict/detail/skiplist_directory.hpp"
 #include "mpidict/detail/skiplist_nodes.hpp"
 #include "mpidict/detail/skiplist_ranges.hpp"
+#include "mpidict/detail/skiplist_rebalance.hpp"
 #include "mpidict/detail/skiplist_shared.hpp"
 #include "mpidict/detail/skiplist_snapshot.hpp"
 #include "mpidict/detail/skiplist_structure.hpp"
@@ -143,8 +144,16 @@ public:
     void reset_local_statistics();
     std::size_t local_size() const { return m_nodes.local_size(); }
 
-    // Collective.
+    // Collective.  Also grows onto dormant servers or rebalances when the
+    // configuration asks for it (skiplist_rebalance.hpp).
     void flush();
+    // Collective: flush(), then moves nodes (skiplist_rebalance.hpp).  Bad
+    // input throws on every rank before anything moves.
+    skiplist_rebalance_result rebalance(const skiplist_rebalance_options& options);
+    skiplist_rebalance_result drain(int rank);
+    // What the last flush's growth or rebalance (or rebalance()/drain()) did.
+    const skiplist_rebalance_result& last_rebalance() const { return m_rebalancer.last(); }
+    const std::vector<int>& active_servers() const { return m_shared.servers; }
     // Collective.  flush(), then a consistent snapshot of the live entries
     // (skiplist_snapshot.hpp); read it through snapshots() with the id.
     std::uint32_t take_snapshot() {
@@ -173,6 +182,7 @@ private:
     skiplist_structure m_structure;
     skiplist_range_nodes m_ranges;
     skiplist_snapshots m_snapshots;
+    skiplist_rebalancer m_rebalancer;
 };
 
 }  // namespace mpidict::detail

@@ -81,6 +81,19 @@ public:
     void forget_failed(std::string_view key, skiplist_node_id answered_by);
     // Forgets every entry whose node `gone` names.
     void forget_if(const std::function<bool(const skiplist_node_id&)>& gone);
+    // Points every entry whose node moved (moved(id) returns its new id, or a
+    // null id when it did not move) at the new node (rebalance, at a flush).
+    void replace_if(const std::function<skiplist_node_id(const skiplist_node_id&)>& moved) {
+        for (auto& entry : m_routes)
+            if (const skiplist_node_id to = moved(entry.second); !to.null())
+                entry.second = to;
+        ++m_version;
+    }
+    // The head moved (drain of its rank).
+    void set_head(skiplist_node_id head) {
+        m_head = head;
+        ++m_version;
+    }
 
     // The flat copy.
     bool flat_current() const { return m_flat_version == m_version; }

@@ -74,6 +74,10 @@ struct skiplist_node {
     std::vector<skiplist_link> tower;   // height = tower.size()
     sorted_run run;                     // sorted by key, at most G (G + 1 while splitting)
     expiry_time earliest_expiry = 0;    // 0: nothing expires
+    std::uint32_t requests = 0;         // requests handled here since the last rebalance (its load; saturates)
+    void count_requests(std::size_t n) {
+        requests = n >= std::size_t(0xffffffffu - requests) ? 0xffffffffu : requests + static_cast<std::uint32_t>(n);
+    }
     int holds = 0;                      // ordering clears still expected
     // While holding for a link on level hold_level, what arrives below it
     // (the old way) is served, not queued (hold_if_busy); low_queued: some
@@ -119,6 +123,7 @@ struct skiplist_point {
 class skiplist_nodes {
 public:
     friend class skiplist_structure;
+    friend class skiplist_rebalancer;
     using node = skiplist_node;
     using link = skiplist_link;
     using wire = skiplist_wire;

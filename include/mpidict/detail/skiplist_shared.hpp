@@ -47,8 +47,14 @@ struct skiplist_shared {
 
     std::unique_ptr<runtime::engine> engine;
     skiplist_map_config config;
-    std::vector<int> servers;
+    std::vector<int> servers;  // the active server ranks (skiplist_rebalance.hpp changes them at a flush)
+    std::vector<int> dormant;  // server ranks not active yet (or drained), next first
     int server_index = -1;  // position of this rank in servers, -1: hosts no nodes
+    void set_servers(std::vector<int> active) {
+        servers = std::move(active);
+        const auto me = std::find(servers.begin(), servers.end(), rank());
+        server_index = me == servers.end() ? -1 : static_cast<int>(me - servers.begin());
+    }
     skiplist_node_id head{};
     skiplist_map_local_statistics stats{};
     // Capacity (src/skiplist/memory.cpp): memory_limit_per_rank resolved
@@ -66,6 +72,7 @@ struct skiplist_shared {
     std::string list_full_message() const;
 
     struct handler_ids {
+        runtime::handler_id migrate = 0, migrated = 0, migrate_refused = 0;
         runtime::handler_id point = 0, range = 0, range_part = 0, range_split = 0, range_piece = 0, alloc = 0,
                             alloc_reply = 0, link_up = 0, set_links = 0, expect = 0, marker = 0, clear = 0,
                             point_reply = 0, unlinked = 0, find_direct = 0, found_direct = 0,
@@ -125,5 +132,7 @@ std::string describe(const skiplist_node_id& id);
 // Collective (automatic limit: the ranks sharing a node).  Sets
 // shared.memory_limit from config.memory_limit_per_rank (src/skiplist/memory.cpp).
 void resolve_memory_limit(skiplist_shared& shared);
+// This process's resident bytes now (0: unknown; src/skiplist/memory.cpp).
+std::uint64_t resident_bytes_now();
 
 }  // namespace mpidict::detail

@@ -44,6 +44,11 @@ public:
     // engine's flush, open_stock after it; grants that arrive meanwhile go back).
     void close_stock();
     void open_stock() { m_stock_closed = false; }
+    // The active servers changed (at a flush, stocks empty): per-server state starts again.
+    void reset_stock() {
+        m_stock.clear();
+        m_stock_asked.clear();
+    }
     // A routed marker reached the end of the old way: `target` may stop holding.
     void clear_for_marker(skiplist_node_id target);
 

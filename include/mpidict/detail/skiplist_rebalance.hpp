@@ -1,0 +1,113 @@
+#pragma once
+// Elastic servers of the skip list on one rank (src/skiplist/rebalance.cpp):
+// moving nodes between ranks at a flush (rebalance(), drain(rank), growth onto
+// dormant server ranks).  After the engine's flush nothing is in flight, so,
+// as when emptied nodes are unlinked (skiplist_structure::unlink_emptied):
+//
+//   1. every rank's load (entries, requests, nodes, memory) is summed into
+//      one vector every rank holds, and every rank computes the same plan:
+//      transfers (from, to, amount) from the most loaded ranks to the least;
+//   2. each source picks its own nodes to meet its transfers and ships each
+//      one (separator, tower, run with deadlines, request count) in migrate
+//      records to its destination, which takes a slot (the pool grows on
+//      demand, within node_slots_per_rank and memory_limit_per_rank) or
+//      refuses (the node stays where it is: nothing is lost);
+//   3. a destination that took a node announces old id -> new id to every
+//      rank (migrated records); after a second engine flush every rank
+//      re-points each link of its nodes that names a moved node, re-points
+//      its directory entries (and the head, if it moved), and the sources
+//      free the old slots (the generation check then catches any stale id);
+//   4. a last sum (which also gathers the loads afterwards) keeps every rank
+//      from sending new operations before all have re-pointed their links.
+//
+// Record layouts (one message each, skiplist_wire.hpp's helpers):
+//   migrate:          node_id old, u8 flags (1: first part, 2: last part),
+//                     [first: u32 requests, u8 height, string separator,
+//                      height x (node_id to, string separator)],
+//                     u32 n, n x (string key, string value, expiry_time)
+//   migrated:         node_id old, node_id new (to every rank)
+//   migrate_refused:  node_id old (to the source)
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "mpidict/detail/skiplist_directory.hpp"
+#include "mpidict/detail/skiplist_nodes.hpp"
+#include "mpidict/detail/skiplist_shared.hpp"
+#include "mpidict/detail/skiplist_structure.hpp"
+
+namespace mpidict::detail {
+
+class skiplist_rebalancer {
+public:
+    skiplist_rebalancer(skiplist_shared& shared, skiplist_nodes& nodes, skiplist_structure& structure,
+                        skiplist_directory& directory);
+
+    // Collective, right after a flush (the list is quiescent).
+    skiplist_rebalance_result rebalance(const skiplist_rebalance_options& options);
+    // Collective, right after a flush: every node off `rank` (an active server;
+    // not the only one), which becomes dormant (the last to wake again).
+    skiplist_rebalance_result drain(int rank);
+    // Collective, at the end of every flush when elastic(): wakes dormant
+    // servers when every active one is past config.grow_entries (or
+    // grow_memory_fraction of its memory limit) and moves nodes onto them, or
+    // rebalances by entries past config.rebalance_threshold.  last() says what
+    // the last such step did (moved_nodes 0 and servers_added 0: nothing).
+    void at_flush();
+    bool elastic() const { return !m_shared.dormant.empty() || m_shared.config.rebalance_threshold > 0; }
+    const skiplist_rebalance_result& last() const { return m_last; }
+    void forget_last() {
+        if (!m_last.servers.empty())
+            m_last = skiplist_rebalance_result{};
+    }
+
+    void handle_migrate(int source, std::string_view record);
+    void handle_migrated(int source, std::string_view record);
+    void handle_migrate_refused(int source, std::string_view record);
+
+private:
+    struct loads {
+        std::vector<std::int64_t> entries, requests, nodes, memory_full;
+    };
+    struct transfer {
+        int from, to;
+        double amount;
+    };
+    // Collective (one sum): every rank's loads; `extra` values are summed too.
+    loads gather(std::vector<std::int64_t>* extra = nullptr);
+    // The same on every rank: transfers that bring every active server near
+    // the mean of `load` (a rank outside the servers sheds all of its load).
+    std::vector<transfer> plan(std::vector<double> load, double target, bool forced) const;
+    // Ships this rank's part of `transfers`, re-points, frees; collective.
+    // drained: the rank that must end empty (-1: none).
+    skiplist_rebalance_result execute(const std::vector<transfer>& transfers, skiplist_load_metric metric,
+                                      int drained, const loads& before);
+    std::uint64_t weight(const skiplist_node& node, skiplist_load_metric metric) const;
+    bool movable(const skiplist_node& node, bool with_head) const;
+    std::uint64_t ship(std::uint32_t slot, int destination);
+    void add_servers(std::size_t count);
+
+    skiplist_shared& m_shared;
+    skiplist_nodes& m_nodes;
+    skiplist_structure& m_structure;
+    skiplist_directory& m_directory;
+    bool m_break_for_testing = false;  // MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING: a moved node loses an entry
+    struct id_hash {
+        std::size_t operator()(const skiplist_node_id& id) const {
+            return std::hash<std::uint64_t>()((std::uint64_t(std::uint32_t(id.rank)) << 32 | id.slot) ^
+                                              (std::uint64_t(id.generation) << 17));
+        }
+    };
+    std::unordered_map<skiplist_node_id, skiplist_node_id, id_hash> m_moved;     // old -> new, every rank's
+    std::unordered_map<skiplist_node_id, skiplist_node_id, id_hash> m_incoming;  // parts still to come here
+    std::unordered_set<skiplist_node_id, id_hash> m_refused_here;                // refused here: later parts dropped
+    std::unordered_set<std::uint32_t> m_arrived;  // slots that took a node this round (never sent on in the same round)
+    std::uint64_t m_refused = 0;                                                 // of this rank's moves
+    skiplist_rebalance_result m_last;
+};
+
+}  // namespace mpidict::detail
