@@ -129,13 +129,22 @@ int main(int argc, char** argv) {
     const int caller_window = std::atoi(value_after(cli.extra, "--caller-window", "0").c_str());
     if (trust_ranges)
         ::setenv("MPIDICT_SKIPLIST_TRUST_RANGES_FOR_TESTING", "1", 1);
+    // --elastic (issue 44): a rebalance and a drain while the callers' requests
+    // are open, and in odd seeds growth from one server (history_workload.hpp);
+    // --break-moves: every moved node loses an entry (some history must then be
+    // rejected).
+    const bool elastic = sim_test::has_flag(cli, "--elastic");
+    const bool break_moves = sim_test::has_flag(cli, "--break-moves");
+    if (break_moves)
+        ::setenv("MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING", "1", 1);
     const std::string flags = "--mode " + mode_name + (broken ? " --break" : "") +
+                              (elastic ? " --elastic" : "") + (break_moves ? " --break-moves" : "") +
                               (range_runs ? " --range-runs" : "") + (trust_ranges ? " --trust-ranges" : "");
     long long probed_seeds = 0, overtaking_seeds = 0, probed_operations = 0;
     const long long seeds = cli.seeds >= 0 ? cli.seeds : 100;
     const char* tmp = std::getenv("TMPDIR");
     const std::string directory = std::string(tmp ? tmp : "/tmp") + "/mpidict-sim-history-" + mode_name +
-                                  (broken ? "-broken-" : "-") + std::to_string(static_cast<long long>(::getpid()));
+                                  (broken || break_moves ? "-broken-" : "-") + (elastic ? "elastic-" : "") + std::to_string(static_cast<long long>(::getpid()));
     std::filesystem::create_directories(directory);
     const sim_test::stopwatch clock;
     std::vector<std::string> files;
@@ -197,6 +206,8 @@ int main(int argc, char** argv) {
         config.consistency = mode;
         config.break_consistency_for_testing = broken;
         config.unordered_for_testing = unordered;
+        if (elastic)
+            elastic_config(config, seed);
         std::vector<std::string> parts(static_cast<std::size_t>(ranks));
         order_probe probe;
         if (probing)
@@ -208,13 +219,16 @@ int main(int argc, char** argv) {
         const sim::result outcome = sim::run(ranks, seed, options, [&](int rank, sim::sim_context& context) {
             config.seed = context.seed();
             map_type map(std::make_unique<runtime::engine>(context.make_transport(), config.runtime), config);
+            workload_shape mine_shape = shape;
+            if (elastic)
+                mine_shape.midway = elastic_steps(map);
             auto now = [&] { return static_cast<std::int64_t>(context.step()); };
             auto below = [&](std::uint64_t bound) { return context.random_below(bound); };
-            std::string mine = run_workload(map, shape, rank, now, below, [&] { context.yield(); });
+            std::string mine = run_workload(map, mine_shape, rank, now, below, [&] { context.yield(); });
             map.flush();
             mine += final_reads(map, shape, rank, now, final_reads_first_seq(shape));
             map.flush();
-            if (!broken) {
+            if (!broken && !break_moves) {
                 const std::string problem = map.check_local_invariants();
                 if (!problem.empty())
                     context.fail(problem);

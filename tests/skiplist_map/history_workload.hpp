@@ -69,6 +69,10 @@ struct workload_shape {
     // the towers (caller_batch.cpp), so the checkers see whether those reads
     // are linearizable in issue order.
     bool find_many = false;
+    // Collective steps every caller runs between its operations (issue 44:
+    // rebalance or drain while requests are still open): midway[i] once the
+    // caller has issued (i + 1) / (midway.size() + 1) of its operations.
+    std::vector<std::function<void()>> midway;
 };
 
 struct pending {
@@ -239,8 +243,16 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             record(done, returned, results[index] ? std::to_string(*results[index]) : std::string("-1"));
         }
     };
+    std::size_t midway_done = 0;
+    auto maybe_midway = [&](int op) {
+        while (midway_done < shape.midway.size() &&
+               static_cast<std::size_t>(op) * (shape.midway.size() + 1) >=
+                   (midway_done + 1) * static_cast<std::size_t>(shape.operations))
+            shape.midway[midway_done++]();
+    };
     if (shape.chains) {
         for (int op = 0; op < shape.operations;) {
+            maybe_midway(op);
             while (!open.empty())
                 poll();  // a chain starts once the previous one completed
             const key_type first = static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
@@ -263,11 +275,13 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
                     issue(pending::kind::erase, key, 0);
             }
         }
+        maybe_midway(shape.operations);
         while (!open.empty())
             poll();
         return out;
     }
     for (int op = 0; op < shape.operations; ++op) {
+        maybe_midway(op);
         while (static_cast<int>(open.size()) >= shape.window)
             poll();
         const key_type key = static_cast<key_type>(random_below(static_cast<std::uint64_t>(shape.keys)));
@@ -310,9 +324,30 @@ inline std::string run_workload(map_type& map, const workload_shape& shape, int 
             issue(pending::kind::erase, key, 0);
         }
     }
+    maybe_midway(shape.operations);
     while (!open.empty())
         poll();
     return out;
+}
+
+// Issue 44: the collective steps of an elastic run (workload_shape::midway):
+// a rebalance that moves nodes at any imbalance (target 1), then a drain of
+// the first active server (the head's rank, until the head moved), while
+// every caller still has requests open.  elastic_config: in odd runs the
+// list starts on one server and wakes the others at flushes (grow_entries 1).
+inline std::vector<std::function<void()>> elastic_steps(map_type& map) {
+    return {[&map] { map.rebalance({.target = 1.0}); },
+            [&map] {
+                const auto servers = map.active_servers();
+                if (servers.size() > 1)
+                    map.drain(servers.front());
+            }};
+}
+inline void elastic_config(skiplist_map_config& config, std::uint64_t run) {
+    if (run % 2 == 1) {
+        config.initial_servers = 1;
+        config.grow_entries = 1;
+    }
 }
 
 // The issue number of the first final read: above every number run_workload

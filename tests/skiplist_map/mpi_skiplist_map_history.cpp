@@ -46,6 +46,8 @@ struct options {
     bool expect_reject = false;
     bool range_runs = false;
     bool trust_ranges = false;
+    bool elastic = false;      // issue 44: rebalance and drain while requests are open (history_workload.hpp)
+    bool break_moves = false;  // with --elastic: every moved node loses an entry (MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING)
     std::uint64_t seed = 1;
 };
 
@@ -76,6 +78,10 @@ options parse(int argc, char** argv) {
             o.expect_reject = true;
         } else if (arg == "--range-runs") {
             o.range_runs = true;
+        } else if (arg == "--elastic") {
+            o.elastic = true;
+        } else if (arg == "--break-moves") {
+            o.break_moves = true;
         } else if (arg == "--trust-ranges") {
             o.trust_ranges = true;
         } else if (arg == "--seed") {
@@ -107,6 +113,8 @@ std::string gather_text(const std::string& mine, int rank, int size) {
 
 int main(int argc, char** argv) {
     const options o = parse(argc, argv);
+    if (o.break_moves)
+        ::setenv("MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING", "1", 1);  // before any map exists
     if (o.trust_ranges)
         ::setenv("MPIDICT_SKIPLIST_TRUST_RANGES_FOR_TESTING", "1", 1);  // before any map exists
     return mpidict::testing::run_mpi_test(argc, argv, [&](int rank, int size) {
@@ -115,7 +123,7 @@ int main(int argc, char** argv) {
         if (rank == 0 && directory.empty()) {
             const char* tmp = std::getenv("TMPDIR");
             directory = std::string(tmp ? tmp : "/tmp") + "/mpidict-history-" + to_string(o.mode) +
-                        (o.broken || o.trust_ranges ? "-broken-" : "-") + (o.range_runs ? "runs-" : "") + std::to_string(size) + "-" +
+                        (o.broken || o.trust_ranges || o.break_moves ? "-broken-" : "-") + (o.range_runs ? "runs-" : "") + (o.elastic ? "elastic-" : "") + std::to_string(size) + "-" +
                         std::to_string(static_cast<long long>(::getpid()));
         }
         std::vector<std::string> files;
@@ -150,7 +158,11 @@ int main(int argc, char** argv) {
             shape.find_many = true;
             if (round % 2 == 1)
                 config.caller_window = 1 + shared() % 8;
+            if (o.elastic)
+                elastic_config(config, static_cast<std::uint64_t>(round));
             map_type map(MPI_COMM_WORLD, config);
+            if (o.elastic)
+                shape.midway = elastic_steps(map);
             auto now = [] {
                 return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                      std::chrono::steady_clock::now().time_since_epoch())
