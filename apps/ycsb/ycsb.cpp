@@ -166,6 +166,13 @@ public:
         return config;
     }
 
+    // Collective: rebalance() by requests (move: false: only measures and
+    // restarts the count).
+    skiplist_rebalance_result rebalance(bool move) {
+        return m_map.rebalance({.metric = skiplist_load_metric::requests, .target = move ? 1.1 : 1e300});
+    }
+    skiplist_rebalance_result drain(int rank) { return m_map.drain(rank); }
+
     scan_request scan(const std::string& start, std::int64_t length) {
         range_options options;
         options.limit = static_cast<std::uint64_t>(length);
@@ -761,6 +768,9 @@ void run_with(Adapter& db, run_context& context, ycsb_result& result) {
     if (context.meter != nullptr)
         context.meter->finish();
     reduce_phase(context.comm, context.rank, load, seconds);
+    constexpr bool elastic = requires { db.rebalance(false); };
+    if constexpr (elastic)
+        db.rebalance(false);  // (untimed: the request counts start with the run)
 
     phase_result run;
     run.name = "run";
@@ -770,12 +780,43 @@ void run_with(Adapter& db, run_context& context, ycsb_result& result) {
         context.meter->start("run", static_cast<std::uint64_t>(spec.operationcount), context.ranks);
     support::barrier_yielding(context.comm);
     began = clock_type::now();
-    worker.run(operations, run);
+    if constexpr (elastic) {
+        // Segments separated by rebalances (and the drain, halfway).
+        const std::size_t segments = context.options.rebalances + 1;
+        std::int64_t done = 0;
+        for (std::size_t segment = 0; segment < segments; ++segment) {
+            const auto until = static_cast<std::int64_t>(static_cast<std::uint64_t>(operations) * (segment + 1) / segments);
+            const std::int64_t half = operations / 2;
+            if (context.options.drain >= 0 && done <= half && half < until) {
+                worker.run(half - done, run);
+                done = half;
+                const skiplist_rebalance_result drained = db.drain(context.options.drain);
+                result.moved_nodes += drained.moved_nodes;
+                result.moved_bytes += drained.moved_bytes;
+                result.rebalance_seconds += drained.seconds;
+            }
+            worker.run(until - done, run);
+            done = until;
+            if (segment + 1 < segments) {
+                const skiplist_rebalance_result moved = db.rebalance(true);
+                result.moved_nodes += moved.moved_nodes;
+                result.moved_bytes += moved.moved_bytes;
+                result.rebalance_seconds += moved.seconds;
+            }
+        }
+    } else {
+        worker.run(operations, run);
+    }
     db.flush();
     seconds = std::chrono::duration<double>(clock_type::now() - began).count();
     if (context.meter != nullptr)
         context.meter->finish();
     reduce_phase(context.comm, context.rank, run, seconds);
+    if constexpr (elastic) {
+        const skiplist_rebalance_result measured = db.rebalance(false);  // (untimed: nothing moves)
+        result.request_load = measured.load_before;
+        result.request_load_ratio = skiplist_rebalance_result::ratio(measured.load_before, measured.servers);
+    }
 
     std::uint64_t inserts = worker.acknowledged_inserts();
     MPI_Allreduce(MPI_IN_PLACE, &inserts, 1, MPI_UINT64_T, MPI_SUM, context.comm);
@@ -989,6 +1030,14 @@ void print_json(const ycsb_result& result, const ycsb_options& options) {
     with_counts.add("records_expected", result.records_expected);
     support::print_json_line(stdout, "ycsb", "records_stored", static_cast<double>(result.records_stored), "count", p,
                              seed, with_counts);
+    if (options.container == container_kind::skiplist) {
+        support::json_object with_moves = fields;
+        with_moves.add("rebalances", static_cast<std::uint64_t>(options.rebalances));
+        with_moves.add("moved_nodes", result.moved_nodes);
+        with_moves.add("moved_bytes", result.moved_bytes);
+        support::print_json_line(stdout, "ycsb", "request_load_max_over_mean", result.request_load_ratio, "ratio", p,
+                                 seed, with_moves);
+    }
     support::print_json_line(stdout, "ycsb", "verified", result.verified() ? 1 : 0, "bool", p, seed, fields);
 }
 
@@ -1023,6 +1072,23 @@ void print_table(const ycsb_result& result, const ycsb_options& options) {
             std::fprintf(stderr, ", %s records scanned", support::format_count(phase.scanned_records).c_str());
         std::fputc('\n', stderr);
     }
+    if (options.container == container_kind::skiplist) {
+        std::string loads;
+        for (const std::uint64_t load : result.request_load) {
+            if (!loads.empty())
+                loads += ' ';
+            loads += support::format_count(load);
+        }
+        std::fprintf(stderr,
+                     "requests per rank %s (max/mean %s, since the run's %s); %zu rebalances%s moved %s nodes (%s) "
+                     "in %s s\n",
+                     loads.c_str(), support::format_fixed(result.request_load_ratio, 2).c_str(),
+                     options.rebalances > 0 ? "last rebalance" : "start", options.rebalances,
+                     options.drain >= 0 ? (" and drain(" + std::to_string(options.drain) + ")").c_str() : "",
+                     support::format_count(result.moved_nodes).c_str(),
+                     support::format_bytes(static_cast<double>(result.moved_bytes)).c_str(),
+                     support::format_seconds(result.rebalance_seconds).c_str());
+    }
     std::fprintf(stderr, "records stored: %s (expected %s); verified: %s\n",
                  support::format_count(result.records_stored).c_str(),
                  support::format_count(result.records_expected).c_str(), result.verified() ? "yes" : "NO");
@@ -1032,8 +1098,9 @@ void print_table(const ycsb_result& result, const ycsb_options& options) {
 
 int ycsb_main(int argc, char** argv, MPI_Comm comm) {
     const std::string program = support::program_name(argc, argv, "ycsb");
-    int rank = 0;
+    int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
     const support::exit_reporter finish(argc, argv, program, comm);
 
     // YCSB's "-p key=value" and "-P file" spellings.
@@ -1077,6 +1144,18 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
                             throw support::usage_error("--dump-keys: the file name is empty");
                         options.dump_keys = std::string(value);
                     })
+        .add_count("rebalance", &options.rebalances,
+                   "skiplist: rebalance() by requests this many times, evenly spaced through the run phase", 0, 1000)
+        .add_custom("drain", "RANK", "skiplist: drain(RANK) halfway through the run phase", "",
+                    [&](std::string_view value) {
+                        try {
+                            options.drain = std::stoi(std::string(value));
+                        } catch (const std::exception&) {
+                            throw support::usage_error("--drain: '" + std::string(value) + "' is not a rank");
+                        }
+                        if (options.drain < 0)
+                            throw support::usage_error("--drain: a rank is at least 0");
+                    })
         .add_flag("json", &options.json, "print JSON lines (docs/architecture.md's format) on stdout")
         .add_flag("quiet", &options.quiet, "no human table on stderr")
         .add_flag("progress", &options.progress, "show a progress bar on stderr even when it is not a terminal")
@@ -1084,6 +1163,11 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
         .add_check([&] {
             if (options.workload_file.empty())
                 throw support::usage_error("no workload given (--workload FILE)");
+            if ((options.rebalances > 0 || options.drain >= 0) && container != "skiplist")
+                throw support::usage_error("--rebalance and --drain are skiplist_map's (--container skiplist)");
+            if (options.drain >= size)
+                throw support::usage_error("--drain " + std::to_string(options.drain) + ": there are " +
+                                           std::to_string(size) + " ranks");
             if (container == "hash")
                 options.container = container_kind::hash;
             else if (container == "linear")

@@ -93,6 +93,11 @@ struct ycsb_options {
     bool progress = false;                      // a progress bar on stderr (rank 0)
     std::string dump_keys;                      // rank 0 writes its chosen key numbers here
     std::string counter_window = "auto";        // the shared insert counter: auto (shared memory on one node) | rma
+    // skiplist_map (issue 44): rebalance() by requests this many times, evenly
+    // spaced through the run phase (timed with it); drain this rank halfway
+    // through the run (-1: none).
+    std::size_t rebalances = 0;
+    int drain = -1;
 };
 
 struct phase_result {
@@ -115,6 +120,12 @@ struct ycsb_result {
     std::uint64_t records_expected = 0;         // loaded + acknowledged inserts
     std::uint64_t records_stored = 0;           // global size at the end
     double load_average = 0;
+    // skiplist_map: the requests each rank's nodes handled since the run's last
+    // rebalance (or its start), and what the rebalances and the drain moved.
+    std::vector<std::uint64_t> request_load;
+    double request_load_ratio = 0;   // max/mean over the active servers
+    std::uint64_t moved_nodes = 0, moved_bytes = 0;
+    double rebalance_seconds = 0;
     bool verified() const;
 };
 

@@ -198,10 +198,11 @@ void run_rebalance(int rank, int size, skiplist_consistency mode) {
     MPIDICT_EXPECT_ERROR(mpidict::invalid_argument_error, map.rebalance({.target = 0.5}), "target", "at least 1");
 }
 
-void run_growth(int rank, int size) {
+void run_growth(int rank, int size, std::size_t route_cache) {
     auto config = small_config(skiplist_consistency::sequential);
     config.initial_servers = 1;
     config.grow_entries = 400;
+    config.route_cache_entries = route_cache;  // (small: a full directory forgets entries while nodes move)
     map_type map(MPI_COMM_WORLD, config);
     MPIDICT_CHECK(map.active_servers().size() == 1);
     std::map<std::int64_t, std::int64_t> model;
@@ -221,7 +222,7 @@ void run_growth(int rank, int size) {
     const auto servers = map.active_servers();
     const double ratio = skiplist_rebalance_result::ratio(entries, servers);
     if (rank == 0)
-        std::printf("growth: %d ranks, %zu active servers (%llu woken), entries %s, max/mean %.2f\n", size,
+        std::printf("growth (route cache %zu): %d ranks, %zu active servers (%llu woken), entries %s, max/mean %.2f\n", route_cache, size,
                     servers.size(), static_cast<unsigned long long>(added), describe(entries).c_str(), ratio);
     MPIDICT_CHECK_MSG(static_cast<int>(servers.size()) == size, "growth: " + std::to_string(servers.size()) +
                                                                     " servers active of " + std::to_string(size));
@@ -302,7 +303,8 @@ int main(int argc, char** argv) {
         for (const auto mode : {skiplist_consistency::sequential, skiplist_consistency::total_order,
                                 skiplist_consistency::none})
             run_rebalance(rank, size, mode);
-        run_growth(rank, size);
+        run_growth(rank, size, 65536);
+        run_growth(rank, size, 16);
         for (const auto mode : {skiplist_consistency::sequential, skiplist_consistency::total_order})
             run_drain(rank, size, mode);
         run_refused(rank, size);

@@ -16,6 +16,13 @@
 // looks all its keys up again.  Ranges see other ranks' concurrent changes, so
 // they are checked for order, bounds, count and values (a value is a function
 // of its key).  Finally the global size must equal the sum of the ranks' models.
+// Elastic servers (issue 44): --servers-max M hosts nodes on ranks 0..M-1 and
+// --servers-start S starts with S of them; the load then inserts with
+// insert_many in chunks of --chunk keys per rank, each followed by a flush, at
+// which the dormant ranks wake once every active server holds --grow-entries
+// entries (the nodes move onto them).  --rebalance: rebalance() by entries
+// after the load and by requests after the mix.  Every growth and rebalance is
+// reported: nodes moved, entries, bytes, per-rank entries and load before/after.
 
 #include <algorithm>
 #include <array>
@@ -56,6 +63,11 @@ struct skiplist_options {
     std::uint64_t seed = 1;
     bool json = false;
     bool progress = false;
+    std::uint64_t servers_start = 0;  // 0: every server from the start
+    std::uint64_t servers_max = 0;    // 0: every rank
+    std::uint64_t grow_entries = 0;   // 0: N / servers_max / 2
+    std::uint64_t chunk = 65536;      // keys per rank per insert_many of an elastic load
+    bool rebalance = false;
 };
 
 constexpr std::uint64_t scramble(std::uint64_t x) { return mpidict::mix64(x); }
@@ -96,11 +108,17 @@ public:
         map_type map(m_context.world(), settings());
 
         const phase_result load = run_phase(map, "load", m_options.keys, [&] { load_phase(map); });
+        report_growth(map);
+        if (m_options.rebalance)
+            report_rebalance("after the load (entries)", map.rebalance());
         std::uint64_t rejected = map.async_rejected();
         if (rejected != 0)
             fail(std::to_string(rejected) + " loaded keys were refused (list_full)");
         const balance after_load = measure_balance(map);
         const phase_result mix = run_phase(map, "mix", m_options.operations, [&] { mix_phase(map); });
+        if (m_options.rebalance)
+            report_rebalance("after the mix (requests)",
+                             map.rebalance({.metric = skiplist_load_metric::requests}));
         verify_all(map);
         const balance after_mix = measure_balance(map);
 
@@ -176,6 +194,15 @@ private:
         config.max_value_bytes = sizeof(value_type);
         config.caller_window = m_options.window;
         config.seed = m_options.seed;
+        if (m_options.servers_max != 0) {
+            config.server_ranks.emplace();
+            for (int r = 0; r < static_cast<int>(m_options.servers_max); ++r)
+                config.server_ranks->push_back(r);
+        }
+        config.initial_servers = m_options.servers_start;
+        const std::uint64_t most = m_options.servers_max != 0 ? m_options.servers_max : static_cast<std::uint64_t>(m_size);
+        config.grow_entries = m_options.grow_entries != 0 ? m_options.grow_entries
+                                                          : std::max<std::uint64_t>(1, m_options.keys / most / 2);
         config.runtime.buffer_bytes = m_options.buffer_bytes != 0
                                           ? m_options.buffer_bytes
                                           : std::max(config.runtime.buffer_bytes, config.required_buffer_bytes());
@@ -222,7 +249,85 @@ private:
         return result;
     }
 
+    bool elastic() const { return m_options.servers_start != 0; }
+
+    // Growth during an elastic load: insert_many in chunks, a flush after each
+    // (which may wake dormant servers and move nodes onto them).
+    void elastic_load(map_type& map) {
+        const auto p = static_cast<std::uint64_t>(m_size);
+        const std::uint64_t mine = m_options.keys / p + (static_cast<std::uint64_t>(m_rank) < m_options.keys % p);
+        const std::uint64_t chunks = (m_options.keys / p + m_options.chunk) / m_options.chunk;  // the same on every rank
+        std::vector<key_type> keys;
+        std::vector<value_type> values;
+        std::uint64_t slot = 0;
+        for (std::uint64_t chunk = 0; chunk < chunks; ++chunk) {
+            keys.clear();
+            values.clear();
+            for (; slot < mine && keys.size() < m_options.chunk; ++slot) {
+                const key_type key = key_at(own_index(slot));
+                keys.push_back(key);
+                values.push_back(value_of(key));
+                m_present[slot] = 1;
+            }
+            const insert_many_result stored =
+                map.insert_many(std::span<const key_type>(keys), std::span<const value_type>(values));
+            if (stored.refused != 0)
+                fail(std::to_string(stored.refused) + " loaded keys were refused (list_full)");
+            m_meter.tick(keys.size());
+            map.flush();
+            const skiplist_rebalance_result& step = map.last_rebalance();
+            m_grown += step.servers_added;
+            m_grow_moved += step.moved_nodes;
+            m_grow_entries += step.moved_entries;
+            m_grow_bytes += step.moved_bytes;
+            m_grow_seconds += step.seconds;
+        }
+        for (; slot < mine; ++slot)  // (none: chunks cover every key)
+            m_present[slot] = 0;
+    }
+
+    void report_growth(map_type& map) {
+        if (!elastic() || m_rank != 0 || m_options.json)
+            return;
+        std::printf("growth:   %zu active servers after the load (%llu woken at flushes); %llu nodes moved onto them "
+                    "(%s entries, %s) in %s s\n",
+                    map.active_servers().size(), static_cast<unsigned long long>(m_grown),
+                    static_cast<unsigned long long>(m_grow_moved), format_count(m_grow_entries).c_str(),
+                    format_bytes(static_cast<double>(m_grow_bytes)).c_str(), format_seconds(m_grow_seconds).c_str());
+    }
+
+    static std::string per_rank(const std::vector<std::uint64_t>& values) {
+        std::string out;
+        for (const auto v : values) {
+            if (!out.empty())
+                out += ' ';
+            out += format_count(v);
+        }
+        return out;
+    }
+
+    void report_rebalance(const char* when, const skiplist_rebalance_result& result) {
+        if (m_rank != 0 || m_options.json)
+            return;
+        std::printf("rebalance %s: %llu nodes moved (%s entries, %s, %llu refused) in %s s\n", when,
+                    static_cast<unsigned long long>(result.moved_nodes), format_count(result.moved_entries).c_str(),
+                    format_bytes(static_cast<double>(result.moved_bytes)).c_str(),
+                    static_cast<unsigned long long>(result.refused_nodes), format_seconds(result.seconds).c_str());
+        std::printf("          entries per rank %s (max/mean %s) -> %s (%s)\n", per_rank(result.entries_before).c_str(),
+                    format_fixed(skiplist_rebalance_result::ratio(result.entries_before, result.servers), 2).c_str(),
+                    per_rank(result.entries_after).c_str(),
+                    format_fixed(skiplist_rebalance_result::ratio(result.entries_after, result.servers), 2).c_str());
+        std::printf("          load per rank %s (max/mean %s) -> %s (%s)\n", per_rank(result.load_before).c_str(),
+                    format_fixed(skiplist_rebalance_result::ratio(result.load_before, result.servers), 2).c_str(),
+                    per_rank(result.load_after).c_str(),
+                    format_fixed(skiplist_rebalance_result::ratio(result.load_after, result.servers), 2).c_str());
+    }
+
     void load_phase(map_type& map) {
+        if (elastic()) {
+            elastic_load(map);
+            return;
+        }
         for (std::uint64_t slot = 0; slot < m_own; ++slot) {
             const std::uint64_t index = own_index(slot);
             if (index >= m_options.keys)
@@ -498,6 +603,8 @@ private:
     std::array<std::uint64_t, op_kinds> m_op_counts{};
     std::uint64_t m_range_entries = 0;
     std::uint64_t m_failures = 0;
+    std::uint64_t m_grown = 0, m_grow_moved = 0, m_grow_entries = 0, m_grow_bytes = 0;
+    double m_grow_seconds = 0;
     progress_meter m_meter;
 };
 
@@ -522,9 +629,29 @@ int run_skiplist(command_context& context) {
         .add_count("buffer-bytes", &options.buffer_bytes, "B: bytes per message (0: what G needs, at least 64 KiB)",
                    0, std::uint64_t{1} << 30, "B")
         .add_count("seed", &options.seed, "seed of the keys, values and the mix", 0, UINT64_MAX, "S")
+        .add_count("servers-start", &options.servers_start,
+                   "S: server ranks active at the start (the others wake as the list grows; default: all)", 1,
+                   1u << 20, "S")
+        .add_count("servers-max", &options.servers_max, "M: ranks 0..M-1 host nodes (default: every rank)", 1,
+                   1u << 20, "M")
+        .add_count("grow-entries", &options.grow_entries,
+                   "E: a dormant server wakes when every active one holds E entries (default N / M / 2)", 0,
+                   std::uint64_t{1} << 40, "E")
+        .add_count("chunk", &options.chunk, "keys per rank per insert_many of an elastic load (with --servers-start)",
+                   1, std::uint64_t{1} << 30, "K")
+        .add_flag("rebalance", &options.rebalance,
+                  "rebalance() by entries after the load and by requests after the mix, and report both")
         .add_flag("json", &options.json, "print only the JSON lines (one object per figure) on stdout")
         .add_flag("progress", &options.progress, "show a progress bar on stderr even when it is not a terminal")
         .add_check([&] {
+            const std::uint64_t ranks = static_cast<std::uint64_t>(context.size());
+            if (options.servers_max > ranks)
+                throw usage_error("--servers-max " + std::to_string(options.servers_max) + " exceeds the " +
+                                  std::to_string(ranks) + " ranks");
+            const std::uint64_t most = options.servers_max != 0 ? options.servers_max : ranks;
+            if (options.servers_start > most)
+                throw usage_error("--servers-start " + std::to_string(options.servers_start) + " exceeds the " +
+                                  std::to_string(most) + " server ranks (--servers-max)");
             if (options.find_weight + options.insert_weight + options.erase_weight + options.range_weight == 0 &&
                 options.operations > 0)
                 throw usage_error("--find, --insert, --erase and --range are all 0; give one a weight or --ops 0");
