@@ -4,6 +4,7 @@
 
 #include "mpidict/detail/skiplist_core.hpp"
 
+#include <bit>
 #include <chrono>
 #include <set>
 
@@ -231,6 +232,9 @@ void skiplist_core::flush() {
 }
 
 skiplist_rebalance_result skiplist_core::rebalance(const skiplist_rebalance_options& options) {
+    // Every rank agrees first (a rank alone with bad input would leave the others waiting).
+    m_shared.engine->check_same(std::bit_cast<std::int64_t>(options.target) ^ static_cast<std::int64_t>(options.metric),
+                                "skiplist_map rebalance's options");
     if (!(options.target >= 1.0))
         throw invalid_argument_error("mpidict: skiplist_map rebalance target " + std::to_string(options.target) +
                                      " must be at least 1 (max/mean)");
@@ -239,6 +243,7 @@ skiplist_rebalance_result skiplist_core::rebalance(const skiplist_rebalance_opti
 }
 
 skiplist_rebalance_result skiplist_core::drain(int rank) {
+    m_shared.engine->check_same(rank, "skiplist_map drain's rank");
     const auto& servers = m_shared.servers;
     if (!m_shared.valid_rank(rank) || std::find(servers.begin(), servers.end(), rank) == servers.end())
         throw invalid_argument_error("mpidict: skiplist_map drain(" + std::to_string(rank) +
@@ -247,7 +252,6 @@ skiplist_rebalance_result skiplist_core::drain(int rank) {
     if (servers.size() == 1)
         throw invalid_argument_error("mpidict: skiplist_map drain(" + std::to_string(rank) +
                                      "): it is the only active server rank; its nodes have nowhere to go");
-    m_shared.engine->check_same(rank, "skiplist_map drain's rank");
     flush();
     return m_rebalancer.drain(rank);
 }
