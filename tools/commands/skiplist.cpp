@@ -286,16 +286,6 @@ private:
             m_present[slot] = 0;
     }
 
-    void report_growth(map_type& map) {
-        if (!elastic() || m_rank != 0 || m_options.json)
-            return;
-        std::printf("growth:   %zu active servers after the load (%llu woken at flushes); %llu nodes moved onto them "
-                    "(%s entries, %s) in %s s\n",
-                    map.active_servers().size(), static_cast<unsigned long long>(m_grown),
-                    static_cast<unsigned long long>(m_grow_moved), format_count(m_grow_entries).c_str(),
-                    format_bytes(static_cast<double>(m_grow_bytes)).c_str(), format_seconds(m_grow_seconds).c_str());
-    }
-
     static std::string per_rank(const std::vector<std::uint64_t>& values) {
         std::string out;
         for (const auto v : values) {
@@ -304,6 +294,25 @@ private:
             out += format_count(v);
         }
         return out;
+    }
+
+    // Collective (an elastic load only): what grew, and the entries per rank.
+    void report_growth(map_type& map) {
+        if (!elastic())
+            return;
+        const std::uint64_t mine = map.local_size();
+        std::vector<std::uint64_t> entries(static_cast<std::size_t>(m_size), 0);
+        MPI_Gather(&mine, 1, MPI_UINT64_T, entries.data(), 1, MPI_UINT64_T, 0, m_context.world());
+        if (m_rank != 0 || m_options.json)
+            return;
+        std::printf("growth:   %zu active servers after the load (%llu woken at flushes); %llu nodes moved onto them "
+                    "(%s entries, %s) in %s s; entries per rank %s (max/mean %s)\n",
+                    map.active_servers().size(), static_cast<unsigned long long>(m_grown),
+                    static_cast<unsigned long long>(m_grow_moved), format_count(m_grow_entries).c_str(),
+                    format_bytes(static_cast<double>(m_grow_bytes)).c_str(), format_seconds(m_grow_seconds).c_str(),
+                    per_rank(entries).c_str(),
+                    format_fixed(skiplist_rebalance_result::ratio(entries, map.active_servers()), 2).c_str());
+        std::fflush(stdout);
     }
 
     void report_rebalance(const char* when, const skiplist_rebalance_result& result) {
