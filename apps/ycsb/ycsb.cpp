@@ -1165,6 +1165,9 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
                 throw support::usage_error("no workload given (--workload FILE)");
             if ((options.rebalances > 0 || options.drain >= 0) && container != "skiplist")
                 throw support::usage_error("--rebalance and --drain are skiplist_map's (--container skiplist)");
+            if (options.drain >= 0 && size == 1)
+                throw support::usage_error("--drain " + std::to_string(options.drain) +
+                                           ": the run has one rank, whose nodes have nowhere to go");
             if (options.drain >= size)
                 throw support::usage_error("--drain " + std::to_string(options.drain) + ": there are " +
                                            std::to_string(size) + " ranks");
