@@ -168,8 +168,8 @@ public:
 
     // Collective: rebalance() by requests (move: false: only measures and
     // restarts the count).
-    skiplist_rebalance_result rebalance(bool move) {
-        return m_map.rebalance({.metric = skiplist_load_metric::requests, .target = move ? 1.1 : 1e300});
+    skiplist_rebalance_result rebalance(bool move, double target = 1.1) {
+        return m_map.rebalance({.metric = skiplist_load_metric::requests, .target = move ? target : 1e300});
     }
     skiplist_rebalance_result drain(int rank) { return m_map.drain(rank); }
 
@@ -798,7 +798,7 @@ void run_with(Adapter& db, run_context& context, ycsb_result& result) {
             worker.run(until - done, run);
             done = until;
             if (segment + 1 < segments) {
-                const skiplist_rebalance_result moved = db.rebalance(true);
+                const skiplist_rebalance_result moved = db.rebalance(true, context.options.rebalance_target);
                 result.moved_nodes += moved.moved_nodes;
                 result.moved_bytes += moved.moved_bytes;
                 result.rebalance_seconds += moved.seconds;
@@ -1146,6 +1146,8 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
                     })
         .add_count("rebalance", &options.rebalances,
                    "skiplist: rebalance() by requests this many times, evenly spaced through the run phase", 0, 1000)
+        .add_real("rebalance-target", &options.rebalance_target,
+                  "skiplist: --rebalance moves nothing while the requests' max/mean is at or below this", 1.0, 1e12)
         .add_custom("drain", "RANK", "skiplist: drain(RANK) halfway through the run phase", "",
                     [&](std::string_view value) {
                         try {

@@ -97,6 +97,7 @@ struct ycsb_options {
     // spaced through the run phase (timed with it); drain this rank halfway
     // through the run (-1: none).
     std::size_t rebalances = 0;
+    double rebalance_target = 1.1;              // max/mean of the requests at or below which nothing moves
     int drain = -1;
 };
 
