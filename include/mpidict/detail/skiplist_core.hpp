@@ -12,6 +12,7 @@
 //   skiplist_structure  (skiplist_structure.hpp)  splits, links, link_up, non-overtaking, unlinking
 //   skiplist_range_nodes(skiplist_ranges.hpp)     ranges and patterns at the nodes
 //   skiplist_snapshots  (skiplist_snapshot.hpp)   consistent snapshots: copies at the cut (snapshot.cpp)
+//   skiplist_rebalancer (skiplist_rebalance.hpp)  nodes moving between ranks at a flush (rebalance.cpp)
 //
 // Record layouts: skiplist_wire.hpp.  This class registers the handlers and is
 // the front's only door.
