@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <limits>
@@ -148,6 +149,59 @@ TEST(MultiTable, AppendHashedReportsNewKeys) {
         ASSERT_EQ(values_of(table, key), std::vector<u64>{key});
     EXPECT_EQ(table.erase(7), 2u);
     EXPECT_TRUE(table.append_hashed(7, table.hash_of(7), 3));
+}
+
+// place_if_above (a checkpoint's load in hash order): a key above every hash
+// stored goes in without a comparison; any other is refused and left to the
+// caller, so a key can never be stored twice (the ceiling counts every key
+// stored, however it came in, erased ones included); the table stays a valid
+// linear-probing table (every key found, erase works), through growth and the
+// wrap-around at the end of the slots.
+TEST(MultiTable, PlaceIfAboveOnlyPlacesKeysAboveEveryStoredHash) {
+    multi_table<u64, u64> table(8);
+    EXPECT_TRUE(table.above_all(0));  // empty
+    std::vector<std::pair<u64, u64>> by_hash;  // (hash, key)
+    for (u64 key = 1; key <= 3000; ++key)
+        by_hash.emplace_back(table.hash_of(key), key);
+    std::sort(by_hash.begin(), by_hash.end());
+    // The top 1% first: their runs wrap past the end of the slots; then the rest in order.
+    std::rotate(by_hash.begin(), by_hash.end() - 30, by_hash.end());
+    u64 placed = 0, refused = 0;
+    for (const auto& [hash, key] : by_hash) {
+        if (table.place_if_above(key, hash, key * 7)) {
+            ++placed;
+        } else {
+            ++refused;
+            EXPECT_TRUE(table.append_hashed(key, hash, key * 7));
+        }
+    }
+    EXPECT_EQ(placed, 30u);  // the wrapped ones; all the others lie below the largest hash
+    EXPECT_EQ(refused, 2970u);
+    EXPECT_EQ(table.size(), 3000u);
+    for (u64 key = 1; key <= 3000; ++key) {
+        ASSERT_EQ(values_of(table, key), std::vector<u64>{key * 7}) << key;
+    }
+    // A stored key is never above the table's hashes: it is refused, not stored twice.
+    EXPECT_FALSE(table.place_if_above(by_hash.back().second, by_hash.back().first, 0));
+    EXPECT_EQ(table.size(), 3000u);
+    // In order from an empty table: every key placed, through growth.
+    multi_table<u64, u64> ordered(4);
+    std::sort(by_hash.begin(), by_hash.end());
+    for (const auto& [hash, key] : by_hash)
+        EXPECT_TRUE(ordered.place_if_above(key, hash, key));
+    EXPECT_EQ(ordered.size(), 3000u);
+    EXPECT_EQ(ordered.value_count(), 3000u);
+    for (u64 key = 1; key <= 3000; key += 2)
+        EXPECT_EQ(ordered.erase(key), 1u);
+    for (u64 key = 1; key <= 3000; ++key)
+        EXPECT_EQ(ordered.contains(key), key % 2 == 0) << key;
+    // Erased keys still count: the largest hash was erased or not, either way the
+    // key with it is refused (and found or inserted by the caller).
+    EXPECT_FALSE(ordered.place_if_above(by_hash.back().second, by_hash.back().first, 0));
+    EXPECT_FALSE(ordered.above_all(by_hash.back().first));
+    EXPECT_TRUE(ordered.above_all(by_hash.back().first + 1) || by_hash.back().first == ~u64{0});
+    ordered.clear();
+    EXPECT_TRUE(ordered.place_if_above(by_hash.front().second, by_hash.front().first, 1));  // empty again
 }
 
 TEST(MultiTable, AppendEmptyRangeAddsNothing) {

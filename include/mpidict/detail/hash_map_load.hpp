@@ -117,20 +117,26 @@ private:
         }
     }
 
-    // Fixed-size keys and values: runs of entries read in bulk.
+    // Fixed-size keys and values: runs of entries read in bulk.  A shard's keys
+    // come in the saved table's slot order, which is hash order but for the
+    // first few: keys whose probe runs wrapped past the saved table's end into
+    // its first slots, with hashes at the very top.  Those (a leading prefix in
+    // the top 1/1024 of the hashes, at most one run of them) are stored after
+    // the rest of the shard, so the rest goes to the table in hash order
+    // (hash_map_shard::store_pairs places such runs without comparing keys).
     template <class Map, class Entries>
     static void load_runs(Map& map, Entries& entries, std::uint64_t total,
                           std::vector<typename Map::value_type>& scratch) {
         using K = typename Map::key_type;
         using V = typename Map::value_type;
-        std::vector<K> keys(run_entries), mine_keys;
-        std::vector<V> values(run_entries), mine_values;
-        std::vector<std::uint64_t> counts(run_entries), hashes(run_entries), mine_hashes;
+        constexpr std::uint64_t wrapped_from = ~std::uint64_t{0} - (~std::uint64_t{0} >> 10);
+        std::vector<K> keys(run_entries), mine_keys, late_keys;
+        std::vector<V> values(run_entries), mine_values, late_values;
+        std::vector<std::uint64_t> counts(run_entries), hashes(run_entries), mine_hashes, late_hashes;
         mine_keys.reserve(run_entries);
         mine_values.reserve(run_entries);
         mine_hashes.reserve(run_entries);
-        const int me = map.rank();
-        const bool cyclic = map.m_config.place == placement::cyclic;
+        bool leading = true;
         for (std::uint64_t left = total; left > 0;) {
             const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, run_entries));
             left -= n;
@@ -140,39 +146,63 @@ private:
                              [](std::uint64_t c) { return c == 1; })) {
                 for (std::size_t i = 0; i < n; ++i)
                     load_entry(map, entries, keys[i], counts[i], scratch);
+                leading = false;
                 continue;
             }
             entries.values(values.data(), n);
             // Each key hashed once, for its owner and its slot in the owner's table.
-            bool all_mine = true;
-            for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t i = 0; i < n; ++i)
                 hashes[i] = map.m_shard.table().hash_of(keys[i]);
-                all_mine = all_mine && (cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i])) == me;
-            }
-            if (all_mine) {  // the usual case when loading at the rank count that saved
-                map.m_shard.store_pairs(std::span<const K>(keys.data(), n), std::span<const V>(values.data(), n),
-                                        std::span<const std::uint64_t>(hashes.data(), n));
-                continue;
-            }
-            mine_keys.clear();
-            mine_values.clear();
-            mine_hashes.clear();
-            for (std::size_t i = 0; i < n; ++i) {
-                const int target = cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i]);
-                if (target == me) {
-                    mine_keys.push_back(keys[i]);
-                    mine_values.push_back(values[i]);
-                    mine_hashes.push_back(hashes[i]);
-                } else {
-                    map.forget_pending_reduce(keys[i]);
-                    std::byte* out = map.reserve(target_rank{target}, map.m_handlers.insert_one, sizeof(K) + sizeof(V));
-                    out = codec<K>::encode(out, keys[i]);
-                    codec<V>::encode(out, values[i]);
+            std::size_t first = 0;
+            if (leading) {
+                while (first < n && late_keys.size() < run_entries && hashes[first] >= wrapped_from) {
+                    late_keys.push_back(keys[first]);
+                    late_values.push_back(values[first]);
+                    late_hashes.push_back(hashes[first]);
+                    ++first;
                 }
+                leading = first == n && late_keys.size() < run_entries;
             }
-            map.m_shard.store_pairs(std::span<const K>(mine_keys), std::span<const V>(mine_values),
-                                    std::span<const std::uint64_t>(mine_hashes));
+            store_run(map, keys.data() + first, values.data() + first, hashes.data() + first, n - first, mine_keys,
+                      mine_values, mine_hashes);
         }
+        store_run(map, late_keys.data(), late_values.data(), late_hashes.data(), late_keys.size(), mine_keys,
+                  mine_values, mine_hashes);
+    }
+
+    // n single-valued pairs, hashed: this rank's into its table, the others' to their owners.
+    template <class Map, class K, class V>
+    static void store_run(Map& map, const K* keys, const V* values, const std::uint64_t* hashes, std::size_t n,
+                          std::vector<K>& mine_keys, std::vector<V>& mine_values,
+                          std::vector<std::uint64_t>& mine_hashes) {
+        const int me = map.rank();
+        const bool cyclic = map.m_config.place == placement::cyclic;
+        bool all_mine = true;
+        for (std::size_t i = 0; i < n; ++i)
+            all_mine = all_mine && (cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i])) == me;
+        if (all_mine) {  // the usual case when loading at the rank count that saved
+            map.m_shard.store_pairs(std::span<const K>(keys, n), std::span<const V>(values, n),
+                                    std::span<const std::uint64_t>(hashes, n));
+            return;
+        }
+        mine_keys.clear();
+        mine_values.clear();
+        mine_hashes.clear();
+        for (std::size_t i = 0; i < n; ++i) {
+            const int target = cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i]);
+            if (target == me) {
+                mine_keys.push_back(keys[i]);
+                mine_values.push_back(values[i]);
+                mine_hashes.push_back(hashes[i]);
+            } else {
+                map.forget_pending_reduce(keys[i]);
+                std::byte* out = map.reserve(target_rank{target}, map.m_handlers.insert_one, sizeof(K) + sizeof(V));
+                out = codec<K>::encode(out, keys[i]);
+                codec<V>::encode(out, values[i]);
+            }
+        }
+        map.m_shard.store_pairs(std::span<const K>(mine_keys), std::span<const V>(mine_values),
+                                std::span<const std::uint64_t>(mine_hashes));
     }
 };
 

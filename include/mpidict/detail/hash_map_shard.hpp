@@ -193,13 +193,28 @@ public:
 
     // Appends keys[i]'s value values[i] for every i (a load's run of this
     // rank's pairs): without capacity limits, fixed-size pairs go in with each
-    // key hashed once and its slot prefetched `ahead` keys early.
+    // key hashed once.  A run that ends above every hash in the table is
+    // placed in order (a checkpoint's keys come in their saved table's slot
+    // order, which is hash order but for keys that shared a probe run there):
+    // each key above the table's hashes goes to the first empty slot from its
+    // home without a key comparison (multi_table::place_if_above), the others
+    // (about one in six) are inserted as usual; the slots are visited in order,
+    // so nothing is prefetched.  Any other run is inserted with each key's
+    // slot prefetched `ahead` keys early.
     // `hashes`: hash_of(keys[i]) for every i, already computed by the caller.
     void store_pairs(std::span<const K> keys, std::span<const V> values, std::span<const std::uint64_t> hashes) {
         if constexpr (codec<K>::fixed_size && codec<V>::fixed_size) {
             if (m_config.capacity_values == 0 && m_config.capacity_bytes == 0) [[likely]] {
-                constexpr std::size_t ahead = 16;
                 const std::size_t n = keys.size();
+                if (n != 0 && m_table.above_all(hashes[n - 1])) {
+                    std::size_t added = 0;
+                    for (std::size_t i = 0; i < n; ++i)
+                        added += m_table.place_if_above(keys[i], hashes[i], values[i]) ||
+                                 m_table.append_hashed(keys[i], hashes[i], values[i]);
+                    m_stored_bytes += added * sizeof(K) + n * sizeof(V);
+                    return;
+                }
+                constexpr std::size_t ahead = 16;
                 for (std::size_t i = 0; i < std::min(n, ahead); ++i)
                     m_table.prefetch_hashed(hashes[i]);
                 for (std::size_t i = 0; i < n; ++i) {

@@ -254,6 +254,31 @@ public:
         add(key, hash, value);
         return m_size != before;
     }
+    // Bulk loads in hash order (a checkpoint's keys arrive in their saved
+    // table's slot order, which is the order of their hashes): a key whose hash
+    // is above every hash this table has stored since it was last empty cannot
+    // be in it, so it goes into the first empty slot from its home without a
+    // key comparison.  Returns false, and does nothing, for any other key
+    // (insert that one the usual way: its probe compares keys).
+    bool above_all(std::uint64_t hash) const { return hash > m_hash_ceiling || m_size == 0; }
+    bool place_if_above(const K& key, std::uint64_t hash, const V& value) {
+        if (!above_all(hash))
+            return false;
+        grow_if_needed();
+        const std::size_t capacity = m_slots.size();
+        std::size_t index = home(hash);
+        for (;;) {
+            if (const std::uint32_t empties = match(index, 0); empties != 0) {
+                index += static_cast<std::size_t>(std::countr_zero(empties));
+                break;
+            }
+            index += group;
+            index = index >= capacity ? index - capacity : index;
+        }
+        claim(index >= capacity ? index - capacity : index, key, hash, value);
+        return true;
+    }
+
     void prefetch_hashed(std::uint64_t hash) const {
         if (m_slots.empty())
             return;
@@ -526,6 +551,7 @@ private:
         s.first = value;
         s.key = key;
         set_tag(index, tag_of(h));
+        m_hash_ceiling = m_size == 0 ? h : std::max(m_hash_ceiling, h);
         ++m_size;
         ++m_value_count;
     }
@@ -611,6 +637,7 @@ private:
     std::size_t m_value_count = 0;
     std::size_t m_spilled_values = 0;  // values held in m_rest
     std::size_t m_grow_at = 0;         // size at which the next insert of a new key grows the table
+    std::uint64_t m_hash_ceiling = 0;  // >= every stored key's hash (place_if_above); any value when empty
     // Slots a table may have: a power of two whose bytes fit in size_t with room to double.
     static constexpr std::size_t max_slots = std::bit_floor(std::numeric_limits<std::size_t>::max() / sizeof(slot)) >> 2;
     double m_max_load;
