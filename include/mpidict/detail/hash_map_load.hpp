@@ -136,6 +136,8 @@ private:
         mine_keys.reserve(run_entries);
         mine_values.reserve(run_entries);
         mine_hashes.reserve(run_entries);
+        const int me = map.rank();
+        const bool cyclic = map.m_config.place == placement::cyclic;
         bool leading = true;
         for (std::uint64_t left = total; left > 0;) {
             const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, run_entries));
@@ -151,8 +153,11 @@ private:
             }
             entries.values(values.data(), n);
             // Each key hashed once, for its owner and its slot in the owner's table.
-            for (std::size_t i = 0; i < n; ++i)
+            bool all_mine = true;
+            for (std::size_t i = 0; i < n; ++i) {
                 hashes[i] = map.m_shard.table().hash_of(keys[i]);
+                all_mine &= (cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i])) == me;
+            }
             std::size_t first = 0;
             if (leading) {
                 while (first < n && late_keys.size() < run_entries && hashes[first] >= wrapped_from) {
@@ -163,23 +168,22 @@ private:
                 }
                 leading = first == n && late_keys.size() < run_entries;
             }
-            store_run(map, keys.data() + first, values.data() + first, hashes.data() + first, n - first, mine_keys,
-                      mine_values, mine_hashes);
+            store_run(map, keys.data() + first, values.data() + first, hashes.data() + first, n - first, all_mine,
+                      mine_keys, mine_values, mine_hashes);
         }
-        store_run(map, late_keys.data(), late_values.data(), late_hashes.data(), late_keys.size(), mine_keys,
-                  mine_values, mine_hashes);
+        bool late_mine = true;
+        for (std::size_t i = 0; i < late_keys.size(); ++i)
+            late_mine &= (cyclic ? map.owner(late_keys[i]) : map.owner_of_hash(late_hashes[i])) == me;
+        store_run(map, late_keys.data(), late_values.data(), late_hashes.data(), late_keys.size(), late_mine,
+                  mine_keys, mine_values, mine_hashes);
     }
 
-    // n single-valued pairs, hashed: this rank's into its table, the others' to their owners.
+    // n single-valued pairs, hashed: this rank's into its table, the others' to
+    // their owners (`all_mine`: the caller saw that every key is this rank's).
     template <class Map, class K, class V>
     static void store_run(Map& map, const K* keys, const V* values, const std::uint64_t* hashes, std::size_t n,
-                          std::vector<K>& mine_keys, std::vector<V>& mine_values,
+                          bool all_mine, std::vector<K>& mine_keys, std::vector<V>& mine_values,
                           std::vector<std::uint64_t>& mine_hashes) {
-        const int me = map.rank();
-        const bool cyclic = map.m_config.place == placement::cyclic;
-        bool all_mine = true;
-        for (std::size_t i = 0; i < n; ++i)
-            all_mine = all_mine && (cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i])) == me;
         if (all_mine) {  // the usual case when loading at the rank count that saved
             map.m_shard.store_pairs(std::span<const K>(keys, n), std::span<const V>(values, n),
                                     std::span<const std::uint64_t>(hashes, n));
@@ -189,8 +193,9 @@ private:
         mine_values.clear();
         mine_hashes.clear();
         for (std::size_t i = 0; i < n; ++i) {
-            const int target = cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i]);
-            if (target == me) {
+            const int target =
+                map.m_config.place == placement::cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i]);
+            if (target == map.rank()) {
                 mine_keys.push_back(keys[i]);
                 mine_values.push_back(values[i]);
                 mine_hashes.push_back(hashes[i]);
