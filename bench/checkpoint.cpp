@@ -23,6 +23,7 @@
 // (the target: load >= 0.5x, issue 52; the old load_vs_write is still printed).
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,6 +92,13 @@ double timed(MPI_Comm comm, Body&& body) {
     body();
     MPI_Barrier(comm);
     return max_over_ranks(MPI_Wtime() - start, comm);
+}
+
+// This process's CPU seconds (user + system, every thread) since some start.
+double process_cpu_seconds() {
+    timespec now{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
 void posix_write(const std::string& path, std::uint64_t bytes, const std::vector<std::byte>& piece) {
@@ -231,6 +239,10 @@ int run(const settings& s, const mpidict::bench::world& w) {
 
     std::vector<std::byte> piece(piece_bytes, std::byte{0x5a});
     std::vector<double> write_bw, read_bw, shared_bw, per_rank_bw, load_bw, read_same_bw;
+    // CPU milliseconds of the load and of the read of the same files (the most
+    // over the ranks; waits in MPI count where they spin): on a loaded machine
+    // the wall-clock rates move with the scheduler, these mostly do not.
+    std::vector<double> load_cpu_ms, read_same_cpu_ms;
     std::unique_ptr<map_type> map = filled_map(s, w);
     bool ok = verified(*map, s, w);
     mpidict::checkpoint_options per_rank;
@@ -257,7 +269,13 @@ int run(const settings& s, const mpidict::bench::world& w) {
         const auto read_same = [&] {
             prepare();
             std::uint64_t bytes = 0;
-            const double seconds = timed(w.comm, [&] { bytes = read_share(source, w.rank, w.size, piece); });
+            double cpu = 0;
+            const double seconds = timed(w.comm, [&] {
+                cpu = process_cpu_seconds();
+                bytes = read_share(source, w.rank, w.size, piece);
+                cpu = process_cpu_seconds() - cpu;
+            });
+            read_same_cpu_ms.push_back(max_over_ranks(cpu, w.comm) * 1e3);
             std::uint64_t all = 0;
             MPI_Allreduce(&bytes, &all, 1, MPI_UINT64_T, MPI_SUM, w.comm);
             read_same_bw.push_back(static_cast<double>(all) / seconds / 1e6);
@@ -268,7 +286,14 @@ int run(const settings& s, const mpidict::bench::world& w) {
         auto loaded = std::make_unique<map_type>(w.comm, config);
         const auto load = [&] {
             prepare();
-            load_bw.push_back(total_bytes / timed(w.comm, [&] { loaded->load(source, load_options); }) / 1e6);
+            double cpu = 0;
+            load_bw.push_back(total_bytes / timed(w.comm, [&] {
+                                  cpu = process_cpu_seconds();
+                                  loaded->load(source, load_options);
+                                  cpu = process_cpu_seconds() - cpu;
+                              }) /
+                              1e6);
+            load_cpu_ms.push_back(max_over_ranks(cpu, w.comm) * 1e3);
         };
         if (rep % 2 == 0) {
             read_same();
@@ -336,6 +361,15 @@ int run(const settings& s, const mpidict::bench::world& w) {
                   .add("ours_MBps", 1.0 / load_seconds_per_byte)
                   .add("baseline_MBps", median(read_same_bw))
                   .add("what", "load's rate in the checkpoint's own bytes over read(2) of those files"));
+    out.figure("load_cpu_ms", load_cpu_ms, "ms",
+               json_object().add("what", "CPU time of one load (user + system, the most over the ranks)"));
+    out.figure("read_checkpoint_cpu_ms", read_same_cpu_ms, "ms",
+               json_object().add("what", "CPU time of the read(2) of the same files (the most over the ranks)"));
+    out.ratio("load_vs_read_checkpoint_cpu", median(read_same_cpu_ms) / median(load_cpu_ms), "(reported)", true,
+              json_object()
+                  .add("ours_ms", median(load_cpu_ms))
+                  .add("baseline_ms", median(read_same_cpu_ms))
+                  .add("what", "the read's CPU time over the load's: the wall-clock ratio without the scheduler"));
     out.figure("table_insert_bandwidth", table_bw, "MB/s",
                json_object().add("what", "the shard's pairs into a fresh reserved multi_table from memory (built before the clock, as load's): load's floor"));
     out.ratio("load_vs_table_insert", median(load_bw) / median(table_bw), "(reported: what bounds load)", true,
