@@ -139,6 +139,16 @@ std::uint64_t add(map_type::visit_context&, const std::uint64_t&, std::vector<st
     return 0;
 }
 
+// The 10 most frequent k-mers of a serial count (a map k-mer -> count).
+template <class Map>
+std::vector<entry> top10_of(const Map& counts) {
+    std::vector<entry> pairs;
+    pairs.reserve(counts.size());
+    for (const auto& [kmer, n] : counts)
+        pairs.emplace_back(n, kmer);
+    return top10(std::move(pairs));
+}
+
 // The one-core baselines, each in a function of its own that is never inlined:
 // inside run() their loops were laid out beside the inlined async_reduce, and the
 // flat loop's rate moved with that code (stop 65: 37-62 M k-mers/s in one build,
@@ -147,12 +157,8 @@ std::uint64_t add(map_type::visit_context&, const std::uint64_t&, std::vector<st
     std::unordered_map<std::uint64_t, std::uint64_t> counts;
     for (std::uint64_t kmer : kmers)
         ++counts[kmer];
-    std::vector<entry> pairs;
-    pairs.reserve(counts.size());
-    for (const auto& [kmer, n] : counts)
-        pairs.emplace_back(n, kmer);
     distinct = counts.size();
-    return top10(std::move(pairs));
+    return top10_of(counts);
 }
 
 #if MPIDICT_BENCH_HAVE_ABSL
@@ -161,11 +167,7 @@ std::uint64_t add(map_type::visit_context&, const std::uint64_t&, std::vector<st
     flat.reserve(distinct);
     for (std::uint64_t kmer : kmers)
         ++flat[kmer];
-    std::vector<entry> pairs;
-    pairs.reserve(flat.size());
-    for (const auto& [kmer, n] : flat)
-        pairs.emplace_back(n, kmer);
-    return top10(std::move(pairs));
+    return top10_of(flat);
 }
 #endif
 
