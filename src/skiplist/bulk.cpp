@@ -14,6 +14,7 @@
 #include "mpidict/detail/skiplist_nodes.hpp"
 #include "mpidict/detail/skiplist_structure.hpp"
 #include "mpidict/error.hpp"
+#include "node_records.hpp"
 
 namespace mpidict::detail {
 
@@ -881,19 +882,7 @@ void skiplist_structure::handle_bulk_fill(int, std::string_view record) {
         throw decode_error("mpidict: skiplist_map bulk fill carries no entries or more than a node holds");
     created.run.reserve(entries, in.remaining());
     auto& stats = m_shared.stats;
-    for (std::uint32_t index = 0; index < entries; ++index) {
-        const std::string_view key = read_string(in);
-        const std::string_view value = read_string(in);
-        const auto expires = in.read<expiry_time>();
-        if ((created.run.empty() && key != separator) ||
-            (!created.run.empty() && !(created.run.key(created.run.size() - 1) < key)))
-            throw decode_error("mpidict: skiplist_map bulk fill carries entries out of order");
-        if (expires != 0 && (created.earliest_expiry == 0 || expires < created.earliest_expiry))
-            created.earliest_expiry = expires;
-        stats.payload_bytes += key.size() + value.size();
-        ++stats.entries;
-        created.run.push_back(key, value, expires);
-    }
+    read_run(in, entries, created, true, stats, "bulk fill");
     if (!in.empty())
         throw decode_error("mpidict: skiplist_map bulk fill has trailing bytes");
     created.holds += static_cast<int>(fill.holds);

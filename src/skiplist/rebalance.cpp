@@ -9,6 +9,7 @@
 #include <span>
 
 #include "mpidict/error.hpp"
+#include "node_records.hpp"
 
 namespace mpidict {
 
@@ -208,14 +209,7 @@ void skiplist_rebalancer::handle_migrate(int source, std::string_view record) {
         const std::string_view separator = read_string(in);
         if (height < 1 || height > m_shared.config.max_height)
             throw decode_error("mpidict: skiplist_map migrate record with a bad height");
-        std::vector<skiplist_link> tower(height);
-        for (auto& level : tower) {
-            level.to = read_node_id(in);
-            level.separator = std::string(read_string(in));
-            level.set = true;
-            if (!level.to.null() && !m_shared.valid_rank(level.to.rank))
-                throw decode_error("mpidict: skiplist_map migrate record names a bad successor");
-        }
+        std::vector<skiplist_link> tower = read_tower(in, height, m_shared, "migrate record");
         fresh = m_nodes.allocate_local(separator, height);
         if (!fresh.null())
             m_arrived.insert(fresh.slot);
@@ -245,19 +239,7 @@ void skiplist_rebalancer::handle_migrate(int source, std::string_view record) {
     if (here.run.size() + count > std::size_t(m_shared.config.granularity) + 1)
         throw decode_error("mpidict: skiplist_map migrate record carries more entries than a node holds");
     auto& stats = m_shared.stats;
-    for (std::uint32_t index = 0; index < count; ++index) {
-        const std::string_view key = read_string(in);
-        const std::string_view value = read_string(in);
-        const auto expires = in.read<expiry_time>();
-        if ((!here.run.empty() && !(here.run.key(here.run.size() - 1) < key)) ||
-            key < std::string_view(here.separator))
-            throw decode_error("mpidict: skiplist_map migrate record carries entries out of order");
-        if (expires != 0 && (here.earliest_expiry == 0 || expires < here.earliest_expiry))
-            here.earliest_expiry = expires;
-        stats.payload_bytes += key.size() + value.size();
-        ++stats.entries;
-        here.run.push_back(key, value, expires);
-    }
+    read_run(in, count, here, false, stats, "migrate record");
     if (!in.empty())
         throw decode_error("mpidict: skiplist_map migrate record has trailing bytes");
     if ((flags & last_part) == 0)

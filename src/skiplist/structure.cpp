@@ -8,6 +8,7 @@
 #include <span>
 
 #include "mpidict/error.hpp"
+#include "node_records.hpp"
 
 namespace mpidict::detail {
 
@@ -445,14 +446,7 @@ void skiplist_structure::handle_unlinked(int source, std::string_view record) {
     if (id.rank != source || header.height == 0 || header.height > m_shared.config.max_height)
         throw decode_error("mpidict: skiplist_map unlink record from rank " + std::to_string(source) +
                            " names a node of another rank or a bad height");
-    std::vector<link> tower(header.height);
-    for (auto& level : tower) {
-        level.to = read_node_id(in);
-        level.separator = std::string(read_string(in));
-        level.set = true;
-        if (!level.to.null() && !m_shared.valid_rank(level.to.rank))
-            throw decode_error("mpidict: skiplist_map unlink record names a bad successor");
-    }
+    std::vector<link> tower = read_tower(in, header.height, m_shared, "unlink record");
     if (!in.empty())
         throw decode_error("mpidict: skiplist_map unlink record has trailing bytes");
     m_unlinked[id] = std::move(tower);
