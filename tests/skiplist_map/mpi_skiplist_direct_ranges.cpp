@@ -30,6 +30,7 @@
 
 #include "mpi_test_util.hpp"
 #include "mpidict/skiplist_map.hpp"
+#include "spread_keys.hpp"
 
 namespace {
 
@@ -113,16 +114,7 @@ void run(int rank, int size, mode_type mode) {
     // Every rank's keys r + size * (4i + offset) go into the model; this rank
     // inserts its own (value key * 7) in one batch.
     auto insert_keys = [&](std::int64_t offset) {
-        std::vector<std::int64_t> keys, values;
-        for (int r = 0; r < size; ++r)
-            for (std::int64_t i = 0; i < per_rank; ++i) {
-                const std::int64_t key = r + size * (i * 4 + offset);
-                model[key] = key * 7;
-                if (r == rank) {
-                    keys.push_back(key);
-                    values.push_back(key * 7);
-                }
-            }
+        const auto [keys, values] = spread_keys(model, rank, size, per_rank, 4, offset);
         map.insert_many(std::span<const std::int64_t>(keys), std::span<const std::int64_t>(values));
         map.flush();
     };
@@ -189,16 +181,7 @@ void big_batches(int rank, int size, mode_type mode) {
     map_type map(MPI_COMM_WORLD, config);
     constexpr std::int64_t per_rank = 1500;
     model_type model;
-    std::vector<std::int64_t> keys, values;
-    for (int r = 0; r < size; ++r)
-        for (std::int64_t i = 0; i < per_rank; ++i) {
-            const std::int64_t key = r + size * i;
-            model[key] = key * 7;
-            if (r == rank) {
-                keys.push_back(key);
-                values.push_back(key * 7);
-            }
-        }
+    const auto [keys, values] = spread_keys(model, rank, size, per_rank, 1);
     map.insert_many(std::span<const std::int64_t>(keys), std::span<const std::int64_t>(values));
     map.flush();
     std::size_t found = 0;

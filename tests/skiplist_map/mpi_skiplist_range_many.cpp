@@ -17,6 +17,7 @@
 #include "mpi_test_util.hpp"
 #include "mpidict/skiplist_map.hpp"
 #include "mpidict/skiplist_range_many.hpp"
+#include "spread_keys.hpp"
 
 namespace {
 
@@ -52,17 +53,8 @@ void run(int rank, int size, mode_type mode) {
     config.consistency = mode;
     map_type map(MPI_COMM_WORLD, config);
     constexpr std::int64_t per_rank = 300;
-    std::vector<std::int64_t> keys, values;
     std::map<std::int64_t, std::int64_t> model;
-    for (int r = 0; r < size; ++r)
-        for (std::int64_t i = 0; i < per_rank; ++i) {
-            const std::int64_t key = r + size * i * 3;  // gaps between keys
-            model[key] = key * 7;
-            if (r == rank) {
-                keys.push_back(key);
-                values.push_back(key * 7);
-            }
-        }
+    const auto [keys, values] = spread_keys(model, rank, size, per_rank, 3);  // gaps between keys
     map.insert_many(std::span<const std::int64_t>(keys), std::span<const std::int64_t>(values));
     map.flush();
 
