@@ -196,6 +196,16 @@ std::uint64_t skiplist_rebalancer::ship(std::uint32_t slot, int destination) {
 }
 
 void skiplist_rebalancer::handle_migrate(int source, std::string_view record) {
+    if (m_shared.server_index < 0 || !m_early.empty()) {
+        // Not a server yet: this rank is still summing the loads that wake it
+        // (refusing here would leave the node where it was, unbalanced).
+        m_early.emplace_back(source, std::string(record));
+        return;
+    }
+    receive_migrate(source, record);
+}
+
+void skiplist_rebalancer::receive_migrate(int source, std::string_view record) {
     byte_reader in = reader_of(record);
     const skiplist_node_id old = read_node_id(in);
     const auto flags = in.read<std::uint8_t>();
@@ -281,6 +291,12 @@ skiplist_rebalance_result skiplist_rebalancer::execute(const std::vector<transfe
     auto& nodes = m_nodes.all();
     const int me = m_shared.rank();
     std::uint64_t sent_bytes = 0, sent_nodes = 0, sent_entries = 0;
+    // Records that came before this rank knew it was woken, now that it is
+    // (a rank that is still no server refuses them: allocate_local finds no room).
+    std::vector<std::pair<int, std::string>> early;
+    early.swap(m_early);
+    for (const auto& [source, record] : early)
+        receive_migrate(source, record);
     // This rank's transfers, in plan order: pick its nodes, heaviest first,
     // each no more than twice what the transfer still lacks (a drained rank
     // sends every node, to the transfer that lacks the most).

@@ -30,9 +30,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "mpidict/detail/skiplist_directory.hpp"
@@ -89,6 +91,7 @@ private:
     std::uint64_t weight(const skiplist_node& node, skiplist_load_metric metric) const;
     bool movable(const skiplist_node& node, bool with_head) const;
     std::uint64_t ship(std::uint32_t slot, int destination);
+    void receive_migrate(int source, std::string_view record);  // handle_migrate's work, once this rank may host
     void add_servers(std::size_t count);
 
     skiplist_shared& m_shared;
@@ -106,6 +109,10 @@ private:
     std::unordered_map<skiplist_node_id, skiplist_node_id, id_hash> m_incoming;  // parts still to come here
     std::unordered_set<skiplist_node_id, id_hash> m_refused_here;                // refused here: later parts dropped
     std::unordered_set<std::uint32_t> m_arrived;  // slots that took a node this round (never sent on in the same round)
+    // Migrate records that reached a dormant rank before it learned, from its
+    // own sum of the loads, that this flush wakes it (a faster rank may plan and
+    // ship first): kept, in order, until execute() starts here.
+    std::vector<std::pair<int, std::string>> m_early;
     std::uint64_t m_refused = 0;                                                 // of this rank's moves
     skiplist_rebalance_result m_last;
 };
