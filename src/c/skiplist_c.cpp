@@ -127,6 +127,10 @@ extern "C" int mpidict_skiplist_options_init(mpidict_skiplist_options* options) 
     options->max_value_bytes = defaults.max_value_bytes;
     options->buffer_bytes = 0;
     options->consistency = static_cast<int>(defaults.consistency);
+    options->initial_servers = defaults.initial_servers;
+    options->grow_entries = defaults.grow_entries;
+    options->grow_memory_fraction = defaults.grow_memory_fraction;
+    options->rebalance_threshold = defaults.rebalance_threshold;
     return MPIDICT_OK;
 }
 
@@ -186,6 +190,10 @@ extern "C" int mpidict_skiplist_create(MPI_Comm comm, int key_kind, size_t value
         config.max_key_bytes = key_kind == MPIDICT_SKIPLIST_INT64 ? sizeof(std::int64_t) : settings.max_key_bytes;
         config.max_value_bytes = value_size != 0 ? value_size : settings.max_value_bytes;
         config.consistency = static_cast<mpidict::skiplist_consistency>(settings.consistency);
+        config.initial_servers = settings.initial_servers;
+        config.grow_entries = settings.grow_entries;
+        config.grow_memory_fraction = settings.grow_memory_fraction;
+        config.rebalance_threshold = settings.rebalance_threshold;
         config.runtime.buffer_bytes = settings.buffer_bytes != 0
                                           ? settings.buffer_bytes
                                           : std::max(config.runtime.buffer_bytes, config.required_buffer_bytes());

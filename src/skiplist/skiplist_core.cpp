@@ -238,6 +238,10 @@ skiplist_rebalance_result skiplist_core::rebalance(const skiplist_rebalance_opti
     if (!(options.target >= 1.0))
         throw invalid_argument_error("mpidict: skiplist_map rebalance target " + std::to_string(options.target) +
                                      " must be at least 1 (max/mean)");
+    if (options.metric != skiplist_load_metric::entries && options.metric != skiplist_load_metric::requests)
+        throw invalid_argument_error("mpidict: skiplist_map rebalance metric " +
+                                     std::to_string(static_cast<int>(options.metric)) +
+                                     " is neither entries (0) nor requests (1)");
     flush();
     return m_rebalancer.rebalance(options);
 }

@@ -80,6 +80,16 @@ typedef struct mpidict_skiplist_options {
        modes"): MPIDICT_SKIPLIST_TOTAL_ORDER, _SEQUENTIAL (default) or _NONE;
        mpidict_skiplist_set_consistency changes it later. */
     int consistency;
+    /* Elastic servers (skiplist_map.md "Rebalancing, growing and draining"):
+       server ranks active at the start (0: every rank); a flush wakes dormant
+       ones when every active server holds grow_entries entries or passes
+       grow_memory_fraction of its memory limit; rebalance_threshold > 0: a
+       flush also moves nodes when entries' max/mean over the servers passes it
+       (0: off).  Defaults 0, 2^20, 0.5, 0. */
+    size_t initial_servers;
+    uint64_t grow_entries;
+    double grow_memory_fraction;
+    double rebalance_threshold;
 } mpidict_skiplist_options;
 
 /* Consistency modes (the values of C++'s skiplist_consistency). */
@@ -302,6 +312,45 @@ int mpidict_skiplist_async_rejected(const mpidict_skiplist* list, uint64_t* reje
  * covers exactly the operations started in it (C++ set_consistency). */
 int mpidict_skiplist_consistency(const mpidict_skiplist* list, int* mode);
 int mpidict_skiplist_set_consistency(mpidict_skiplist* list, int mode);
+
+/* ---- rebalancing, growing and draining ------------------------------------------- */
+/* skiplist_map.md "Rebalancing, growing and draining" (C++ rebalance, drain,
+ * last_rebalance, active_servers).  Nodes move between server ranks at a flush
+ * with nothing in flight, so every mode keeps its promises. */
+#define MPIDICT_SKIPLIST_METRIC_ENTRIES 0  /* balance the entries the servers hold */
+#define MPIDICT_SKIPLIST_METRIC_REQUESTS 1 /* balance the requests their nodes handled since the last rebalance */
+
+/* What a rebalance, a drain or a flush that grew did; the same on every rank.
+ * Ratios are max/mean over the active servers afterwards. */
+typedef struct mpidict_skiplist_rebalance_result {
+    uint64_t moved_nodes;    /* nodes that changed rank */
+    uint64_t moved_entries;  /* entries they carried */
+    uint64_t moved_bytes;    /* record bytes sent to move them */
+    uint64_t refused_nodes;  /* moves a destination could not take (its capacity): the node stayed */
+    uint64_t servers_added;  /* dormant ranks that became servers */
+    int head_moved;          /* 1: the head node moved (a drain of its rank) */
+    size_t servers;          /* active server ranks afterwards */
+    double entries_ratio_before, entries_ratio_after;
+    double load_ratio_before, load_ratio_after; /* of the metric balanced */
+    double seconds;          /* wall time of the call on this rank */
+} mpidict_skiplist_rebalance_result;
+
+/* Collective (every rank passes the same metric and target).  Flushes, then
+ * moves nodes from the most loaded server ranks to the least until max/mean of
+ * the metric is near 1; nothing moves while it is at or below target (>= 1;
+ * C++'s default 1.1).  *result may be NULL. */
+int mpidict_skiplist_rebalance(mpidict_skiplist* list, int metric, double target,
+                               mpidict_skiplist_rebalance_result* result);
+/* Collective (the same rank everywhere).  Moves every node off `rank` (an active
+ * server, not the only one), which then stops being a server (a later growth may
+ * wake it again).  *result may be NULL. */
+int mpidict_skiplist_drain(mpidict_skiplist* list, int rank, mpidict_skiplist_rebalance_result* result);
+/* Local.  What the last rebalance, drain or flush that grew or moved did. */
+int mpidict_skiplist_last_rebalance(const mpidict_skiplist* list, mpidict_skiplist_rebalance_result* result);
+/* Local.  The active server ranks, in the order C++'s active_servers() gives
+ * (the initial ones, then ranks as they woke): *count (may be NULL) gets how
+ * many; up to `capacity` of them go to ranks (NULL allowed when capacity is 0). */
+int mpidict_skiplist_active_servers(const mpidict_skiplist* list, int* ranks, size_t capacity, size_t* count);
 
 /* ---- consistent snapshots --------------------------------------------------------- */
 /* skiplist_map.md "Snapshots" (C++ skiplist_map::snapshot()).  A snapshot is
