@@ -24,7 +24,7 @@ from __future__ import annotations
 # The containers load mpi4py and the compiled module on first use, so that
 # mpidict.checkpoint (numpy only) works where neither is installed.
 _CONTAINERS = (
-    "hash_map", "linear_hash_map", "skiplist_map", "SkiplistSnapshot", "rma_hash_set", "Request", "InsertManyResult",
+    "hash_map", "linear_hash_map", "skiplist_map", "SkiplistSnapshot", "RebalanceResult", "rma_hash_set", "Request", "InsertManyResult",
     "Error", "InvalidArgumentError", "UseAfterDestroyError", "CollectiveMismatchError", "MPIError",
     "DecodeError", "CheckpointError", "TableFullError", "MPIMismatchError",
 )

@@ -597,4 +597,4 @@ class rma_hash_set(_Container):
         return np.ascontiguousarray(raw).view(self._dtype).reshape(-1)
 
 
-from ._skiplist import SkiplistSnapshot, skiplist_map  # noqa: E402  (it builds on the classes above)
+from ._skiplist import RebalanceResult, SkiplistSnapshot, skiplist_map  # noqa: E402  (it builds on the classes above)

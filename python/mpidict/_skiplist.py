@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from ._containers import (
-    InsertManyResult, InvalidArgumentError, Request, _Codec, _Collective, _Converted, _SingleValued,
+    Error, InsertManyResult, InvalidArgumentError, Request, _Codec, _Collective, _Converted, _SingleValued,
     _communicator, _config, _count, _describe, _core,
 )
 
@@ -162,7 +162,9 @@ class skiplist_map(_SingleValued):
     field by field: skiplist_map(("int64", "float64"), "float64")).
     Options: granularity, node_slots_per_rank (hard limit, 0: none),
     memory_limit_per_rank (resident bytes; 0: automatic), max_key_bytes, max_value_bytes,
-    consistency ("total_order", "sequential", "none"), buffer_bytes, ..."""
+    consistency ("total_order", "sequential", "none"), buffer_bytes, server_ranks (a list),
+    initial_servers, grow_entries, grow_memory_fraction, rebalance_threshold (elastic
+    servers: rebalance(), drain()), ..."""
 
     def __init__(self, key_dtype="int64", value_dtype="int64", comm=None, **options):
         composite = isinstance(key_dtype, (tuple, list))
@@ -186,6 +188,47 @@ class skiplist_map(_SingleValued):
         if not isinstance(mode, str):
             raise InvalidArgumentError(f"mpidict: consistency is a name, not {_describe(mode)}")
         self._live().set_consistency(mode)
+
+    # -- elastic servers (docs/skiplist_map.md "Rebalancing, growing and draining") ------------
+    # Arguments of the collective calls are checked in C++ after every rank
+    # compared them, so one rank's bad argument fails every rank instead of
+    # leaving the others waiting; this rank's error names it.
+    def rebalance(self, metric: str = "entries", target: float = 1.1) -> RebalanceResult:
+        """Collective (every rank the same metric and target): flush(), then nodes
+        move from the most loaded server ranks to the least until max/mean of
+        `metric` ("entries" held, or "requests" handled since the last rebalance)
+        is near 1; nothing moves while it is at or below `target` (>= 1)."""
+        impl = self._live()
+        number = isinstance(target, numbers.Real) and not isinstance(target, bool)
+        try:
+            return RebalanceResult(impl.rebalance(metric if isinstance(metric, str) else repr(metric),
+                                                  float(target) if number else float("nan")))
+        except Error as problem:
+            if not number:
+                raise InvalidArgumentError(f"mpidict: rebalance target is a number >= 1, not "
+                                           f"{_describe(target)}; nothing moved") from problem
+            raise
+
+    def drain(self, rank: int) -> RebalanceResult:
+        """Collective (the same rank everywhere): moves every node off `rank` (an
+        active server, not the only one), which then stops being a server."""
+        impl = self._live()
+        integral = isinstance(rank, numbers.Integral) and not isinstance(rank, bool) and -2**31 <= rank < 2**31
+        try:
+            return RebalanceResult(impl.drain(int(rank) if integral else -1))
+        except Error as problem:
+            if not integral:
+                raise InvalidArgumentError(f"mpidict: drain takes a rank (an int), not {_describe(rank)}; "
+                                           "nothing moved") from problem
+            raise
+
+    def last_rebalance(self) -> RebalanceResult:
+        """What the last rebalance, drain or flush that grew or moved did."""
+        return RebalanceResult(self._live().last_rebalance())
+
+    def active_servers(self) -> list:
+        """The ranks hosting nodes now: the initial ones, then ranks as they woke."""
+        return list(self._live().active_servers())
 
     # -- expiry ----------------------------------------------------------------------------
     def insert(self, key, value, *, expires_at=None, ttl=None) -> Request:
@@ -409,6 +452,54 @@ class skiplist_map(_SingleValued):
             raise InvalidArgumentError(f"mpidict: a pattern is text, not {_describe(pattern)}")
         return _Converted(self._live().match_request(pattern, _count(limit, "limit"), bool(descending)),
                           self._entries)
+
+
+class RebalanceResult:
+    """What skiplist_map.rebalance(), drain() or a flush that grew or moved did
+    (C++ skiplist_rebalance_result); the same on every rank.  Per-rank arrays
+    (entries_before/after, load_before/after: the balanced metric's) are indexed
+    by rank; servers are the active server ranks afterwards; the ratios are
+    max/mean over them (0.0 for the empty result before anything moved)."""
+
+    __slots__ = ("entries_before", "entries_after", "load_before", "load_after", "moved_nodes", "moved_entries",
+                 "moved_bytes", "refused_nodes", "servers_added", "head_moved", "servers", "seconds")
+
+    def __init__(self, fields: dict):
+        for name in ("entries_before", "entries_after", "load_before", "load_after"):
+            setattr(self, name, np.asarray(fields[name], dtype=np.uint64))
+        for name in ("moved_nodes", "moved_entries", "moved_bytes", "refused_nodes", "servers_added"):
+            setattr(self, name, int(fields[name]))
+        self.head_moved = bool(fields["head_moved"])
+        self.servers = [int(r) for r in fields["servers"]]
+        self.seconds = float(fields["seconds"])
+
+    def _ratio(self, load) -> float:
+        # As C++ skiplist_rebalance_result::ratio: every rank's load over the servers' count.
+        if not self.servers or load.size == 0:
+            return 0.0
+        mean = float(load.sum()) / len(self.servers)
+        return max(float(load[r]) for r in self.servers) / mean if mean > 0 else 1.0
+
+    @property
+    def entries_ratio_before(self) -> float:
+        return self._ratio(self.entries_before)
+
+    @property
+    def entries_ratio_after(self) -> float:
+        return self._ratio(self.entries_after)
+
+    @property
+    def load_ratio_before(self) -> float:
+        return self._ratio(self.load_before)
+
+    @property
+    def load_ratio_after(self) -> float:
+        return self._ratio(self.load_after)
+
+    def __repr__(self) -> str:
+        return (f"RebalanceResult(moved_nodes={self.moved_nodes}, moved_entries={self.moved_entries}, "
+                f"refused_nodes={self.refused_nodes}, servers_added={self.servers_added}, servers={self.servers}, "
+                f"entries max/mean {self.entries_ratio_before:.2f} -> {self.entries_ratio_after:.2f})")
 
 
 class SkiplistSnapshot(_Collective):

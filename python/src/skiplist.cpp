@@ -315,6 +315,57 @@ public:
         nb::gil_scoped_release released;
         m->set_consistency(*mode);
     }
+    // Elastic servers (C++ rebalance, drain, last_rebalance, active_servers):
+    // the collective calls release the GIL; results go out as dicts that
+    // mpidict.RebalanceResult wraps.  A metric C++ does not know still reaches
+    // the core (as a value no rank can mean), which fails on every rank alike
+    // once they compared arguments, so a rank alone with a typo waits for no one.
+    nb::dict rebalance(const std::string& metric, double target) {
+        mpidict::skiplist_rebalance_options options;
+        const bool known = metric == "entries" || metric == "requests";
+        options.metric = metric == "requests" ? mpidict::skiplist_load_metric::requests
+                                              : static_cast<mpidict::skiplist_load_metric>(known ? 0 : 0xff);
+        options.target = target;
+        try {
+            mpidict::skiplist_rebalance_result result;
+            {
+                nb::gil_scoped_release released;
+                result = m->rebalance(options);
+            }
+            return result_out(result);
+        } catch (const mpidict::error&) {
+            if (!known)
+                throw mpidict::invalid_argument_error("mpidict: rebalance metric '" + metric +
+                                                      "' is neither 'entries' nor 'requests'; nothing moved");
+            throw;
+        }
+    }
+    nb::dict drain(int rank) {
+        mpidict::skiplist_rebalance_result result;
+        {
+            nb::gil_scoped_release released;
+            result = m->drain(rank);
+        }
+        return result_out(result);
+    }
+    nb::dict last_rebalance() const { return result_out(m->last_rebalance()); }
+    std::vector<int> active_servers() const { return m->active_servers(); }
+    static nb::dict result_out(const mpidict::skiplist_rebalance_result& result) {
+        nb::dict out;
+        out["entries_before"] = result.entries_before;
+        out["entries_after"] = result.entries_after;
+        out["load_before"] = result.load_before;
+        out["load_after"] = result.load_after;
+        out["moved_nodes"] = result.moved_nodes;
+        out["moved_entries"] = result.moved_entries;
+        out["moved_bytes"] = result.moved_bytes;
+        out["refused_nodes"] = result.refused_nodes;
+        out["servers_added"] = result.servers_added;
+        out["head_moved"] = result.head_moved;
+        out["servers"] = result.servers;
+        out["seconds"] = result.seconds;
+        return out;
+    }
     // Every entry whose key starts with `prefix` (byte-string keys).
     request_handle prefix_request(const nb::bytes& prefix, std::uint64_t limit, bool descending) {
         if constexpr (std::is_same_v<K, std::string>) {
@@ -372,6 +423,10 @@ void bind_skiplist_map(nb::module_& mod, const char* name) {
                  .def("prefix_request", &M::prefix_request)
                  .def("consistency", &M::consistency)
                  .def("set_consistency", &M::set_consistency)
+                 .def("rebalance", &M::rebalance)
+                 .def("drain", &M::drain)
+                 .def("last_rebalance", &M::last_rebalance)
+                 .def("active_servers", &M::active_servers)
                  .def("snapshot", [](M& self) {
                      // Collective: the GIL is released while every rank takes it.
                      std::optional<mpidict::skiplist_snapshot<K, V>> taken;
@@ -415,6 +470,11 @@ void mpidict_python::bind_skiplist_maps(nb::module_& mod) {
         .def_rw("memory_limit_per_rank", &mpidict::skiplist_map_config::memory_limit_per_rank)
         .def_rw("max_key_bytes", &mpidict::skiplist_map_config::max_key_bytes)
         .def_rw("max_value_bytes", &mpidict::skiplist_map_config::max_value_bytes)
+        .def_rw("initial_servers", &mpidict::skiplist_map_config::initial_servers)
+        .def_rw("grow_entries", &mpidict::skiplist_map_config::grow_entries)
+        .def_rw("grow_memory_fraction", &mpidict::skiplist_map_config::grow_memory_fraction)
+        .def_rw("rebalance_threshold", &mpidict::skiplist_map_config::rebalance_threshold)
+        .def_rw("server_ranks", &mpidict::skiplist_map_config::server_ranks)
         .def_prop_rw(
             "consistency", [](const mpidict::skiplist_map_config& c) { return std::string(mpidict::to_string(c.consistency)); },
             [](mpidict::skiplist_map_config& c, const std::string& name) {
