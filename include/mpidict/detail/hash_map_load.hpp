@@ -137,7 +137,6 @@ private:
         mine_values.reserve(run_entries);
         mine_hashes.reserve(run_entries);
         const int me = map.rank();
-        const bool cyclic = map.m_config.place == placement::cyclic;
         bool leading = true;
         for (std::uint64_t left = total; left > 0;) {
             const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, run_entries));
@@ -156,7 +155,7 @@ private:
             bool all_mine = true;
             for (std::size_t i = 0; i < n; ++i) {
                 hashes[i] = map.m_shard.table().hash_of(keys[i]);
-                all_mine &= (cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i])) == me;
+                all_mine &= owner_of(map, keys[i], hashes[i]) == me;
             }
             std::size_t first = 0;
             if (leading) {
@@ -173,9 +172,16 @@ private:
         }
         bool late_mine = true;
         for (std::size_t i = 0; i < late_keys.size(); ++i)
-            late_mine &= (cyclic ? map.owner(late_keys[i]) : map.owner_of_hash(late_hashes[i])) == me;
+            late_mine &= owner_of(map, late_keys[i], late_hashes[i]) == me;
         store_run(map, late_keys.data(), late_values.data(), late_hashes.data(), late_keys.size(), late_mine,
                   mine_keys, mine_values, mine_hashes);
+    }
+
+    // The owner of a key whose hash is known: cyclic placement goes by the key,
+    // the others by the hash (computed once, also for the owner's table).
+    template <class Map, class K>
+    static int owner_of(const Map& map, const K& key, std::uint64_t hash) {
+        return map.m_config.place == placement::cyclic ? map.owner(key) : map.owner_of_hash(hash);
     }
 
     // n single-valued pairs, hashed: this rank's into its table, the others' to
@@ -193,8 +199,7 @@ private:
         mine_values.clear();
         mine_hashes.clear();
         for (std::size_t i = 0; i < n; ++i) {
-            const int target =
-                map.m_config.place == placement::cyclic ? map.owner(keys[i]) : map.owner_of_hash(hashes[i]);
+            const int target = owner_of(map, keys[i], hashes[i]);
             if (target == map.rank()) {
                 mine_keys.push_back(keys[i]);
                 mine_values.push_back(values[i]);
