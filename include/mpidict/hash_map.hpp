@@ -947,7 +947,7 @@ private:
     detail::hash_map_handlers m_handlers;
     shard_type m_shard;  // the owner side
     visitors m_visitors{*this, m_shard, *m_engine};
-    reduce_ops m_reduces{*m_engine};
+    reduce_ops m_reduces{*m_engine, m_config.break_consistency_for_testing};
     batches m_batches{*m_engine};
     [[no_unique_address]] Hash m_hash;
     std::uint64_t m_async_rejected = 0;

@@ -37,6 +37,11 @@ struct hash_map_config {
     std::size_t capacity_values = 0;         // per-rank limit on stored values; 0: none
     std::size_t capacity_bytes = 0;          // per-rank limit on key+value payload bytes; 0: none
     std::size_t fixed_value_bytes = 0;       // byte-string values must have this length; 0: any
+    // Test only: async_reduce's combining at the origin is not ended by this
+    // rank's other operations on the key, so a later reduce may fold into a
+    // record sent before them (the history check of
+    // tests/hash_map/mpi_hash_map_reduce_combine.cpp must reject it).  Never set it otherwise.
+    bool break_consistency_for_testing = false;
 };
 
 // hash_map's operation kinds, registered with its engine in this order; index

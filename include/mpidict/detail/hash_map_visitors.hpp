@@ -503,8 +503,9 @@ public:
     using reducers = reduce_registry<K, V, Hash>;
     static constexpr bool combinable = codec<K>::fixed_size && codec<V>::fixed_size;
 
-    explicit reduce_combiner(runtime::engine& engine)
-        : m_engine(engine), m_stream_ops(static_cast<std::size_t>(engine.size())) {}
+    // `broken`: hash_map_config::break_consistency_for_testing (forget() does nothing).
+    explicit reduce_combiner(runtime::engine& engine, bool broken = false)
+        : m_engine(engine), m_stream_ops(static_cast<std::size_t>(engine.size())), m_broken(broken) {}
 
     template <class Op>
     static void apply(V& accumulated, const V& incoming) {
@@ -594,7 +595,7 @@ public:
     // later reduce combined into an earlier record: forget that record.
     void forget(const K& key) {
         if constexpr (combinable) {
-            if (!m_pending.empty()) [[unlikely]] {
+            if (!m_pending.empty() && !m_broken) [[unlikely]] {
                 const std::size_t index = index_of(key);
                 if (m_keys[index] == key)
                     m_pending[index].destination = -1;
@@ -628,6 +629,7 @@ private:
     std::uint32_t m_hits = 0;    // of them combined
     std::uint32_t m_paused = 0;  // reduces left to send without checking
     pending m_unused;            // combine()'s answer while the check pauses
+    bool m_broken = false;       // break_consistency_for_testing
 };
 
 }  // namespace mpidict::detail
