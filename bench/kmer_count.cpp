@@ -16,12 +16,16 @@
 // is a fresh map, the inserts, flush, and the counts in place (for append: one
 // pass over the shard), from a barrier to a barrier.  Every method's total and
 // its top 10 must equal the serial count's (exit 1 otherwise).  Medians of --reps;
-// ratios in the same run.
+// ratios in the same run.  Beside the rates, the processor time (this process's,
+// CLOCK_PROCESS_CPUTIME_ID) of the flat serial loop and of one async_reduce
+// repetition on its busiest rank: on a loaded machine the wall-clock ratio moves
+// with each side's share of the cores, the work does not.
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <string>
 #include <unordered_map>
@@ -65,6 +69,12 @@ void declare(mpidict::support::option_parser& parser, settings& s) {
 
 using mpidict::bench::json_object;
 using map_type = mpidict::hash_map<std::uint64_t, std::uint64_t>;
+
+double cpu_seconds() {
+    timespec now{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
 using entry = std::pair<std::uint64_t, std::uint64_t>;  // (count, k-mer)
 
 std::vector<std::string> read_lines(const std::string& path) {
@@ -180,7 +190,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
     // Serial baselines on rank 0 over every k-mer of the file; the first run of
     // the node-based one gives the expected counts.
     tally expected;
-    std::vector<double> serial_seconds, flat_seconds;
+    std::vector<double> serial_seconds, flat_seconds, flat_cpu_seconds;
     std::vector<std::uint64_t> everything;
     std::size_t distinct = 0;
     if (w.rank == 0)
@@ -200,8 +210,10 @@ int run(const settings& s, const mpidict::bench::world& w) {
             }
 #if MPIDICT_BENCH_HAVE_ABSL
             start = MPI_Wtime();
+            const double cpu_start = cpu_seconds();
             top = count_flat(everything, distinct);
             flat_seconds.push_back(MPI_Wtime() - start);
+            flat_cpu_seconds.push_back(cpu_seconds() - cpu_start);
             if (top != expected.top)
                 throw mpidict::error("kmer_count: the serial flat_hash_map's top 10 differs from unordered_map's");
 #endif
@@ -218,6 +230,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
     std::vector<double> seconds[4];
     bool ok = true;
     std::uint64_t combined = 0;
+    std::vector<double> reduce_cpu_seconds;  // per repetition, the busiest rank's
     for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
         if (rep % 2 == 0 && rep > 0)
             run_serial(false);  // even repetitions: the serial baselines first (rep 0's ran above)
@@ -229,6 +242,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
                 continue;
             MPI_Barrier(w.comm);
             const double start = MPI_Wtime();
+            const double cpu_start = cpu_seconds();
             map_type map(w.comm);
             if (m == append) {
                 for (std::uint64_t kmer : kmers)
@@ -253,8 +267,12 @@ int run(const settings& s, const mpidict::bench::world& w) {
             const tally got = count_shard(w.comm, w.size, map, m == append);
             MPI_Barrier(w.comm);
             seconds[m].push_back(MPI_Wtime() - start);
-            if (m == reduce)
+            if (m == reduce) {
                 combined = map.async_reduces_combined();
+                double cpu = cpu_seconds() - cpu_start, busiest = 0;
+                MPI_Allreduce(&cpu, &busiest, 1, MPI_DOUBLE, MPI_MAX, w.comm);
+                reduce_cpu_seconds.push_back(busiest);
+            }
             if (got.total != expected.total || got.top != expected.top) {
                 ok = false;
                 if (w.rank == 0)
@@ -287,6 +305,11 @@ int run(const settings& s, const mpidict::bench::world& w) {
             out.figure("serial_flat_hash_map_rate", rates(flat_seconds), "kmers/s",
                        json_object().add("what", "absl::flat_hash_map reserved for the distinct k-mers"));
     }
+    if (w.rank == 0 && !flat_cpu_seconds.empty())
+        out.figure("serial_flat_cpu_seconds", flat_cpu_seconds, "s",
+                   json_object().add("what", "processor time of the flat serial loop (rank 0)"));
+    out.figure("reduce_cpu_seconds_busiest_rank", reduce_cpu_seconds, "s",
+               json_object().add("what", "processor time of one async_reduce repetition on its busiest rank"));
     out.figure("kmers", total, "count");
     out.figure("reduces_combined_rank0", static_cast<double>(combined), "count");
     if (!s.only_reduce) {
