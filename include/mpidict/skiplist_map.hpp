@@ -207,6 +207,14 @@ public:
         runtime::engine_lock lock(m_core->engine());
         return m_core->drain(rank);
     }
+    // Not collective: starts moving up to `nodes` of this rank's idle nodes
+    // (most requested first) to rank `to` (-1: the other active servers in
+    // turn) while operations go on; returns the moves started.  Requests keep
+    // their order through the old place; the next flush() settles the moves.
+    std::size_t local_rebalance(std::size_t nodes, int to = -1) {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->local_rebalance(nodes, to);
+    }
     skiplist_rebalance_result last_rebalance() const { return m_core->last_rebalance(); }
     std::vector<int> active_servers() const { return m_core->active_servers(); }
 

@@ -185,6 +185,9 @@ struct skiplist_map_local_statistics {
     std::uint64_t held_back = 0;         // replies the hold-back queue delayed (sequential)
     std::uint64_t hold_back_peak = 0;    // the most replies waiting in it at once
     std::uint64_t async_batches = 0;     // async_insert batches this caller sent (skiplist_map.md, "async_insert batches")
+    // Online moves (local_rebalance: between flushes, no collective).
+    std::uint64_t online_moves = 0;      // nodes this rank shipped while operations went on (freed at the next flush)
+    std::uint64_t online_refused = 0;    // of those started, the ones that stayed (no room there, or busy meanwhile)
 };
 
 using skiplist_local_statistics [[deprecated("mpidict: renamed skiplist_map_local_statistics")]] =

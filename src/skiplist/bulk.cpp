@@ -221,6 +221,12 @@ void skiplist_nodes::route_segment(int source, const direct_segment& segment, st
     }
     node& here = m_nodes[id.slot];
     const int level = segment.level_byte & wire::level_mask;
+    if (here.stub()) {
+        // Moved between flushes: the segment goes on to the new place as it came.
+        ++m_shared.stats.hops;
+        send_segment(here.moved_to, segment.level_byte, segment.hops, segment, 0, count);
+        return;
+    }
     if (here.holds != 0 || here.allocating) {
         // Queued as the one-segment record it would have been.
         std::size_t bytes = wire_bytes<wire::insert_direct_header> + wire_bytes<wire::segment>;

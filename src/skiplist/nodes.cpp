@@ -57,6 +57,7 @@
 #include "mpidict/detail/skiplist_nodes.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -68,7 +69,10 @@
 namespace mpidict::detail {
 
 skiplist_nodes::skiplist_nodes(skiplist_shared& shared, skiplist_directory& directory)
-    : m_shared(shared), m_directory(directory) {}
+    : m_shared(shared), m_directory(directory) {
+    if (const char* broken = std::getenv("MPIDICT_SKIPLIST_BREAK_ONLINE_MOVES_FOR_TESTING"))
+        break_online_for_testing = broken[0] == '1' ? 1 : broken[0] == '2' ? 2 : 0;
+}
 
 skiplist_node_id skiplist_nodes::allocate_local(std::string_view separator, unsigned height) {
     std::uint32_t slot;
@@ -101,6 +105,21 @@ void skiplist_nodes::free_slot(std::uint32_t slot) {
     here.generation = generation;  // allocate_local gives the slot's next node generation + 1
     m_free.push_back(slot);
     --m_shared.stats.nodes;
+}
+
+bool skiplist_nodes::forward_if_moved(const node& here, runtime::handler_id handler, std::string_view record) {
+    if (!here.stub())
+        return false;
+    // Unchanged but for the address: the level, its flags and the hops stay,
+    // so the record goes on from the new place exactly as from the old one.
+    // Everything that reached the old slot goes to the new one on one rank
+    // pair, in the order it arrived (skiplist_rebalance.hpp, online moves).
+    byte_reader in = reader_of(record);
+    const auto route = read_record<wire::route_header>(in);
+    m_shared.forward(handler, here.moved_to, record.substr(wire_bytes<wire::route_header>), route.level & wire::level_mask,
+                     static_cast<std::uint8_t>(route.level & ~wire::level_mask), route.hops);
+    ++m_shared.stats.hops;
+    return true;
 }
 
 skiplist_nodes::node& skiplist_nodes::addressed(skiplist_node_id id, const char* what) {
@@ -296,6 +315,26 @@ void skiplist_nodes::route_point(int source, skiplist_node_id id, std::uint8_t l
     const int level = level_byte & wire::level_mask;
     const skiplist_op kind = point.kind();
     const std::string_view key = point.key;
+    if (here.stub() && !(break_online_for_testing == 1 && kind != skiplist_op::marker)) {
+        // Moved between flushes: on to the new place, unchanged.  A routed
+        // ordering marker that names this node names the new one from here
+        // (it clears the node it reaches: skiplist_structure::order_new_link).
+        ++m_shared.stats.hops;
+        if (kind == skiplist_op::marker && point.value.size() == wire::node_id_bytes) {
+            byte_reader target = reader_of(point.value);
+            if (read_node_id(target) == id) {
+                std::string renamed(wire::node_id_bytes, '\0');
+                byte_writer out(reinterpret_cast<std::byte*>(renamed.data()), renamed.size());
+                put_node_id(out, here.moved_to).finish();
+                skiplist_point forwarded = point;
+                forwarded.value = renamed;
+                send_point(here.moved_to, level, level_byte & ~wire::level_mask, hops, forwarded, {});
+                return;
+            }
+        }
+        send_point(here.moved_to, level, level_byte & ~wire::level_mask, hops, point, tail);
+        return;
+    }
     // A routed marker that has reached the node it clears is handled at once:
     // that node is holding because of it.  Everything it followed is already
     // handled here, or queued here ahead of whatever the clear releases.
@@ -617,7 +656,7 @@ void skiplist_nodes::handle_find_direct(int source, std::string_view record) {
         // The node answers the keys in its range, unless it is holding or
         // splitting (then the ordinary way queues them).
         node* here = live(part.id) ? &m_nodes[part.id.slot] : nullptr;
-        if (here && here->busy())
+        if (here && (here->busy() || here->stub()))
             here = nullptr;
         if (here && here->earliest_expiry != 0)
             purge_expired(*here, m_shared.clock_now());

@@ -61,6 +61,8 @@ void skiplist_range_nodes::handle_range(int source, std::string_view record) {
         return;
     }
     node& here = m_nodes.addressed(id, "range");
+    if (m_nodes.forward_if_moved(here, h.range, record))
+        return;
     if (m_nodes.hold_if_busy(here, h.range, source, record, level))
         return;
     if (id == m_shared.head)
@@ -369,6 +371,8 @@ void skiplist_range_nodes::handle_range_split(int source, std::string_view recor
         return;
     }
     node& here = m_nodes.addressed(id, "range split");
+    if (m_nodes.forward_if_moved(here, h.range_split, record))
+        return;
     auto header = read_record<wire::range_split_header>(in);
     if (m_nodes.hold_if_busy(here, h.range_split, source, record, arrival, header.stamp))
         return;
@@ -663,6 +667,8 @@ void skiplist_range_nodes::handle_find_split(int source, std::string_view record
     const int arrival = route.level & wire::level_mask;
     const std::uint8_t hops = route.hops;
     node& here = m_nodes.addressed(id, "find split");
+    if (m_nodes.forward_if_moved(here, h.find_split, record))
+        return;
     auto header = read_record<wire::find_split_header>(in);
     if (m_nodes.hold_if_busy(here, h.find_split, source, record, arrival, header.stamp))
         return;

@@ -31,7 +31,7 @@ namespace detail {
 namespace {
 
 using wire = skiplist_wire;
-constexpr std::uint8_t first_part = 1, last_part = 2;
+constexpr std::uint8_t first_part = 1, last_part = 2, online_part = 4, abandoned = 8;
 
 std::vector<std::uint64_t> unsigned_of(const std::vector<std::int64_t>& values) {
     return {values.begin(), values.end()};
@@ -51,7 +51,8 @@ skiplist_rebalancer::skiplist_rebalancer(skiplist_shared& shared, skiplist_nodes
 }
 
 bool skiplist_rebalancer::movable(const skiplist_node& node, bool with_head) const {
-    if (!node.live || node.reserved || node.busy() || (node.separator.empty() && !with_head))
+    if (!node.live || node.reserved || node.busy() || node.stub() || node.bulk || node.pending_source >= 0 ||
+        (node.separator.empty() && !with_head))
         return false;
     for (const skiplist_link& level : node.tower)
         if (!level.set)
@@ -147,7 +148,7 @@ std::vector<skiplist_rebalancer::transfer> skiplist_rebalancer::plan(std::vector
     return out;
 }
 
-std::uint64_t skiplist_rebalancer::ship(std::uint32_t slot, int destination) {
+std::uint64_t skiplist_rebalancer::ship(std::uint32_t slot, int destination, skiplist_node_id fresh) {
     auto& engine = *m_shared.engine;
     const skiplist_node& node = m_nodes.all()[slot];
     const skiplist_node_id old{m_shared.rank(), slot, node.generation};
@@ -161,9 +162,10 @@ std::uint64_t skiplist_rebalancer::ship(std::uint32_t slot, int destination) {
     std::uint64_t sent = 0;
     std::size_t next = 0;
     bool first = true;
+    const bool online = !fresh.null();
     do {
         std::size_t bytes = first ? head_bytes : wire::node_id_bytes + 1;
-        bytes += 4;
+        bytes += 4 + (online ? wire::node_id_bytes : 0);
         std::size_t until = next;
         for (; until < entries; ++until) {
             const std::size_t entry =
@@ -172,9 +174,12 @@ std::uint64_t skiplist_rebalancer::ship(std::uint32_t slot, int destination) {
                 break;
             bytes += entry;
         }
-        const std::uint8_t flags = static_cast<std::uint8_t>((first ? first_part : 0) | (until == entries ? last_part : 0));
+        const std::uint8_t flags = static_cast<std::uint8_t>((first ? first_part : 0) | (until == entries ? last_part : 0) |
+                                                             (online ? online_part : 0));
         byte_writer out(engine.reserve(destination, m_shared.handlers.migrate, bytes), bytes);
         put_node_id(out, old).put(flags);
+        if (online)
+            put_node_id(out, fresh);
         if (first) {
             out.put(node.requests).put(static_cast<std::uint8_t>(node.tower.size()));
             put_string(out, node.separator);
@@ -196,7 +201,10 @@ std::uint64_t skiplist_rebalancer::ship(std::uint32_t slot, int destination) {
 }
 
 void skiplist_rebalancer::handle_migrate(int source, std::string_view record) {
-    if (m_shared.server_index < 0 || !m_early.empty()) {
+    const bool online = record.size() > wire::node_id_bytes &&
+                        (static_cast<std::uint8_t>(record[wire::node_id_bytes]) & online_part) != 0;
+    // (An online move goes into a node reserved here: this rank is a server already.)
+    if (!online && (m_shared.server_index < 0 || !m_early.empty())) {
         // Not a server yet: this rank is still summing the loads that wake it
         // (refusing here would leave the node where it was, unbalanced).
         m_early.emplace_back(source, std::string(record));
@@ -213,7 +221,37 @@ void skiplist_rebalancer::receive_migrate(int source, std::string_view record) {
         throw decode_error("mpidict: skiplist_map migrate record from rank " + std::to_string(source) +
                            " names a node of another rank");
     skiplist_node_id fresh{};
-    if ((flags & first_part) != 0) {
+    const bool online = (flags & online_part) != 0;
+    if (online) {
+        // Into the node reserved here for it (handle_move_reserve).
+        fresh = read_node_id(in);
+        if (fresh.rank != m_shared.rank() || !m_nodes.live(fresh) || !m_nodes.all()[fresh.slot].reserved)
+            throw decode_error("mpidict: skiplist_map online migrate record names node " + describe(fresh) +
+                               ", which is not reserved here");
+        if ((flags & abandoned) != 0) {
+            if (!in.empty())
+                throw decode_error("mpidict: skiplist_map abandoned move record has trailing bytes");
+            m_nodes.free_slot(fresh.slot);  // nobody knows it: nothing is held there
+            return;
+        }
+    }
+    if (online && (flags & first_part) != 0) {
+        const auto requests = in.read<std::uint32_t>();
+        const unsigned height = in.read<std::uint8_t>();
+        const std::string_view separator = read_string(in);
+        if (height < 1 || height > m_shared.config.max_height || separator.empty())
+            throw decode_error("mpidict: skiplist_map online migrate record with a bad height or separator");
+        skiplist_node& created = m_nodes.all()[fresh.slot];
+        if (!created.separator.empty() || !created.run.empty())
+            throw decode_error("mpidict: skiplist_map online migrate record fills node " + describe(fresh) + " twice");
+        created.tower = read_tower(in, height, m_shared, "migrate record");
+        created.separator = std::string(separator);
+        created.requests = requests;
+    } else if (online) {
+        if (m_nodes.all()[fresh.slot].separator.empty())
+            throw decode_error("mpidict: skiplist_map online migrate record continues node " + describe(fresh) +
+                               ", which has not begun arriving");
+    } else if ((flags & first_part) != 0) {
         const auto requests = in.read<std::uint32_t>();
         const unsigned height = in.read<std::uint8_t>();
         const std::string_view separator = read_string(in);
@@ -254,8 +292,26 @@ void skiplist_rebalancer::receive_migrate(int source, std::string_view record) {
         throw decode_error("mpidict: skiplist_map migrate record has trailing bytes");
     if ((flags & last_part) == 0)
         return;
-    m_incoming.erase(old);
     ++stats.migrated_in;
+    if (online) {
+        // Whole: it holds on (what the stub forwarded, what came directly)
+        // until every rank's clear says what the old slot sent that rank
+        // went first (start_online_moves' markers; clears that came before
+        // the last part already counted down).
+        here.reserved = false;
+        here.allocating = false;
+        if (m_nodes.break_online_for_testing != 2)  // (broken on purpose: no markers, no wait)
+            here.holds += m_shared.engine->size();
+        here.hold_level = 0;
+        m_arrived.insert(fresh.slot);
+        m_nodes.release_held(fresh);
+        return;
+    }
+    m_incoming.erase(old);
+    announce(old, fresh);
+}
+
+void skiplist_rebalancer::announce(skiplist_node_id old, skiplist_node_id fresh) {
     std::string announce(2 * wire::node_id_bytes, '\0');
     byte_writer out(reinterpret_cast<std::byte*>(announce.data()), announce.size());
     put_node_id(put_node_id(out, old), fresh).finish();
@@ -339,16 +395,45 @@ skiplist_rebalance_result skiplist_rebalancer::execute(const std::vector<transfe
         }
     }
     engine.flush();  // every node arrived (or was refused) and every rank heard of every move
-    // Re-point this rank's links, directory and head; free the old slots.
-    std::uint64_t freed = 0;
     bool head_moved = false;
+    const std::uint64_t freed = settle(head_moved);
+    // The last sum: no rank sends before every rank has re-pointed its links.
+    std::vector<std::int64_t> totals{static_cast<std::int64_t>(sent_nodes), static_cast<std::int64_t>(sent_entries),
+                                     static_cast<std::int64_t>(sent_bytes), static_cast<std::int64_t>(m_refused),
+                                     static_cast<std::int64_t>(freed), head_moved ? 1 : 0};
+    const loads after = gather(&totals);
+    if (totals[0] != totals[3] + totals[4])
+        throw decode_error("mpidict: skiplist_map rebalance: " + std::to_string(totals[0]) + " nodes sent, " +
+                           std::to_string(totals[4]) + " moved and " + std::to_string(totals[3]) + " refused");
+    skiplist_rebalance_result result;
+    result.entries_before = unsigned_of(before.entries);
+    result.entries_after = unsigned_of(after.entries);
+    const bool by_requests = metric == skiplist_load_metric::requests;
+    result.load_before = by_requests ? unsigned_of(before.requests) : result.entries_before;
+    result.load_after = by_requests ? unsigned_of(after.requests) : result.entries_after;
+    result.moved_nodes = static_cast<std::uint64_t>(totals[4]);
+    result.moved_entries = static_cast<std::uint64_t>(totals[1]);
+    result.moved_bytes = static_cast<std::uint64_t>(totals[2]);
+    result.refused_nodes = static_cast<std::uint64_t>(totals[3]);
+    result.head_moved = totals[5] != 0;
+    result.servers = m_shared.servers;
+    m_refused = 0;
+    return result;
+}
+
+std::uint64_t skiplist_rebalancer::settle(bool& head_moved) {
+    // Re-point this rank's links, directory and head; free the old slots (a
+    // stub of an online move has no entries left).
+    auto& nodes = m_nodes.all();
+    const int me = m_shared.rank();
+    std::uint64_t freed = 0;
     if (!m_moved.empty()) {
         auto& stats = m_shared.stats;
         for (const auto& [old, fresh] : m_moved) {
             if (old.rank != me)
                 continue;
             skiplist_node& gone = nodes[old.slot];
-            if (!gone.live || gone.generation != old.generation)
+            if (!gone.live || gone.generation != old.generation || (gone.stub() && !(gone.moved_to == fresh)))
                 throw decode_error("mpidict: skiplist_map migrated node " + describe(old) + " is not live here");
             for (std::size_t index = 0; index < gone.run.size(); ++index) {
                 stats.payload_bytes -= gone.run.key(index).size() + gone.run.value(index).size();
@@ -380,28 +465,100 @@ skiplist_rebalance_result skiplist_rebalancer::execute(const std::vector<transfe
     m_arrived.clear();
     m_incoming.clear();
     m_refused_here.clear();
-    // The last sum: no rank sends before every rank has re-pointed its links.
-    std::vector<std::int64_t> totals{static_cast<std::int64_t>(sent_nodes), static_cast<std::int64_t>(sent_entries),
-                                     static_cast<std::int64_t>(sent_bytes), static_cast<std::int64_t>(m_refused),
-                                     static_cast<std::int64_t>(freed), head_moved ? 1 : 0};
-    const loads after = gather(&totals);
-    if (totals[0] != totals[3] + totals[4])
-        throw decode_error("mpidict: skiplist_map rebalance: " + std::to_string(totals[0]) + " nodes sent, " +
-                           std::to_string(totals[4]) + " moved and " + std::to_string(totals[3]) + " refused");
-    skiplist_rebalance_result result;
-    result.entries_before = unsigned_of(before.entries);
-    result.entries_after = unsigned_of(after.entries);
-    const bool by_requests = metric == skiplist_load_metric::requests;
-    result.load_before = by_requests ? unsigned_of(before.requests) : result.entries_before;
-    result.load_after = by_requests ? unsigned_of(after.requests) : result.entries_after;
-    result.moved_nodes = static_cast<std::uint64_t>(totals[4]);
-    result.moved_entries = static_cast<std::uint64_t>(totals[1]);
-    result.moved_bytes = static_cast<std::uint64_t>(totals[2]);
-    result.refused_nodes = static_cast<std::uint64_t>(totals[3]);
-    result.head_moved = totals[5] != 0;
-    result.servers = m_shared.servers;
-    m_refused = 0;
-    return result;
+    return freed;
+}
+
+void skiplist_rebalancer::settle_online() {
+    if (!m_moving.empty())
+        throw decode_error("mpidict: skiplist_map online move still awaits its reservation after a flush");
+    if (m_moved.empty()) {
+        m_arrived.clear();
+        return;
+    }
+    bool head_moved = false;
+    settle(head_moved);
+}
+
+std::size_t skiplist_rebalancer::start_online_moves(std::size_t count, int to) {
+    const auto& servers = m_shared.servers;
+    const int me = m_shared.rank();
+    std::vector<int> destinations;
+    for (const int r : servers)
+        if (r != me && (to < 0 || r == to))
+            destinations.push_back(r);
+    if (destinations.empty() || count == 0)
+        return 0;
+    auto& nodes = m_nodes.all();
+    std::vector<std::uint32_t> candidates;
+    for (std::uint32_t slot = 0; slot < nodes.size(); ++slot)
+        if (movable(nodes[slot], false) && m_arrived.count(slot) == 0 && m_moving.count(slot) == 0)
+            candidates.push_back(slot);
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return nodes[a].requests > nodes[b].requests; });
+    if (candidates.size() > count)
+        candidates.resize(count);
+    for (const std::uint32_t slot : candidates) {
+        const int destination = destinations[m_next_destination++ % destinations.size()];
+        m_moving.insert(slot);
+        const skiplist_node_id old{me, slot, nodes[slot].generation};
+        byte_writer out(m_shared.engine->reserve(destination, m_shared.handlers.move_reserve, wire::node_id_bytes),
+                        wire::node_id_bytes);
+        put_node_id(out, old).finish();
+    }
+    return candidates.size();
+}
+
+void skiplist_rebalancer::handle_move_reserve(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const skiplist_node_id old = read_node_id(in);
+    if (old.rank != source || !in.empty())
+        throw decode_error("mpidict: skiplist_map move_reserve record from rank " + std::to_string(source) +
+                           " names a node of another rank");
+    // An empty node that holds whatever reaches it until it is filled (null: no room).
+    const skiplist_node_id fresh = m_shared.server_index >= 0 ? m_nodes.reserve_local() : skiplist_node_id{};
+    constexpr std::size_t bytes = 2 * wire::node_id_bytes;
+    byte_writer out(m_shared.engine->reserve(source, m_shared.handlers.move_reserved, bytes), bytes);
+    put_node_id(put_node_id(out, old), fresh).finish();
+}
+
+void skiplist_rebalancer::handle_move_reserved(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const skiplist_node_id old = read_node_id(in);
+    const skiplist_node_id fresh = read_node_id(in);
+    if (old.rank != m_shared.rank() || !in.empty() || m_moving.erase(old.slot) == 0 ||
+        (!fresh.null() && fresh.rank != source))
+        throw decode_error("mpidict: skiplist_map move_reserved record from rank " + std::to_string(source) +
+                           " answers no move of this rank");
+    if (fresh.null()) {
+        ++m_shared.stats.online_refused;  // no room there: the node stays
+        return;
+    }
+    auto& nodes = m_nodes.all();
+    if (!m_nodes.live(old) || !movable(nodes[old.slot], false)) {
+        // Busy meanwhile (holding, splitting) or gone: it stays; the reservation goes back.
+        constexpr std::size_t bytes = 2 * wire::node_id_bytes + 1;
+        byte_writer out(m_shared.engine->reserve(source, m_shared.handlers.migrate, bytes), bytes);
+        put_node_id(put_node_id(out, old).put(static_cast<std::uint8_t>(online_part | abandoned)), fresh).finish();
+        ++m_shared.stats.online_refused;
+        return;
+    }
+    skiplist_node& gone = nodes[old.slot];
+    ship(old.slot, source, fresh);
+    auto& stats = m_shared.stats;
+    ++stats.online_moves;
+    for (std::size_t index = 0; index < gone.run.size(); ++index) {
+        stats.payload_bytes -= gone.run.key(index).size() + gone.run.value(index).size();
+        --stats.entries;
+    }
+    gone.run = sorted_run{};
+    gone.earliest_expiry = 0;
+    gone.requests = 0;
+    gone.moved_to = fresh;
+    // Behind everything this rank sent each rank: a marker that clears the new node.
+    for (int destination = 0; destination < m_shared.engine->size() && m_nodes.break_online_for_testing != 2;
+         ++destination)
+        m_shared.send(destination, m_shared.handlers.marker, wire::marker{fresh.rank, fresh.slot, fresh.generation});
+    announce(old, fresh);
 }
 
 void skiplist_rebalancer::add_servers(std::size_t count) {

@@ -172,6 +172,10 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     h.migrated = m_shared.add_handler<&skiplist_rebalancer::handle_migrated>("skiplist.migrated", &m_rebalancer);
     h.migrate_refused =
         m_shared.add_handler<&skiplist_rebalancer::handle_migrate_refused>("skiplist.migrate_refused", &m_rebalancer);
+    h.move_reserve =
+        m_shared.add_handler<&skiplist_rebalancer::handle_move_reserve>("skiplist.move_reserve", &m_rebalancer);
+    h.move_reserved =
+        m_shared.add_handler<&skiplist_rebalancer::handle_move_reserved>("skiplist.move_reserved", &m_rebalancer);
     auto& engine_ref = *m_shared.engine;
     engine_ref.verify_handlers();
     // Every rank must agree on the tunables that shape the list.
@@ -224,6 +228,10 @@ void skiplist_core::flush() {
     m_shared.engine->flush();
     m_structure.open_stock();
     m_nodes.sweep_expired();
+    // Nodes moved since the last flush (online moves): every rank heard of
+    // each one, so every rank re-points its links now; the unlink's first sum
+    // keeps every rank from sending before all have.
+    m_rebalancer.settle_online();
     m_structure.unlink_emptied();
     if (m_rebalancer.elastic())
         m_rebalancer.at_flush();

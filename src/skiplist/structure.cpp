@@ -260,6 +260,8 @@ void skiplist_structure::handle_link_up(int source, std::string_view record) {
     const skiplist_node_id id{m_shared.rank(), route.slot, route.generation};
     const int arrival = route.level & wire::level_mask;
     node& here = m_nodes.addressed(id, "link_up");
+    if (m_nodes.forward_if_moved(here, m_shared.handlers.link_up, record))
+        return;
     if (m_nodes.hold_if_busy(here, m_shared.handlers.link_up, source, record, arrival))
         return;
     const auto header = read_record<wire::link_up_header>(in);
@@ -314,6 +316,16 @@ void skiplist_structure::handle_set_links(int source, std::string_view record) {
     const auto header = read_record<wire::set_links_header>(in);
     const skiplist_node_id id{m_shared.rank(), header.slot, header.generation};
     node& here = m_nodes.addressed(id, "set_links");
+    if (here.stub()) {
+        // (Not expected: a node moves only with every level linked.)  On to the new place.
+        wire::set_links_header moved = header;
+        moved.slot = here.moved_to.slot;
+        moved.generation = here.moved_to.generation;
+        std::string forwarded(record);
+        overwrite_record(reinterpret_cast<std::byte*>(forwarded.data()), moved);
+        m_shared.send_record(here.moved_to.rank, m_shared.handlers.set_links, forwarded);
+        return;
+    }
     if (m_nodes.hold_if_busy(here, m_shared.handlers.set_links, source, record))
         return;
     const unsigned level = header.level;
@@ -383,6 +395,10 @@ void skiplist_structure::clear_for_marker(skiplist_node_id target) {
         throw decode_error("mpidict: skiplist_map marker names a bad node");
     if (target.rank == m_shared.rank()) {
         node& here = m_nodes.addressed(target, "clear");
+        if (here.stub()) {
+            send_clear(here.moved_to);  // moved between flushes: the clear follows it
+            return;
+        }
         --here.holds;
         m_nodes.release_held(target);
     } else {
@@ -397,6 +413,13 @@ void skiplist_structure::handle_expect(int, std::string_view record) {
         throw decode_error("mpidict: skiplist_map expect record with a bad count or level");
     const skiplist_node_id id{m_shared.rank(), expect.slot, expect.generation};
     node& here = m_nodes.addressed(id, "expect");
+    if (here.stub()) {
+        // Moved between flushes: the new place holds instead.  Whatever comes
+        // over the new link reaches it through this stub, behind this record.
+        m_shared.send(here.moved_to.rank, m_shared.handlers.expect,
+                      wire::expect{here.moved_to.slot, here.moved_to.generation, expect.expected, level});
+        return;
+    }
     here.holds += expect.expected;
     // What comes below `level` meanwhile (the old way) may be served at once
     // (skiplist_nodes::hold_if_busy); what queues is replayed in the head's
@@ -418,6 +441,10 @@ void skiplist_structure::handle_clear(int, std::string_view record) {
     const auto clear = read_record<wire::clear>(reinterpret_cast<const std::byte*>(record.data()), record.size());
     const skiplist_node_id id{m_shared.rank(), clear.slot, clear.generation};
     node& here = m_nodes.addressed(id, "clear");
+    if (here.stub()) {
+        send_clear(here.moved_to);  // moved between flushes: the clear follows it
+        return;
+    }
     --here.holds;
     m_nodes.release_held(id);
 }

@@ -10,6 +10,7 @@
 //   sim_skiplist_history --mode total_order --chains --seeds 1000 --checker ...   (two callers, dependent chains)
 //   sim_skiplist_history --mode sequential --range-runs [--trust-ranges --expect-reject] --seeds 300 --checker ...
 
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -133,18 +134,28 @@ int main(int argc, char** argv) {
     // are open, and in odd seeds growth from one server (history_workload.hpp);
     // --break-moves: every moved node loses an entry (some history must then be
     // rejected).
+    // --online: online moves (local_rebalance) four times per caller while
+    // its requests are open, between the collective steps with --elastic;
+    // with --break-moves a stub then serves instead of forwarding.
     const bool elastic = sim_test::has_flag(cli, "--elastic");
+    const bool online = sim_test::has_flag(cli, "--online");
+    // --online-steps K --online-nodes N: K steps of up to N nodes per caller (4, 2).
+    const int online_times = std::atoi(value_after(cli.extra, "--online-steps", "4").c_str());
+    const auto online_nodes = static_cast<std::size_t>(std::atoi(value_after(cli.extra, "--online-nodes", "2").c_str()));
     const bool break_moves = sim_test::has_flag(cli, "--break-moves");
     if (break_moves)
-        ::setenv("MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING", "1", 1);
+        ::setenv(online ? "MPIDICT_SKIPLIST_BREAK_ONLINE_MOVES_FOR_TESTING" : "MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING",
+                 "1", 1);
     const std::string flags = "--mode " + mode_name + (broken ? " --break" : "") +
-                              (elastic ? " --elastic" : "") + (break_moves ? " --break-moves" : "") +
+                              (elastic ? " --elastic" : "") + (online ? " --online" : "") +
+                              (break_moves ? " --break-moves" : "") +
                               (range_runs ? " --range-runs" : "") + (trust_ranges ? " --trust-ranges" : "");
     long long probed_seeds = 0, overtaking_seeds = 0, probed_operations = 0;
+    std::atomic<long long> online_moves{0}, online_refused{0};  // (every virtual rank shares this process)
     const long long seeds = cli.seeds >= 0 ? cli.seeds : 100;
     const char* tmp = std::getenv("TMPDIR");
     const std::string directory = std::string(tmp ? tmp : "/tmp") + "/mpidict-sim-history-" + mode_name +
-                                  (broken || break_moves ? "-broken-" : "-") + (elastic ? "elastic-" : "") + std::to_string(static_cast<long long>(::getpid()));
+                                  (broken || break_moves ? "-broken-" : "-") + (elastic ? "elastic-" : "") + (online ? "online-" : "") + std::to_string(static_cast<long long>(::getpid()));
     std::filesystem::create_directories(directory);
     const sim_test::stopwatch clock;
     std::vector<std::string> files;
@@ -220,7 +231,9 @@ int main(int argc, char** argv) {
             config.seed = context.seed();
             map_type map(std::make_unique<runtime::engine>(context.make_transport(), config.runtime), config);
             workload_shape mine_shape = shape;
-            if (elastic)
+            if (online)
+                mine_shape.midway = online_steps(map, elastic, online_times, online_nodes);
+            else if (elastic)
                 mine_shape.midway = elastic_steps(map);
             auto now = [&] { return static_cast<std::int64_t>(context.step()); };
             auto below = [&](std::uint64_t bound) { return context.random_below(bound); };
@@ -234,6 +247,8 @@ int main(int argc, char** argv) {
                     context.fail(problem);
             }
             parts[static_cast<std::size_t>(rank)] = std::move(mine);
+            online_moves += static_cast<long long>(map.local_statistics().online_moves);
+            online_refused += static_cast<long long>(map.local_statistics().online_refused);
             map.destroy();
         });
         detail::skiplist_order_probe_for_testing.store(nullptr);
@@ -262,6 +277,9 @@ int main(int argc, char** argv) {
     }
     std::printf("sim skiplist histories (%s%s): %zu histories written, %lld runs failed (%.1f s)\n", mode_name.c_str(),
                 broken ? ", broken" : "", files.size(), failed, clock.seconds());
+    if (online)
+        std::printf("online moves: %lld shipped, %lld stayed (no room, or busy meanwhile)\n", online_moves.load(),
+                    online_refused.load());
     if (failed > 0)
         return 1;
     if (probing) {

@@ -343,6 +343,22 @@ inline std::vector<std::function<void()>> elastic_steps(map_type& map) {
                     map.drain(servers.front());
             }};
 }
+// Online moves (issue 44): every caller moves its `nodes` most requested
+// idle nodes to the other servers `times` times while its requests are open
+// (not collective: each rank at its own point of its workload); with
+// `elastic` the collective steps come halfway.
+inline std::vector<std::function<void()>> online_steps(map_type& map, bool elastic, int times = 4,
+                                                       std::size_t nodes = 2) {
+    const auto shed = [&map, nodes] { map.local_rebalance(nodes); };
+    std::vector<std::function<void()>> steps;
+    for (int step = 0; step < times; ++step) {
+        if (elastic && step == times / 2)
+            for (auto& collective : elastic_steps(map))
+                steps.push_back(std::move(collective));
+        steps.push_back(shed);
+    }
+    return steps;
+}
 inline void elastic_config(skiplist_map_config& config, std::uint64_t run) {
     if (run % 2 == 1) {
         config.initial_servers = 1;

@@ -152,6 +152,8 @@ public:
     // input throws on every rank before anything moves.
     skiplist_rebalance_result rebalance(const skiplist_rebalance_options& options);
     skiplist_rebalance_result drain(int rank);
+    // Not collective: online moves (skiplist_rebalance.hpp).
+    std::size_t local_rebalance(std::size_t nodes, int to) { return m_rebalancer.start_online_moves(nodes, to); }
     // What the last flush's growth or rebalance (or rebalance()/drain()) did.
     const skiplist_rebalance_result& last_rebalance() const { return m_rebalancer.last(); }
     const std::vector<int>& active_servers() const { return m_shared.servers; }

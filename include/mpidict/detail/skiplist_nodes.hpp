@@ -86,6 +86,11 @@ struct skiplist_node {
     std::uint8_t hold_level = no_hold_level;
     bool low_queued = false;
     bool allocating = false;            // waiting for the free-node service (or reserved for a bulk split's piece)
+    // Moved between flushes (issue 44, online moves): this slot is a stub
+    // that forwards every record addressed to it to moved_to, until the next
+    // flush re-points the links and frees it (skiplist_rebalance.hpp).
+    skiplist_node_id moved_to{};
+    bool stub() const { return !moved_to.null(); }
     bool reserved = false;              // a bulk split's empty node, not filled yet
     std::unique_ptr<skiplist_bulk_split> bulk;  // this node's bulk split in progress
     struct held_record {
@@ -160,6 +165,13 @@ public:
     static bool stamped_before(std::uint32_t a, std::uint32_t b) {
         return a != 0 && b != 0 && static_cast<std::int32_t>(a - b) < 0;
     }
+    // A stub (moved between flushes) forwards a routed record (route_header
+    // first) to the node's new place unchanged; true if it did.
+    bool forward_if_moved(const node& here, runtime::handler_id handler, std::string_view record);
+    // Test only (MPIDICT_SKIPLIST_BREAK_ONLINE_MOVES_FOR_TESTING): 1, a stub
+    // serves point operations from its empty run instead of forwarding them;
+    // 2, the moved node does not hold for the markers' clears.
+    int break_online_for_testing = 0;
     // Replays what `id` queued, in order, while it no longer holds.
     void release_held(skiplist_node_id id);
     // The level-l forward for `key` from `here`, scanning down from `level`:

@@ -27,6 +27,33 @@
 //                     u32 n, n x (string key, string value, expiry_time)
 //   migrated:         node_id old, node_id new (to every rank)
 //   migrate_refused:  node_id old (to the source)
+//
+// Online moves (between flushes, no collective; start_online_moves):
+//
+//   1. the source asks the destination for an empty node (move_reserve:
+//      node_id old); the destination reserves one, which holds whatever
+//      reaches it, and answers (move_reserved: node_id old, node_id fresh,
+//      null if it has no room; the node then stays);
+//   2. the source, if the node is still idle (nothing held, no split, every
+//      level linked), ships it in migrate records marked online (flags 4,
+//      node_id fresh after the flags) and turns its slot into a stub
+//      (skiplist_node::moved_to): every record that reaches the old slot
+//      afterwards (points, direct segments, ranges, find and range splits,
+//      link_up, expect, clear, routed markers) goes on to the new node,
+//      unchanged, on the one rank pair source -> destination, behind the
+//      node itself, in the order it arrived; the node still idle: abandoned
+//      (flags 8: the reservation is freed);
+//   3. the source sends a marker naming the new node to every rank (itself
+//      included) behind everything it sent that rank before, and the new node
+//      holds until every rank's clear has come: nothing it sends overtakes
+//      what the old slot sent (the same relation a split's new node keeps
+//      with its old successors, "Ordering" in docs/skiplist_map.md);
+//   4. the source announces old -> new to every rank (migrated); nobody
+//      links the new node yet (links, route caches and the head still name
+//      the old slot, so every way into the node but direct entries from
+//      answers goes through the stub in order); the next flush re-points
+//      every link and directory entry and frees the stub (settle_online),
+//      before the unlink's sum.
 
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +94,19 @@ public:
             m_last = skiplist_rebalance_result{};
     }
 
+    // Not collective (online moves, above): starts moving up to `count` of
+    // this rank's idle nodes (the most requested first; never the head, nor a
+    // node that arrived since the last flush) to `to` (-1: the other active
+    // servers in turn).  Returns the moves started; they end on their own
+    // (refused ones leave the node where it was); the next flush settles them.
+    std::size_t start_online_moves(std::size_t count, int to);
+    // At every flush, after the engine's flush: re-points every link, route
+    // and the head past the nodes moved online and frees their stubs (the
+    // same on every rank: each move was announced to every rank).
+    void settle_online();
+
+    void handle_move_reserve(int source, std::string_view record);
+    void handle_move_reserved(int source, std::string_view record);
     void handle_migrate(int source, std::string_view record);
     void handle_migrated(int source, std::string_view record);
     void handle_migrate_refused(int source, std::string_view record);
@@ -90,8 +130,12 @@ private:
                                       int drained, const loads& before);
     std::uint64_t weight(const skiplist_node& node, skiplist_load_metric metric) const;
     bool movable(const skiplist_node& node, bool with_head) const;
-    std::uint64_t ship(std::uint32_t slot, int destination);
+    std::uint64_t ship(std::uint32_t slot, int destination, skiplist_node_id fresh = {});
     void receive_migrate(int source, std::string_view record);  // handle_migrate's work, once this rank may host
+    // Re-points this rank's links, directory and head past every move in
+    // m_moved and frees this rank's old slots; returns the slots freed.
+    std::uint64_t settle(bool& head_moved);
+    void announce(skiplist_node_id old, skiplist_node_id fresh);
     void add_servers(std::size_t count);
 
     skiplist_shared& m_shared;
@@ -114,6 +158,8 @@ private:
     // ship first): kept, in order, until execute() starts here.
     std::vector<std::pair<int, std::string>> m_early;
     std::uint64_t m_refused = 0;                                                 // of this rank's moves
+    std::unordered_set<std::uint32_t> m_moving;   // online: slots whose reservation is awaited
+    std::size_t m_next_destination = 0;           // online: the next server in turn
     skiplist_rebalance_result m_last;
 };
 

@@ -72,7 +72,7 @@ struct skiplist_shared {
     std::string list_full_message() const;
 
     struct handler_ids {
-        runtime::handler_id migrate = 0, migrated = 0, migrate_refused = 0;
+        runtime::handler_id migrate = 0, migrated = 0, migrate_refused = 0, move_reserve = 0, move_reserved = 0;
         runtime::handler_id point = 0, range = 0, range_part = 0, range_split = 0, range_piece = 0, alloc = 0,
                             alloc_reply = 0, link_up = 0, set_links = 0, expect = 0, marker = 0, clear = 0,
                             point_reply = 0, unlinked = 0, find_direct = 0, found_direct = 0,
