@@ -48,6 +48,7 @@ struct options {
     bool trust_ranges = false;
     bool elastic = false;      // issue 44: rebalance and drain while requests are open (history_workload.hpp)
     bool break_moves = false;  // with --elastic: every moved node loses an entry (MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING)
+    bool online = false;       // online moves (local_rebalance) while requests are open; with --break-moves a stub serves
     std::uint64_t seed = 1;
 };
 
@@ -80,6 +81,8 @@ options parse(int argc, char** argv) {
             o.range_runs = true;
         } else if (arg == "--elastic") {
             o.elastic = true;
+        } else if (arg == "--online") {
+            o.online = true;
         } else if (arg == "--break-moves") {
             o.break_moves = true;
         } else if (arg == "--trust-ranges") {
@@ -113,8 +116,9 @@ std::string gather_text(const std::string& mine, int rank, int size) {
 
 int main(int argc, char** argv) {
     const options o = parse(argc, argv);
-    if (o.break_moves)
-        ::setenv("MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING", "1", 1);  // before any map exists
+    if (o.break_moves)  // before any map exists
+        ::setenv(o.online ? "MPIDICT_SKIPLIST_BREAK_ONLINE_MOVES_FOR_TESTING" : "MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING",
+                 "1", 1);
     if (o.trust_ranges)
         ::setenv("MPIDICT_SKIPLIST_TRUST_RANGES_FOR_TESTING", "1", 1);  // before any map exists
     return mpidict::testing::run_mpi_test(argc, argv, [&](int rank, int size) {
@@ -123,10 +127,11 @@ int main(int argc, char** argv) {
         if (rank == 0 && directory.empty()) {
             const char* tmp = std::getenv("TMPDIR");
             directory = std::string(tmp ? tmp : "/tmp") + "/mpidict-history-" + to_string(o.mode) +
-                        (o.broken || o.trust_ranges || o.break_moves ? "-broken-" : "-") + (o.range_runs ? "runs-" : "") + (o.elastic ? "elastic-" : "") + std::to_string(size) + "-" +
+                        (o.broken || o.trust_ranges || o.break_moves ? "-broken-" : "-") + (o.range_runs ? "runs-" : "") + (o.elastic ? "elastic-" : "") + (o.online ? "online-" : "") + std::to_string(size) + "-" +
                         std::to_string(static_cast<long long>(::getpid()));
         }
         std::vector<std::string> files;
+        long long moved_online = 0;  // online moves shipped by this rank, all rounds
         if (rank == 0)
             std::filesystem::create_directories(directory);
         for (int round = 0; round < o.rounds; ++round) {
@@ -161,7 +166,9 @@ int main(int argc, char** argv) {
             if (o.elastic)
                 elastic_config(config, static_cast<std::uint64_t>(round));
             map_type map(MPI_COMM_WORLD, config);
-            if (o.elastic)
+            if (o.online)
+                shape.midway = online_steps(map, o.elastic);
+            else if (o.elastic)
                 shape.midway = elastic_steps(map);
             auto now = [] {
                 return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -174,6 +181,7 @@ int main(int argc, char** argv) {
             mine += final_reads(map, shape, rank, now, final_reads_first_seq(shape));
             map.flush();
             MPIDICT_CHECK_MSG(map.check_local_invariants().empty() || o.broken, map.check_local_invariants());
+            moved_online += static_cast<long long>(map.local_statistics().online_moves);
             const std::string all = gather_text(mine, rank, size);
             if (rank == 0) {
                 const std::string path = directory + "/round-" + std::to_string(round) + ".jsonl";
@@ -183,6 +191,10 @@ int main(int argc, char** argv) {
             map.destroy();
         }
         int verdict = 0;
+        long long moved_total = 0;
+        MPI_Reduce(&moved_online, &moved_total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0 && o.online)
+            std::printf("online moves: %lld nodes shipped while requests were open\n", moved_total);
         if (rank == 0) {
             if (o.checker.empty()) {
                 std::printf("histories written to %s (no --checker given)\n", directory.c_str());
