@@ -163,8 +163,10 @@ public:
         config.max_key_bytes = std::max(config.max_key_bytes, key_bytes_bound(spec) + 8);
         config.consistency = skiplist_consistency_named(options.consistency).value();  // --consistency checked it
         config.runtime.buffer_bytes = std::max(config.runtime.buffer_bytes, config.required_buffer_bytes());
+        config.online_rebalance = options.online_rebalance;
         return config;
     }
+    std::uint64_t online_moves() const { return m_map.local_statistics().online_moves; }
 
     // Collective: rebalance() by requests (move: false: only measures and
     // restarts the count).
@@ -813,6 +815,9 @@ void run_with(Adapter& db, run_context& context, ycsb_result& result) {
         context.meter->finish();
     reduce_phase(context.comm, context.rank, run, seconds);
     if constexpr (elastic) {
+        std::uint64_t online = db.online_moves();  // (the online policy's, --online-rebalance)
+        MPI_Allreduce(MPI_IN_PLACE, &online, 1, MPI_UINT64_T, MPI_SUM, context.comm);
+        result.moved_nodes += online;
         const skiplist_rebalance_result measured = db.rebalance(false);  // (untimed: nothing moves)
         result.request_load = measured.load_before;
         result.request_load_ratio = skiplist_rebalance_result::ratio(measured.load_before, measured.servers);
@@ -1148,6 +1153,10 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
                    "skiplist: rebalance() by requests this many times, evenly spaced through the run phase", 0, 1000)
         .add_real("rebalance-target", &options.rebalance_target,
                   "skiplist: --rebalance moves nothing while the requests' max/mean is at or below this", 1.0, 1e12)
+        .add_real("online-rebalance", &options.online_rebalance,
+                  "skiplist: the online policy (online_rebalance): a server whose request rate passes this x the "
+                  "mean moves nodes while operations go on (0: off)",
+                  0.0, 1e12)
         .add_custom("drain", "RANK", "skiplist: drain(RANK) halfway through the run phase", "",
                     [&](std::string_view value) {
                         try {
@@ -1165,8 +1174,12 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
         .add_check([&] {
             if (options.workload_file.empty())
                 throw support::usage_error("no workload given (--workload FILE)");
-            if ((options.rebalances > 0 || options.drain >= 0) && container != "skiplist")
-                throw support::usage_error("--rebalance and --drain are skiplist_map's (--container skiplist)");
+            if ((options.rebalances > 0 || options.drain >= 0 || options.online_rebalance > 0) &&
+                container != "skiplist")
+                throw support::usage_error(
+                    "--rebalance, --online-rebalance and --drain are skiplist_map's (--container skiplist)");
+            if (options.online_rebalance > 0 && options.online_rebalance < 1)
+                throw support::usage_error("--online-rebalance: 0 (off) or at least 1 (rate over the mean)");
             if (options.drain >= 0 && size == 1)
                 throw support::usage_error("--drain " + std::to_string(options.drain) +
                                            ": the run has one rank, whose nodes have nowhere to go");

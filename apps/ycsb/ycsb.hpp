@@ -99,6 +99,7 @@ struct ycsb_options {
     std::size_t rebalances = 0;
     double rebalance_target = 1.1;              // max/mean of the requests at or below which nothing moves
     int drain = -1;
+    double online_rebalance = 0;                // skiplist_map_config::online_rebalance (0: off)
 };
 
 struct phase_result {

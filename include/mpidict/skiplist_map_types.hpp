@@ -56,6 +56,13 @@ struct skiplist_map_config {
     // A flush also rebalances (by entries) when the entries' max/mean over the
     // active servers passes this; 0: only rebalance() does.
     double rebalance_threshold = 0;
+    // Online policy (issue 44; 0: off): every online_rebalance_seconds each
+    // server tells the others its request rate (smoothed over windows; no
+    // collective); one whose rate passes online_rebalance x the mean moves up
+    // to two of its most requested nodes to the server with the lowest rate
+    // while operations go on, then waits three windows.
+    double online_rebalance = 0;
+    double online_rebalance_seconds = 0.2;
     std::size_t granularity = 64;            // G: keys per node before it splits
     // Capacity (docs/skiplist_map.md "Capacity and list_full"): a server rank's
     // pool of node slots grows on demand until one of these limits stops it;

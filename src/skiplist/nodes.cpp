@@ -292,6 +292,7 @@ void skiplist_nodes::handle_point(int source, std::string_view record) {
         point.header.expires == std::numeric_limits<expiry_time>::infinity())
         throw decode_error("mpidict: skiplist_map point record with a bad operation, caller or expiry");
     route_point(source, id, route.level, route.hops, point, tail);
+    m_shared.window_check();
 }
 
 void skiplist_nodes::send_point(skiplist_node_id to, int level, std::uint8_t flags, std::uint8_t hops,
@@ -373,6 +374,7 @@ void skiplist_nodes::route_point(int source, skiplist_node_id id, std::uint8_t l
             return;
     }
     here.count_requests(1);
+    m_shared.count_window(1);
     if (id == m_shared.head) {
         ++m_shared.stats.head_visits;
         if (auto* probe = skiplist_order_probe_for_testing.load(std::memory_order_relaxed);
@@ -660,8 +662,10 @@ void skiplist_nodes::handle_find_direct(int source, std::string_view record) {
             here = nullptr;
         if (here && here->earliest_expiry != 0)
             purge_expired(*here, m_shared.clock_now());
-        if (here)
+        if (here) {
             here->count_requests(part.count);
+            m_shared.count_window(part.count);
+        }
         // A key is this node's if the run holds it, or if it lies at or above
         // the separator and below the successor's (what forward_level would
         // find on every level).
@@ -725,6 +729,7 @@ void skiplist_nodes::handle_find_direct(int source, std::string_view record) {
         }
         route_point(source, part.id, level_byte, 0, point, {});
     }
+    m_shared.window_check();
 }
 
 // ---------------------------------------------------------------------------

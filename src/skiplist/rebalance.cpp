@@ -48,6 +48,11 @@ skiplist_rebalancer::skiplist_rebalancer(skiplist_shared& shared, skiplist_nodes
     : m_shared(shared), m_nodes(nodes), m_structure(structure), m_directory(directory) {
     if (const char* broken = std::getenv("MPIDICT_SKIPLIST_BREAK_REBALANCE_FOR_TESTING"))
         m_break_for_testing = broken[0] == '1';
+    if (shared.config.online_rebalance > 0) {
+        m_rates.assign(static_cast<std::size_t>(shared.engine->size()), -1.0);
+        m_window_start = std::chrono::steady_clock::now();
+        shared.window_hook = [this] { online_window(); };
+    }
 }
 
 bool skiplist_rebalancer::movable(const skiplist_node& node, bool with_head) const {
@@ -497,15 +502,93 @@ std::size_t skiplist_rebalancer::start_online_moves(std::size_t count, int to) {
                      [&](std::uint32_t a, std::uint32_t b) { return nodes[a].requests > nodes[b].requests; });
     if (candidates.size() > count)
         candidates.resize(count);
-    for (const std::uint32_t slot : candidates) {
-        const int destination = destinations[m_next_destination++ % destinations.size()];
-        m_moving.insert(slot);
-        const skiplist_node_id old{me, slot, nodes[slot].generation};
-        byte_writer out(m_shared.engine->reserve(destination, m_shared.handlers.move_reserve, wire::node_id_bytes),
-                        wire::node_id_bytes);
-        put_node_id(out, old).finish();
-    }
+    for (const std::uint32_t slot : candidates)
+        start_move(slot, destinations[m_next_destination++ % destinations.size()]);
     return candidates.size();
+}
+
+void skiplist_rebalancer::start_move(std::uint32_t slot, int destination) {
+    m_moving.insert(slot);
+    const skiplist_node_id old{m_shared.rank(), slot, m_nodes.all()[slot].generation};
+    byte_writer out(m_shared.engine->reserve(destination, m_shared.handlers.move_reserve, wire::node_id_bytes),
+                    wire::node_id_bytes);
+    put_node_id(out, old).finish();
+}
+
+void skiplist_rebalancer::online_window() {
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - m_window_start).count();
+    if (elapsed < m_shared.config.online_rebalance_seconds || m_shared.server_index < 0)
+        return;
+    const int me = m_shared.rank();
+    const double last = m_rates[static_cast<std::size_t>(me)];
+    const double measured = static_cast<double>(m_shared.window_requests) / elapsed;
+    const double rate = last < 0 ? measured : (last + measured) / 2;  // smoothed: one noisy window moves nothing
+    m_shared.window_requests = 0;
+    m_window_start = now;
+    m_rates[static_cast<std::size_t>(me)] = rate;
+    for (const int r : m_shared.servers)
+        if (r != me)
+            byte_writer(m_shared.engine->reserve(r, m_shared.handlers.load, sizeof rate), sizeof rate).put(rate).finish();
+    if (m_cooldown > 0) {
+        --m_cooldown;
+        return;
+    }
+    // The mean over the servers that reported; the one with the lowest rate takes.
+    double total = 0, lowest = 0;
+    int known = 0, to = -1;
+    for (const int r : m_shared.servers) {
+        const double other = m_rates[static_cast<std::size_t>(r)];
+        if (other < 0)
+            continue;
+        total += other;
+        ++known;
+        if (r != me && (to < 0 || other < lowest)) {
+            lowest = other;
+            to = r;
+        }
+    }
+    if (to < 0 || known < 2 || rate <= m_shared.config.online_rebalance * total / known)
+        return;
+    // Move about what brings this rank and the taker to the mean (measured in
+    // the nodes' request counts, which say how the rate divides): the most
+    // requested idle nodes first, none over twice what is still lacking.
+    const double mean = total / known;
+    const double share = std::min(rate - mean, mean - lowest) / rate;
+    auto& nodes = m_nodes.all();
+    std::vector<std::uint32_t> candidates;
+    double heat = 0;
+    for (std::uint32_t slot = 0; slot < nodes.size(); ++slot) {
+        if (!nodes[slot].live || nodes[slot].stub())
+            continue;
+        heat += nodes[slot].requests;
+        if (movable(nodes[slot], false) && m_arrived.count(slot) == 0 && m_moving.count(slot) == 0)
+            candidates.push_back(slot);
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return nodes[a].requests > nodes[b].requests; });
+    double lacking = share * heat;
+    std::size_t started = 0;
+    for (const std::uint32_t slot : candidates) {
+        if (lacking < 1 || started == 2)
+            break;
+        const auto weight = static_cast<double>(nodes[slot].requests);
+        if (weight <= 0 || weight > 2 * lacking)
+            continue;
+        lacking -= weight;
+        start_move(slot, to);
+        ++started;
+    }
+    if (started > 0)
+        m_cooldown = 3;
+}
+
+void skiplist_rebalancer::handle_load(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto rate = in.read<double>();
+    if (!in.empty() || !m_shared.valid_rank(source) || !(rate >= 0) || m_rates.empty())
+        throw decode_error("mpidict: skiplist_map load record with a bad rate (or online_rebalance off here)");
+    m_rates[static_cast<std::size_t>(source)] = rate;
 }
 
 void skiplist_rebalancer::handle_move_reserve(int source, std::string_view record) {

@@ -85,6 +85,12 @@ skiplist_shared::skiplist_shared(std::unique_ptr<runtime::engine> owned, const s
                                      std::to_string(settings.grow_memory_fraction) + " must be in [0, 1] and " +
                                      "rebalance_threshold = " + std::to_string(settings.rebalance_threshold) +
                                      " 0 (off) or at least 1 (max/mean)");
+    if (!(settings.online_rebalance == 0 || settings.online_rebalance >= 1) ||
+        !(settings.online_rebalance_seconds > 0 && settings.online_rebalance_seconds < 1e6))
+        throw invalid_argument_error("mpidict: skiplist_map online_rebalance = " +
+                                     std::to_string(settings.online_rebalance) + " must be 0 (off) or at least 1, and " +
+                                     "online_rebalance_seconds = " + std::to_string(settings.online_rebalance_seconds) +
+                                     " positive");
     if (settings.granularity < 1 || settings.granularity > (1u << 20))
         throw invalid_argument_error("mpidict: skiplist_map granularity G = " + std::to_string(settings.granularity) +
                                      " must be between 1 and 1048576");
@@ -176,6 +182,7 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
         m_shared.add_handler<&skiplist_rebalancer::handle_move_reserve>("skiplist.move_reserve", &m_rebalancer);
     h.move_reserved =
         m_shared.add_handler<&skiplist_rebalancer::handle_move_reserved>("skiplist.move_reserved", &m_rebalancer);
+    h.load = m_shared.add_handler<&skiplist_rebalancer::handle_load>("skiplist.load", &m_rebalancer);
     auto& engine_ref = *m_shared.engine;
     engine_ref.verify_handlers();
     // Every rank must agree on the tunables that shape the list.
@@ -187,6 +194,8 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     engine_ref.check_same(static_cast<std::int64_t>(settings.grow_entries) ^
                               static_cast<std::int64_t>(settings.rebalance_threshold * 1000),
                           "skiplist_map grow_entries and rebalance_threshold", false);
+    // (Every rank must know whether load records come: online_rebalance on or off everywhere.)
+    engine_ref.check_same(settings.online_rebalance > 0 ? 1 : 0, "skiplist_map online_rebalance (on or off)", false);
 
     if (rank() == m_shared.servers.front()) {
         const skiplist_node_id head = m_nodes.allocate_local("", settings.max_height);
@@ -222,7 +231,22 @@ void skiplist_core::reset_local_statistics() {
     stats.payload_bytes = payload;
 }
 
+namespace {
+
+// No online policy move starts while a collective call runs (skiplist_shared::window_check).
+struct collective_scope {
+    explicit collective_scope(skiplist_shared& shared) : owner(shared), outer(shared.in_collective) {
+        shared.in_collective = true;
+    }
+    ~collective_scope() { owner.in_collective = outer; }
+    skiplist_shared& owner;
+    bool outer;
+};
+
+}  // namespace
+
 void skiplist_core::flush() {
+    const collective_scope scope(m_shared);
     m_caller.release_async();
     m_structure.close_stock();  // (the stocked empty nodes go back to their ranks)
     m_shared.engine->flush();
@@ -251,6 +275,7 @@ skiplist_rebalance_result skiplist_core::rebalance(const skiplist_rebalance_opti
                                      std::to_string(static_cast<int>(options.metric)) +
                                      " is neither entries (0) nor requests (1)");
     flush();
+    const collective_scope scope(m_shared);
     return m_rebalancer.rebalance(options);
 }
 
@@ -265,6 +290,7 @@ skiplist_rebalance_result skiplist_core::drain(int rank) {
         throw invalid_argument_error("mpidict: skiplist_map drain(" + std::to_string(rank) +
                                      "): it is the only active server rank; its nodes have nowhere to go");
     flush();
+    const collective_scope scope(m_shared);
     return m_rebalancer.drain(rank);
 }
 

@@ -55,6 +55,7 @@
 //      every link and directory entry and frees the stub (settle_online),
 //      before the unlink's sum.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -105,6 +106,11 @@ public:
     // same on every rank: each move was announced to every rank).
     void settle_online();
 
+    // The online policy (config.online_rebalance): closes a window of
+    // requests, tells every other server this rank's rate, and moves nodes
+    // when this rank's rate is well above the mean of the rates it knows.
+    void online_window();
+    void handle_load(int source, std::string_view record);
     void handle_move_reserve(int source, std::string_view record);
     void handle_move_reserved(int source, std::string_view record);
     void handle_migrate(int source, std::string_view record);
@@ -160,6 +166,10 @@ private:
     std::uint64_t m_refused = 0;                                                 // of this rank's moves
     std::unordered_set<std::uint32_t> m_moving;   // online: slots whose reservation is awaited
     std::size_t m_next_destination = 0;           // online: the next server in turn
+    void start_move(std::uint32_t slot, int destination);
+    std::vector<double> m_rates;                  // online policy: each rank's last reported request rate
+    std::chrono::steady_clock::time_point m_window_start{};
+    int m_cooldown = 0;                           // windows to wait after moving (the rates show the move)
     skiplist_rebalance_result m_last;
 };
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -57,6 +58,25 @@ struct skiplist_shared {
     }
     skiplist_node_id head{};
     skiplist_map_local_statistics stats{};
+    // The online policy (config.online_rebalance): requests this rank's nodes
+    // handled in the current window, the hook that closes a window (the
+    // rebalancer's), and whether a collective call (flush, rebalance) runs.
+    // The hook runs at the end of a handler (window_check), never while one
+    // is half done with a node.
+    std::uint64_t window_requests = 0;
+    std::function<void()> window_hook;
+    bool window_due = false;
+    bool in_collective = false;
+    void count_window(std::size_t requests) {
+        if (window_hook && ((window_requests += requests) & 255) < requests)
+            window_due = true;
+    }
+    void window_check() {
+        if (window_due && !in_collective) {
+            window_due = false;
+            window_hook();
+        }
+    }
     // Capacity (src/skiplist/memory.cpp): memory_limit_per_rank resolved
     // (unlimited: none), why this rank last refused a new slot, and the last
     // list_full message this rank received as a caller.
@@ -72,7 +92,8 @@ struct skiplist_shared {
     std::string list_full_message() const;
 
     struct handler_ids {
-        runtime::handler_id migrate = 0, migrated = 0, migrate_refused = 0, move_reserve = 0, move_reserved = 0;
+        runtime::handler_id migrate = 0, migrated = 0, migrate_refused = 0, move_reserve = 0, move_reserved = 0,
+                            load = 0;
         runtime::handler_id point = 0, range = 0, range_part = 0, range_split = 0, range_piece = 0, alloc = 0,
                             alloc_reply = 0, link_up = 0, set_links = 0, expect = 0, marker = 0, clear = 0,
                             point_reply = 0, unlinked = 0, find_direct = 0, found_direct = 0,
