@@ -12,7 +12,12 @@
 //               is no server, the only server, a target below 1) is refused with a
 //               clear error on every rank before anything moves;
 //   refused     node_slots_per_rank leaves a destination too little room: the moves
-//               that do not fit are refused and counted, nothing is lost.
+//               that do not fit are refused and counted, nothing is lost;
+//   online      between flushes: every rank moves nodes with local_rebalance and
+//               the online policy (online_rebalance = 1, 2 ms windows) moves hot
+//               ones while every rank reads a hot key range and inserts and erases
+//               others: every read sees the model's value, every key is found
+//               after the flush, which settles the moves.
 
 #include <algorithm>
 #include <cstdint>
@@ -325,6 +330,55 @@ void run_refused(int rank, int size) {
     check_all(map, model, "refused after");
 }
 
+void run_online(int rank, int size, skiplist_consistency mode) {
+    const std::string name = std::string("online/") + mpidict::to_string(mode);
+    skiplist_map_config config = small_config(mode);
+    config.online_rebalance = 1.0;
+    config.online_rebalance_seconds = 0.002;
+    map_type map(MPI_COMM_WORLD, config);
+    std::map<std::int64_t, std::int64_t> model;
+    fill(map, model, rank, size, 0, 600);
+    std::vector<std::int64_t> hot;  // the first 150 keys of the list, read by every rank
+    for (const auto& [k, v] : model)
+        if (hot.size() < 150)
+            hot.push_back(k);
+    std::size_t started = 0, wrong = 0;
+    for (int round = 0; round < 12; ++round) {
+        started += map.local_rebalance(2);
+        // Writes go on: each rank inserts fresh keys and erases some of its earlier ones.
+        std::vector<std::int64_t> fresh, values;
+        for (std::int64_t i = 0; i < 40; ++i) {
+            const std::int64_t key = (10000 + round * 40 + i) * size + rank;
+            fresh.push_back(key);
+            values.push_back(value_of(key, round));
+        }
+        map.insert_many(std::span<const std::int64_t>(fresh), std::span<const std::int64_t>(values));
+        for (std::int64_t i = 0; i < 10; ++i)
+            map.erase((300 + round * 10 + i) * size + rank).get();  // (not hot: the hot keys are below 150 * size)
+        for (int pass = 0; pass < 4; ++pass)
+            map.find_many(std::span<const std::int64_t>(hot),
+                          [&](std::size_t index, const std::optional<std::int64_t>& v) {
+                              wrong += !v || *v != model.at(hot[index]);
+                          });
+    }
+    map.flush();
+    for (int round = 0; round < 12; ++round)
+        for (int r = 0; r < size; ++r) {
+            for (std::int64_t i = 0; i < 40; ++i)
+                model[(10000 + round * 40 + i) * size + r] = value_of((10000 + round * 40 + i) * size + r, round);
+            for (std::int64_t i = 0; i < 10; ++i)
+                model.erase((300 + round * 10 + i) * size + r);
+        }
+    const std::int64_t moved = sum_over_ranks(static_cast<std::int64_t>(map.local_statistics().online_moves));
+    const std::int64_t asked = sum_over_ranks(static_cast<std::int64_t>(started));
+    MPIDICT_CHECK_MSG(wrong == 0, name + ": " + std::to_string(wrong) + " reads of the hot keys were wrong");
+    MPIDICT_CHECK_MSG(size == 1 || asked > 0, name + ": no online move started");
+    if (rank == 0)
+        std::printf("%s: %lld nodes moved online (%lld started by local_rebalance)\n", name.c_str(),
+                    static_cast<long long>(moved), static_cast<long long>(asked));
+    check_all(map, model, name + " after the flush");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -338,5 +392,8 @@ int main(int argc, char** argv) {
         for (const auto mode : {skiplist_consistency::sequential, skiplist_consistency::total_order})
             run_drain(rank, size, mode);
         run_refused(rank, size);
+        for (const auto mode : {skiplist_consistency::sequential, skiplist_consistency::total_order,
+                                skiplist_consistency::none})
+            run_online(rank, size, mode);
     });
 }
