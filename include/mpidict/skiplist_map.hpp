@@ -209,8 +209,10 @@ public:
     }
     // Not collective: starts moving up to `nodes` of this rank's idle nodes
     // (most requested first) to rank `to` (-1: the other active servers in
-    // turn) while operations go on; returns the moves started.  Requests keep
-    // their order through the old place; the next flush() settles the moves.
+    // turn; this rank or one that is no active server: none) while operations
+    // go on; returns the moves started.  Requests keep their order through the
+    // old place; the next flush() settles the moves.  A rank outside the
+    // communicator: invalid_argument_error (on this rank only).
     std::size_t local_rebalance(std::size_t nodes, int to = -1) {
         runtime::engine_lock lock(m_core->engine());
         return m_core->local_rebalance(nodes, to);

@@ -485,6 +485,10 @@ void skiplist_rebalancer::settle_online() {
 }
 
 std::size_t skiplist_rebalancer::start_online_moves(std::size_t count, int to) {
+    if (to < -1 || to >= m_shared.engine->size())
+        throw invalid_argument_error("mpidict: skiplist_map local_rebalance(" + std::to_string(count) + ", " +
+                                     std::to_string(to) + "): rank " + std::to_string(to) + " is outside " +
+                                     communicator_of(m_shared.engine->size()) + " (-1: the other active servers)");
     const auto& servers = m_shared.servers;
     const int me = m_shared.rank();
     std::vector<int> destinations;

@@ -343,6 +343,15 @@ void run_online(int rank, int size, skiplist_consistency mode) {
         if (hot.size() < 150)
             hot.push_back(k);
     std::size_t started = 0, wrong = 0;
+    // Bad input: a rank outside the communicator is refused here (not collective: no other rank waits).
+    bool refused = false;
+    try {
+        map.local_rebalance(1, size);
+    } catch (const mpidict::invalid_argument_error& e) {
+        refused = std::string(e.what()).find("outside") != std::string::npos;
+    }
+    MPIDICT_CHECK_MSG(refused, name + ": local_rebalance(1, " + std::to_string(size) + ") was not refused");
+    MPIDICT_CHECK_MSG(map.local_rebalance(1, rank) == 0, name + ": a move to this rank itself started");
     for (int round = 0; round < 12; ++round) {
         started += map.local_rebalance(2);
         // Writes go on: each rank inserts fresh keys and erases some of its earlier ones.
