@@ -448,8 +448,12 @@ public:
         runtime::engine_lock lock(m_core->engine());
         return m_core->local_size();
     }
-    // Collective.  Live entries over all ranks.
-    std::size_t global_size() { return static_cast<std::size_t>(m_core->engine().sum(local_size(), "global_size")); }
+    // Collective.  flush() (which also settles online moves), then the live
+    // entries over all ranks: a node on its way between ranks counts once.
+    std::size_t global_size() {
+        runtime::engine_lock lock(m_core->engine());
+        return m_core->global_size();
+    }
     // Calls f(key, value) for every live entry hosted here (in key order within
     // each node, nodes in slot order).  Call it after flush() for a settled view.
     template <class Function>

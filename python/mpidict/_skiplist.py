@@ -163,8 +163,9 @@ class skiplist_map(_SingleValued):
     Options: granularity, node_slots_per_rank (hard limit, 0: none),
     memory_limit_per_rank (resident bytes; 0: automatic), max_key_bytes, max_value_bytes,
     consistency ("total_order", "sequential", "none"), buffer_bytes, server_ranks (a list),
-    initial_servers, grow_entries, grow_memory_fraction, rebalance_threshold (elastic
-    servers: rebalance(), drain()), ..."""
+    initial_servers, grow_entries, grow_memory_fraction, rebalance_threshold,
+    online_rebalance, online_rebalance_seconds (elastic servers: rebalance(), drain(),
+    local_rebalance()), ..."""
 
     def __init__(self, key_dtype="int64", value_dtype="int64", comm=None, **options):
         composite = isinstance(key_dtype, (tuple, list))
@@ -221,6 +222,12 @@ class skiplist_map(_SingleValued):
                 raise InvalidArgumentError(f"mpidict: drain takes a rank (an int), not {_describe(rank)}; "
                                            "nothing moved") from problem
             raise
+
+    def local_rebalance(self, nodes: int, to: int = -1) -> int:
+        """Not collective: starts moving up to `nodes` of this rank's idle nodes to
+        rank `to` (-1: the other active servers in turn) while operations go on;
+        returns the moves started (the next flush() settles them)."""
+        return self._live().local_rebalance(_count(nodes, "nodes"), _rank(to))
 
     def last_rebalance(self) -> RebalanceResult:
         """What the last rebalance, drain or flush that grew or moved did."""
@@ -452,6 +459,12 @@ class skiplist_map(_SingleValued):
             raise InvalidArgumentError(f"mpidict: a pattern is text, not {_describe(pattern)}")
         return _Converted(self._live().match_request(pattern, _count(limit, "limit"), bool(descending)),
                           self._entries)
+
+
+def _rank(value) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not -2**31 <= value < 2**31:
+        raise InvalidArgumentError(f"mpidict: a rank is an int, not {_describe(value)}")
+    return int(value)
 
 
 class RebalanceResult:

@@ -348,6 +348,10 @@ public:
         }
         return result_out(result);
     }
+    std::size_t local_rebalance(std::size_t nodes, int to) {
+        nb::gil_scoped_release released;
+        return m->local_rebalance(nodes, to);
+    }
     nb::dict last_rebalance() const { return result_out(m->last_rebalance()); }
     std::vector<int> active_servers() const { return m->active_servers(); }
     static nb::dict result_out(const mpidict::skiplist_rebalance_result& result) {
@@ -425,6 +429,7 @@ void bind_skiplist_map(nb::module_& mod, const char* name) {
                  .def("set_consistency", &M::set_consistency)
                  .def("rebalance", &M::rebalance)
                  .def("drain", &M::drain)
+                 .def("local_rebalance", &M::local_rebalance)
                  .def("last_rebalance", &M::last_rebalance)
                  .def("active_servers", &M::active_servers)
                  .def("snapshot", [](M& self) {
@@ -474,6 +479,8 @@ void mpidict_python::bind_skiplist_maps(nb::module_& mod) {
         .def_rw("grow_entries", &mpidict::skiplist_map_config::grow_entries)
         .def_rw("grow_memory_fraction", &mpidict::skiplist_map_config::grow_memory_fraction)
         .def_rw("rebalance_threshold", &mpidict::skiplist_map_config::rebalance_threshold)
+        .def_rw("online_rebalance", &mpidict::skiplist_map_config::online_rebalance)
+        .def_rw("online_rebalance_seconds", &mpidict::skiplist_map_config::online_rebalance_seconds)
         .def_rw("server_ranks", &mpidict::skiplist_map_config::server_ranks)
         .def_prop_rw(
             "consistency", [](const mpidict::skiplist_map_config& c) { return std::string(mpidict::to_string(c.consistency)); },

@@ -131,6 +131,8 @@ extern "C" int mpidict_skiplist_options_init(mpidict_skiplist_options* options) 
     options->grow_entries = defaults.grow_entries;
     options->grow_memory_fraction = defaults.grow_memory_fraction;
     options->rebalance_threshold = defaults.rebalance_threshold;
+    options->online_rebalance = defaults.online_rebalance;
+    options->online_rebalance_seconds = defaults.online_rebalance_seconds;
     return MPIDICT_OK;
 }
 
@@ -194,6 +196,8 @@ extern "C" int mpidict_skiplist_create(MPI_Comm comm, int key_kind, size_t value
         config.grow_entries = settings.grow_entries;
         config.grow_memory_fraction = settings.grow_memory_fraction;
         config.rebalance_threshold = settings.rebalance_threshold;
+        config.online_rebalance = settings.online_rebalance;
+        config.online_rebalance_seconds = settings.online_rebalance_seconds;
         config.runtime.buffer_bytes = settings.buffer_bytes != 0
                                           ? settings.buffer_bytes
                                           : std::max(config.runtime.buffer_bytes, config.required_buffer_bytes());

@@ -1,6 +1,6 @@
 // The C API of skiplist_map, part 5: rebalancing, growing and draining
-// (include/mpidict/c/skiplist.h; C++ rebalance, drain, last_rebalance,
-// active_servers).  The collective calls check their arguments in the C++
+// (include/mpidict/c/skiplist.h; C++ rebalance, drain, local_rebalance,
+// last_rebalance, active_servers).  The collective calls check their arguments in the C++
 // core after every rank agreed on them, so a rank that passes something else
 // gets an error instead of leaving the others waiting.
 
@@ -78,6 +78,19 @@ extern "C" int mpidict_skiplist_drain(mpidict_skiplist* list, int rank, mpidict_
         return code;
     return guarded(function, [&] {
         copy_result(list->ints ? list->ints->drain(rank) : list->bytes->drain(rank), result);
+        return MPIDICT_OK;
+    });
+}
+
+extern "C" int mpidict_skiplist_local_rebalance(mpidict_skiplist* list, size_t nodes, int to, size_t* started) {
+    constexpr const char* function = "mpidict_skiplist_local_rebalance";
+    if (const int code = check_live(list, function))
+        return code;
+    return guarded(function, [&] {
+        const std::size_t moves = list->ints ? list->ints->local_rebalance(nodes, to)
+                                             : list->bytes->local_rebalance(nodes, to);
+        if (started != nullptr)
+            *started = moves;
         return MPIDICT_OK;
     });
 }

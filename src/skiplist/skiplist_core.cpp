@@ -245,6 +245,14 @@ struct collective_scope {
 
 }  // namespace
 
+std::size_t skiplist_core::global_size() {
+    // A node moved online is in neither rank's local_size() while its records
+    // travel; the flush settles every move, and none starts before the sum.
+    const collective_scope scope(m_shared);
+    flush();
+    return static_cast<std::size_t>(m_shared.engine->sum(local_size(), "global_size"));
+}
+
 void skiplist_core::flush() {
     const collective_scope scope(m_shared);
     m_caller.release_async();

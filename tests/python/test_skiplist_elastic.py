@@ -49,6 +49,17 @@ def test_grow_rebalance_drain(mode, comm, rank, size):
             assert comm.allgather(mine) == [mine] * size
             check_all(m, rank, size)
 
+        # Online moves (not collective): rank 0 moves up to 3 idle nodes to the last rank while all find.
+        started = m.local_rebalance(3 if rank == 0 else 0, size - 1)
+        assert 0 <= started <= (3 if rank == 0 and size > 1 else 0)
+        check_all(m, rank, size)
+        m.flush()
+        check_all(m, rank, size)
+        with pytest.raises(mpidict.InvalidArgumentError, match="is outside"):
+            m.local_rebalance(1, size)
+        with pytest.raises(mpidict.InvalidArgumentError, match="a rank is an int"):
+            m.local_rebalance(1, "last")
+
         with pytest.raises(mpidict.InvalidArgumentError, match="neither 'entries' nor 'requests'"):
             m.rebalance("entriez")
         with pytest.raises(mpidict.InvalidArgumentError, match="at least 1"):
@@ -78,6 +89,19 @@ def test_grow_rebalance_drain(mode, comm, rank, size):
             with pytest.raises(mpidict.InvalidArgumentError, match="only active server"):
                 m.drain(0)
         check_all(m, rank, size)
+
+
+def test_online_policy_option(rank, size):
+    with mpidict.skiplist_map("int64", "int64", granularity=4, online_rebalance=1.2,
+                              online_rebalance_seconds=0.01) as m:
+        keys = np.arange(rank, PER_RANK * size, size, dtype=np.int64)
+        m.insert_many(keys, 3 * keys + 1)
+        for _ in range(20):
+            check_all(m, rank, size)
+        m.flush()
+        check_all(m, rank, size)
+    with pytest.raises(mpidict.InvalidArgumentError, match="online_rebalance"):
+        mpidict.skiplist_map("int64", "int64", online_rebalance=0.5)
 
 
 def test_server_ranks_option(rank, size):

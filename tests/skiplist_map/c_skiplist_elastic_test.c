@@ -3,7 +3,8 @@
  * from C at 1..4 ranks in each consistency mode.  A list starts on one server
  * rank (initial_servers = 1) and grows onto the others at the flush after an
  * insert_many passes grow_entries; mpidict_skiplist_rebalance by entries and
- * by requests; a drain of the last rank leaves it empty.  After every step each
+ * by requests; online moves (mpidict_skiplist_local_rebalance) while every rank
+ * finds; a drain of the last rank leaves it empty.  After every step each
  * key is found with its value and the global size is the number of keys.  Bad
  * input (an unknown metric, a target below 1, a rank that is not a server, the
  * only server, ranks disagreeing on the metric, a NULL result where one is
@@ -58,7 +59,8 @@ static void elastic(int mode) {
     int first = -1, metric;
     CHECK_OK(mpidict_skiplist_options_init(&options));
     CHECK(options.initial_servers == 0 && options.grow_entries == ((uint64_t)1 << 20) &&
-          options.grow_memory_fraction == 0.5 && options.rebalance_threshold == 0);
+          options.grow_memory_fraction == 0.5 && options.rebalance_threshold == 0 &&
+          options.online_rebalance == 0 && options.online_rebalance_seconds == 0.2);
     options.granularity = 4;
     options.consistency = mode;
     options.initial_servers = 1;
@@ -113,6 +115,20 @@ static void elastic(int mode) {
     }
     CHECK_OK(mpidict_skiplist_rebalance(list, MPIDICT_SKIPLIST_METRIC_ENTRIES, 1.05, NULL));
 
+    /* Online moves (not collective): rank 0 starts moving up to 3 idle nodes to the last rank while every
+     * rank goes on finding; the flush settles them; nothing is lost.  At one rank there is nowhere to go. */
+    {
+        size_t started = 99;
+        CHECK_OK(mpidict_skiplist_local_rebalance(list, g_rank == 0 ? 3 : 0, g_size - 1, &started));
+        CHECK(started <= (g_rank == 0 && g_size > 1 ? 3u : 0u));
+        check_all(list);
+        CHECK_OK(mpidict_skiplist_flush(list));
+        check_all(list);
+        CHECK_ERROR(mpidict_skiplist_local_rebalance(list, 1, g_size, NULL), MPIDICT_ERR_ARGUMENT,
+                    "is outside");
+        CHECK_ERROR(mpidict_skiplist_local_rebalance(list, 1, -2, NULL), MPIDICT_ERR_ARGUMENT, "is outside");
+    }
+
     /* Bad input: an error on every rank, nothing lost, nothing waiting. */
     CHECK_ERROR(mpidict_skiplist_rebalance(list, 7, 1.1, &result), MPIDICT_ERR_ARGUMENT, "metric 7");
     CHECK_ERROR(mpidict_skiplist_rebalance(list, MPIDICT_SKIPLIST_METRIC_ENTRIES, 0.5, &result),
@@ -148,6 +164,7 @@ static void elastic(int mode) {
     CHECK_OK(mpidict_skiplist_destroy(list));
     CHECK_ERROR(mpidict_skiplist_rebalance(list, 0, 1.1, NULL), MPIDICT_ERR_DESTROYED, "destroyed");
     CHECK_ERROR(mpidict_skiplist_drain(list, 0, NULL), MPIDICT_ERR_DESTROYED, "destroyed");
+    CHECK_ERROR(mpidict_skiplist_local_rebalance(list, 1, -1, NULL), MPIDICT_ERR_DESTROYED, "destroyed");
     CHECK_ERROR(mpidict_skiplist_active_servers(list, NULL, 0, &count), MPIDICT_ERR_DESTROYED, "destroyed");
     CHECK_OK(mpidict_skiplist_free(&list));
     CHECK_ERROR(mpidict_skiplist_rebalance(NULL, 0, 1.1, NULL), MPIDICT_ERR_ARGUMENT, "list is NULL");

@@ -90,6 +90,13 @@ typedef struct mpidict_skiplist_options {
     uint64_t grow_entries;
     double grow_memory_fraction;
     double rebalance_threshold;
+    /* Online moves' policy (skiplist_map.md "Online moves"): a server whose
+       request rate passes online_rebalance x the mean of the rates the servers
+       send each other every online_rebalance_seconds moves up to two nodes
+       while operations go on.  0 (off; else at least 1, the same on or off on
+       every rank), 0.2 s. */
+    double online_rebalance;
+    double online_rebalance_seconds;
 } mpidict_skiplist_options;
 
 /* Consistency modes (the values of C++'s skiplist_consistency). */
@@ -302,7 +309,7 @@ int mpidict_skiplist_erase_range_bytes(mpidict_skiplist* list, const void* lo, s
 int mpidict_skiplist_flush(mpidict_skiplist* list);
 /* Local.  Entries held by the nodes this rank hosts. */
 int mpidict_skiplist_local_size(const mpidict_skiplist* list, size_t* entries);
-/* Collective.  Entries over all ranks. */
+/* Collective.  Flushes (pending operations and online moves), then the entries over all ranks. */
 int mpidict_skiplist_global_size(mpidict_skiplist* list, size_t* entries);
 /* Local.  This rank's async inserts refused because the list was full (known after a flush). */
 int mpidict_skiplist_async_rejected(const mpidict_skiplist* list, uint64_t* rejected);
@@ -345,6 +352,13 @@ int mpidict_skiplist_rebalance(mpidict_skiplist* list, int metric, double target
  * server, not the only one), which then stops being a server (a later growth may
  * wake it again).  *result may be NULL. */
 int mpidict_skiplist_drain(mpidict_skiplist* list, int rank, mpidict_skiplist_rebalance_result* result);
+/* Local, not collective.  Starts moving up to `nodes` of this rank's idle nodes
+ * (most requested first) to rank `to` (-1: the other active servers in turn;
+ * this rank or one that is no active server: none) while operations go on;
+ * *started (may be NULL) gets the moves started.  Requests keep their order
+ * through the old place; the next flush settles the moves.  A rank outside the
+ * communicator: MPIDICT_ERR_ARGUMENT on this rank only. */
+int mpidict_skiplist_local_rebalance(mpidict_skiplist* list, size_t nodes, int to, size_t* started);
 /* Local.  What the last rebalance, drain or flush that grew or moved did. */
 int mpidict_skiplist_last_rebalance(const mpidict_skiplist* list, mpidict_skiplist_rebalance_result* result);
 /* Local.  The active server ranks, in the order C++'s active_servers() gives

@@ -144,6 +144,9 @@ public:
     skiplist_map_local_statistics local_statistics() const { return m_shared.stats; }
     void reset_local_statistics();
     std::size_t local_size() const { return m_nodes.local_size(); }
+    // Collective: flush(), then the sum of local_size() with no online move
+    // starting in between (skiplist_core.cpp).
+    std::size_t global_size();
 
     // Collective.  Also grows onto dormant servers or rebalances when the
     // configuration asks for it (skiplist_rebalance.hpp).
