@@ -17,8 +17,8 @@
 // pass over the shard), from a barrier to a barrier.  Every method's total and
 // its top 10 must equal the serial count's (exit 1 otherwise).  Medians of --reps;
 // ratios in the same run.  Beside the rates, the processor time (this process's,
-// CLOCK_PROCESS_CPUTIME_ID) of the flat serial loop and of one async_reduce
-// repetition on its busiest rank: on a loaded machine the wall-clock ratio moves
+// CLOCK_PROCESS_CPUTIME_ID) of the flat serial loop and of one repetition of each
+// method on its busiest rank: on a loaded machine the wall-clock ratio moves
 // with each side's share of the cores, the work does not.
 
 #include <algorithm>
@@ -230,7 +230,7 @@ int run(const settings& s, const mpidict::bench::world& w) {
     std::vector<double> seconds[4];
     bool ok = true;
     std::uint64_t combined = 0;
-    std::vector<double> reduce_cpu_seconds;  // per repetition, the busiest rank's
+    std::vector<double> cpu_seconds_of[4];  // per method and repetition, the busiest rank's
     for (std::uint64_t rep = 0; rep < s.reps; ++rep) {
         if (rep % 2 == 0 && rep > 0)
             run_serial(false);  // even repetitions: the serial baselines first (rep 0's ran above)
@@ -267,12 +267,11 @@ int run(const settings& s, const mpidict::bench::world& w) {
             const tally got = count_shard(w.comm, w.size, map, m == append);
             MPI_Barrier(w.comm);
             seconds[m].push_back(MPI_Wtime() - start);
-            if (m == reduce) {
+            double cpu = cpu_seconds() - cpu_start, busiest = 0;
+            MPI_Allreduce(&cpu, &busiest, 1, MPI_DOUBLE, MPI_MAX, w.comm);
+            cpu_seconds_of[m].push_back(busiest);
+            if (m == reduce)
                 combined = map.async_reduces_combined();
-                double cpu = cpu_seconds() - cpu_start, busiest = 0;
-                MPI_Allreduce(&cpu, &busiest, 1, MPI_DOUBLE, MPI_MAX, w.comm);
-                reduce_cpu_seconds.push_back(busiest);
-            }
             if (got.total != expected.total || got.top != expected.top) {
                 ok = false;
                 if (w.rank == 0)
@@ -308,8 +307,12 @@ int run(const settings& s, const mpidict::bench::world& w) {
     if (w.rank == 0 && !flat_cpu_seconds.empty())
         out.figure("serial_flat_cpu_seconds", flat_cpu_seconds, "s",
                    json_object().add("what", "processor time of the flat serial loop (rank 0)"));
-    out.figure("reduce_cpu_seconds_busiest_rank", reduce_cpu_seconds, "s",
+    out.figure("reduce_cpu_seconds_busiest_rank", cpu_seconds_of[reduce], "s",
                json_object().add("what", "processor time of one async_reduce repetition on its busiest rank"));
+    for (int m : {append, visitor, lambda})
+        if (!cpu_seconds_of[m].empty())
+            out.figure(std::string(names[m]) + "_cpu_seconds_busiest_rank", cpu_seconds_of[m], "s",
+                       json_object().add("what", "processor time of one repetition on its busiest rank"));
     out.figure("kmers", total, "count");
     out.figure("reduces_combined_rank0", static_cast<double>(combined), "count");
     if (!s.only_reduce) {

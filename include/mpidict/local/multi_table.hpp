@@ -11,20 +11,21 @@
 // at once and reads a slot only where its tag matches: a miss usually ends in
 // the tag array (1 byte per slot, far more of it stays in cache than of the
 // slots), a hit reads one slot.  A key with more than one value has the multi
-// bit set, and its values 2..n live in a side map keyed by the key (a node per
-// such key), so single-valued keys pay nothing for multi-valued ones.
+// bit set, and its values 2..n live in a side table keyed by the key
+// (spill_table: flat, one probe and a push_back per further value), so
+// single-valued keys pay nothing for multi-valued ones.
 // Deletion shifts later slots back (no tombstones), so probe sequences never
 // degrade with churn.
 //
 // Invariants.  Every stored key sits in the run of occupied slots that starts at
 // its home slot; load stays at most max_load (default 0.6: 28 bytes per slot
 // and pair for 8+8 bytes when reserved, and unsuccessful probes mostly end in
-// the first 16 tags); a key has a side-map entry exactly when its multi bit is
+// the first 16 tags); a key has a side-table entry exactly when its multi bit is
 // set; values of a key keep insertion order.
 //
-// Costs.  find/insert/take: one hash and a short probe (and one side-map lookup
-// for a key with several values); growth doubles and rehashes (O(size)), so pass
-// the expected key count when known.
+// Costs.  find/insert/take: one hash and a short probe (and one side-table
+// probe, with the same hash, for a key with several values); growth doubles
+// and rehashes (O(size)), so pass the expected key count when known.
 
 #include <algorithm>
 #include <bit>
@@ -33,7 +34,6 @@
 #include <iterator>
 #include <limits>
 #include <span>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -45,6 +45,7 @@
 #include "mpidict/detail/prefetch.hpp"
 #include "mpidict/error.hpp"
 #include "mpidict/local/hash.hpp"
+#include "mpidict/local/spill_table.hpp"
 
 namespace mpidict::local {
 
@@ -60,11 +61,7 @@ class multi_table {
         V first{};
     };
     // Values 2..n of the keys that have several, keyed by the key.
-    struct rest_hash {
-        [[no_unique_address]] Hash hash;
-        std::size_t operator()(const K& key) const { return static_cast<std::size_t>(hash(key)); }
-    };
-    using rest_map = std::unordered_map<K, std::vector<V>, rest_hash, Equal>;
+    using rest_map = spill_table<K, V, Hash, Equal>;
     using slot_array = std::vector<slot, detail::huge_page_allocator<slot>>;
     using tag_array = std::vector<std::uint8_t, detail::huge_page_allocator<std::uint8_t>>;
 
@@ -158,16 +155,12 @@ public:
     std::size_t capacity() const { return m_slots.size(); }
     bool empty() const { return m_size == 0; }
 
-    // Bytes this table holds on the heap (slots, tags, the side map and the
-    // values in it), approximately: a side-map node is counted as its key, its
-    // vector, two pointers and an allocator header.
+    // Bytes this table holds on the heap (slots, tags, the side table's
+    // entries and the values in it), approximately: the spilled values are
+    // counted at their size, not their vectors' capacity.
     std::size_t memory_bytes() const {
-        std::size_t bytes = m_slots.capacity() * sizeof(slot) + m_tags.capacity();
-        if (!m_rest.empty() || m_rest.bucket_count() > 1)
-            bytes += m_rest.bucket_count() * sizeof(void*) +
-                     m_rest.size() * (sizeof(K) + sizeof(std::vector<V>) + 3 * sizeof(void*));
-        bytes += m_spilled_values * sizeof(V);
-        return bytes;
+        return m_slots.capacity() * sizeof(slot) + m_tags.capacity() + m_rest.memory_bytes() +
+               m_spilled_values * sizeof(V);
     }
 
     // Makes room for `keys` keys without rehashing.
@@ -184,19 +177,21 @@ public:
     values_view find(const K& key) const {
         if (m_size == 0)
             return {};
-        const std::size_t index = locate(key, m_hash(key));
+        const std::uint64_t h = m_hash(key);
+        const std::size_t index = locate(key, h);
         if (index == npos)
             return {};
-        return values_view(&m_slots[index].first, rest_at(index));
+        return values_view(&m_slots[index].first, rest_at(index, h));
     }
 
     mutable_values find_mutable(const K& key) {
         if (m_size == 0)
             return {};
-        const std::size_t index = locate(key, m_hash(key));
+        const std::uint64_t h = m_hash(key);
+        const std::size_t index = locate(key, h);
         if (index == npos)
             return {};
-        return mutable_values(&m_slots[index].first, rest_at(index));
+        return mutable_values(&m_slots[index].first, rest_at(index, h));
     }
 
     // find and find_mutable with the key's hash_of(key) already computed (a
@@ -207,7 +202,7 @@ public:
         const std::size_t index = locate(key, hash);
         if (index == npos)
             return {};
-        return values_view(&m_slots[index].first, rest_at(index));
+        return values_view(&m_slots[index].first, rest_at(index, hash));
     }
     mutable_values find_mutable_hashed(const K& key, std::uint64_t hash) {
         if (m_size == 0)
@@ -215,7 +210,7 @@ public:
         const std::size_t index = locate(key, hash);
         if (index == npos)
             return {};
-        return mutable_values(&m_slots[index].first, rest_at(index));
+        return mutable_values(&m_slots[index].first, rest_at(index, hash));
     }
 
     bool contains(const K& key) const { return m_size != 0 && locate(key, m_hash(key)) != npos; }
@@ -235,8 +230,8 @@ public:
         const std::size_t index = add(key, h, *first);
         if (++first == last)
             return stored;
-        std::vector<V>& rest = rest_for_append(index);
-        for (; first != last; ++first, ++stored) {
+        std::vector<V>& rest = spill(index, h, *first);
+        for (++first, ++stored; first != last; ++first, ++stored) {
             rest.push_back(*first);  // counted one by one: a throwing copy leaves the counts exact
             ++m_value_count;
             ++m_spilled_values;
@@ -295,6 +290,9 @@ public:
         detail::prefetch_line(m_tags.data() + index + group - 1);
         detail::prefetch_line(at_home);
         detail::prefetch_line(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(at_home) + 64));
+        // And the side table's home entry while any key has several values (a
+        // predicted branch for tables of single values).
+        m_rest.prefetch(hash);
     }
 
     // Single-valued update: a new key stores `value`; an existing key's values
@@ -314,14 +312,14 @@ public:
             fold(s.first, value);
             return 1;
         }
-        const auto rest = m_rest.find(s.key);
-        const std::size_t before = 1 + rest->second.size();
+        const std::vector<V>& rest = *m_rest.find(s.key, hash);
+        const std::size_t before = 1 + rest.size();
         V accumulated = s.first;
-        for (const V& spilled : rest->second)
+        for (const V& spilled : rest)
             fold(accumulated, spilled);
         fold(accumulated, value);
         s.first = std::move(accumulated);
-        drop_rest(index, rest);
+        drop_rest(index, hash);
         return before;
     }
 
@@ -342,7 +340,8 @@ public:
     std::size_t take(const K& key, std::size_t limit, Out&& out) {
         if (m_size == 0 || limit == 0)
             return 0;
-        const std::size_t index = locate(key, m_hash(key));
+        const std::uint64_t h = m_hash(key);
+        const std::size_t index = locate(key, h);
         if (index == npos)
             return 0;
         slot& s = m_slots[index];
@@ -351,8 +350,7 @@ public:
             remove_slot(index);
             return 1;
         }
-        const auto found = m_rest.find(s.key);
-        std::vector<V>& rest = found->second;
+        std::vector<V>& rest = *m_rest.find(s.key, h);
         const std::size_t n = std::min<std::size_t>(limit, 1 + rest.size());
         out(std::move(s.first));
         for (std::size_t i = 0; i + 1 < n; ++i)
@@ -362,12 +360,16 @@ public:
             return n;
         }
         // Partial: the new first value is rest[n-1]; the tail moves to the front.
+        // (An emptied side entry would read as free: the entry goes first.)
         s.first = std::move(rest[n - 1]);
-        rest.erase(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n));
         m_value_count -= n;
         m_spilled_values -= n;
-        if (rest.empty())
-            drop_rest(index, found);
+        if (n == rest.size()) {
+            m_rest.erase(s.key, h);
+            set_tag(index, static_cast<std::uint8_t>(m_tags[index] & ~multi_bit));
+        } else {
+            rest.erase(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n));
+        }
         return n;
     }
 
@@ -428,7 +430,7 @@ public:
         slot_array().swap(m_slots);
         tag_array().swap(m_tags);
         m_grow_at = 0;
-        rest_map().swap(m_rest);
+        m_rest.clear();
         m_size = m_value_count = m_spilled_values = 0;
     }
 
@@ -455,7 +457,7 @@ private:
     }
     std::pair<const K&, values_view> entry(std::size_t index) const {
         const slot& s = m_slots[index];
-        return {s.key, values_view(&s.first, rest_at(index))};
+        return {s.key, values_view(&s.first, is_multi(m_tags[index]) ? m_rest.find(s.key, m_hash(s.key)) : nullptr)};
     }
     std::size_t home(std::uint64_t h) const { return reduce_range(h, m_slots.size()); }
     std::size_t next(std::size_t index) const { return index + 1 == m_slots.size() ? 0 : index + 1; }
@@ -532,12 +534,13 @@ private:
         return found ? index : npos;
     }
 
-    // The side-map values of the key in slot `index` (null: it has one value).
-    const std::vector<V>* rest_at(std::size_t index) const {
-        return is_multi(m_tags[index]) ? &m_rest.find(m_slots[index].key)->second : nullptr;
+    // The side-table values of the key in slot `index`, whose hash is `h`
+    // (null: it has one value).
+    const std::vector<V>* rest_at(std::size_t index, std::uint64_t h) const {
+        return is_multi(m_tags[index]) ? m_rest.find(m_slots[index].key, h) : nullptr;
     }
-    std::vector<V>* rest_at(std::size_t index) {
-        return const_cast<std::vector<V>*>(std::as_const(*this).rest_at(index));
+    std::vector<V>* rest_at(std::size_t index, std::uint64_t h) {
+        return const_cast<std::vector<V>*>(std::as_const(*this).rest_at(index, h));
     }
 
     void grow_if_needed() {
@@ -564,32 +567,39 @@ private:
             claim(index, key, hash, value);
             return index;
         }
-        rest_for_append(index).push_back(value);
-        ++m_value_count;
-        ++m_spilled_values;
+        spill(index, hash, value);
         return index;
     }
 
-    // The side-map values of the key in slot `index`, made if it had one value.
-    std::vector<V>& rest_for_append(std::size_t index) {
-        if (is_multi(m_tags[index]))
-            return m_rest.find(m_slots[index].key)->second;
-        std::vector<V>& rest = m_rest.try_emplace(m_slots[index].key).first->second;
-        set_tag(index, static_cast<std::uint8_t>(m_tags[index] | multi_bit));
-        return rest;
+    // Appends `value` to the side-table values of the key in slot `index`
+    // (hash h), making its entry if it had one value; returns those values.
+    // If the append throws, the key keeps its values.
+    std::vector<V>& spill(std::size_t index, std::uint64_t h, const V& value) {
+        std::vector<V>* rest = nullptr;
+        if (is_multi(m_tags[index])) {
+            rest = m_rest.find(m_slots[index].key, h);
+            rest->push_back(value);
+        } else {
+            rest = &m_rest.create(m_slots[index].key, h, value);
+            set_tag(index, static_cast<std::uint8_t>(m_tags[index] | multi_bit));
+        }
+        ++m_value_count;
+        ++m_spilled_values;
+        return *rest;
     }
 
-    // The key in slot `index` is back to its one value: forget its side entry.
-    void drop_rest(std::size_t index, typename rest_map::iterator rest) {
-        m_value_count -= rest->second.size();
-        m_spilled_values -= rest->second.size();
-        m_rest.erase(rest);
+    // The key in slot `index` (hash h) is back to its one value: forget its side entry.
+    void drop_rest(std::size_t index, std::uint64_t h) {
+        const std::size_t spilled = m_rest.find(m_slots[index].key, h)->size();
+        m_value_count -= spilled;
+        m_spilled_values -= spilled;
+        m_rest.erase(m_slots[index].key, h);
         set_tag(index, static_cast<std::uint8_t>(m_tags[index] & ~multi_bit));
     }
 
     void remove_slot(std::size_t hole) {
         if (is_multi(m_tags[hole]))
-            drop_rest(hole, m_rest.find(m_slots[hole].key));
+            drop_rest(hole, m_hash(m_slots[hole].key));
         --m_value_count;
         --m_size;
         // Backward shift: pull later members of the run into the hole while doing
