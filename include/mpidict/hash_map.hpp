@@ -335,14 +335,17 @@ public:
     // the next flush(); values refused by a capacity limit count in async_rejected().
     template <class Op = std::plus<>>
     void async_reduce(const K& key, const V& value, Op op = {}) {
+        if constexpr (reduce_ops::combinable) {
+            if (!std::is_integral_v<K> || m_config.place != placement::cyclic) {
+                const std::uint64_t hash = m_hash(key);  // one hash: owner, combining slot, owner's table
+                return reduce_hashed<Op>(target_rank{owner_of_hash(hash)}, key, value, hash);
+            }
+        }
         async_reduce(target_rank{owner(key)}, key, value, op);
     }
     template <class Op = std::plus<>>
     void async_reduce(target_rank target, const K& key, const V& value, Op = {}) {
-        reduce_ops::template check<Op>();
-        check_value(value);
-        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::reduce);
-        encode_reduce<Op>(target, no_slot, key, value);
+        reduce_hashed<Op>(target, key, value, reduce_ops::combinable ? m_hash(key) : 0);
     }
 
     // Replaces the key's values with the one `value` (inserting the key if new).
@@ -799,19 +802,29 @@ private:
         out.finish();
     }
 
+    // async_reduce with the key's m_hash(key), computed once by the caller.
+    template <class Op>
+    void reduce_hashed(target_rank target, const K& key, const V& value, std::uint64_t hash) {
+        reduce_ops::template check<Op>();
+        check_value(value);
+        initiation_timer timer(*m_engine, m_sample_counter, hash_map_op::reduce);
+        encode_reduce<Op>(target, no_slot, key, value, hash);
+    }
+
     // reduce: {slot, op} key value.  A fire-and-forget reduce with fixed-size key
     // and value may fold into one waiting in the outbox; else it is streamed (a
     // reduce_op when the operator to this owner changes, then the bare pair), or,
     // in a handler, headered (a top-level reserve may serve handlers: no split).
     // Op is known here, so a combined reduce folds with Op inlined.
+    // `hash`: m_hash(key) (the combining slot), or 0 for a request (slot != no_slot).
     template <class Op>
-    void encode_reduce(target_rank target, std::uint32_t slot, const K& key, const V& value) {
+    void encode_reduce(target_rank target, std::uint32_t slot, const K& key, const V& value, std::uint64_t hash = 0) {
         constexpr std::size_t header = header_bytes<wire::reduce_header>;
         const std::uint32_t op = reduce_ops::template id<Op>;
         check_target(target);  // before the outbox of target.rank is looked at
         if constexpr (reduce_ops::combinable) {
             if (slot == no_slot) {
-                auto* const entry = m_reduces.template combine<Op>(target.rank, op, key, value);
+                auto* const entry = m_reduces.template combine<Op>(target.rank, op, key, value, hash);
                 if (entry == nullptr)
                     return;
                 const bool bare = !m_engine->in_handler();

@@ -546,8 +546,9 @@ public:
     // 128 KiB together): the compare that decides whether to combine reads
     // mostly from L1, and only a matching key reads its 24-byte entry.
     // `op` is Op's id; the fold calls Op inlined.
+    // `hash`: Hash{}(key), which the caller computed once (the slot: its low bits).
     template <class Op>
-    pending* combine(int destination, std::uint32_t op, const K& key, const V& value) {
+    pending* combine(int destination, std::uint32_t op, const K& key, const V& value, std::uint64_t hash) {
         if (m_paused != 0) [[unlikely]] {
             if (--m_paused == 0)
                 std::fill(m_pending.begin(), m_pending.end(), pending{});
@@ -563,7 +564,7 @@ public:
             m_tried = 0;
             m_hits = 0;
         }
-        const std::size_t index = index_of(key);
+        const std::size_t index = hash & (slots - 1);  // index_of(key), the caller's hash
         pending& waiting = m_pending[index];
         if (m_keys[index] == key && waiting.destination == destination && waiting.op == op &&
             waiting.generation == m_engine.outbox_generation(destination)) {
