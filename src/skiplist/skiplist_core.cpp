@@ -248,7 +248,11 @@ struct collective_scope {
 std::size_t skiplist_core::global_size() {
     // A node moved online is in neither rank's local_size() while its records
     // travel; the flush settles every move, and none starts before the sum.
+    // The first reduction carries global_size's tag, so a rank that calls
+    // flush() meanwhile is a collective mismatch on every rank (the ranks stay
+    // in step) rather than a flush matched by the one below.
     const collective_scope scope(m_shared);
+    (void)m_shared.engine->sum(std::uint64_t{0}, "global_size");
     flush();
     return static_cast<std::size_t>(m_shared.engine->sum(local_size(), "global_size"));
 }
