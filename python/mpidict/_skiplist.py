@@ -475,39 +475,19 @@ class RebalanceResult:
     max/mean over them (0.0 for the empty result before anything moved)."""
 
     __slots__ = ("entries_before", "entries_after", "load_before", "load_after", "moved_nodes", "moved_entries",
-                 "moved_bytes", "refused_nodes", "servers_added", "head_moved", "servers", "seconds")
+                 "moved_bytes", "refused_nodes", "servers_added", "head_moved", "servers", "seconds",
+                 "entries_ratio_before", "entries_ratio_after", "load_ratio_before", "load_ratio_after")
 
     def __init__(self, fields: dict):
         for name in ("entries_before", "entries_after", "load_before", "load_after"):
             setattr(self, name, np.asarray(fields[name], dtype=np.uint64))
         for name in ("moved_nodes", "moved_entries", "moved_bytes", "refused_nodes", "servers_added"):
             setattr(self, name, int(fields[name]))
+        for name in ("entries_ratio_before", "entries_ratio_after", "load_ratio_before", "load_ratio_after"):
+            setattr(self, name, float(fields[name]))  # computed by C++ (skiplist_rebalance_result::ratio)
         self.head_moved = bool(fields["head_moved"])
         self.servers = [int(r) for r in fields["servers"]]
         self.seconds = float(fields["seconds"])
-
-    def _ratio(self, load) -> float:
-        # As C++ skiplist_rebalance_result::ratio: every rank's load over the servers' count.
-        if not self.servers or load.size == 0:
-            return 0.0
-        mean = float(load.sum()) / len(self.servers)
-        return max(float(load[r]) for r in self.servers) / mean if mean > 0 else 1.0
-
-    @property
-    def entries_ratio_before(self) -> float:
-        return self._ratio(self.entries_before)
-
-    @property
-    def entries_ratio_after(self) -> float:
-        return self._ratio(self.entries_after)
-
-    @property
-    def load_ratio_before(self) -> float:
-        return self._ratio(self.load_before)
-
-    @property
-    def load_ratio_after(self) -> float:
-        return self._ratio(self.load_after)
 
     def __repr__(self) -> str:
         return (f"RebalanceResult(moved_nodes={self.moved_nodes}, moved_entries={self.moved_entries}, "

@@ -368,6 +368,12 @@ public:
         out["head_moved"] = result.head_moved;
         out["servers"] = result.servers;
         out["seconds"] = result.seconds;
+        // max/mean over the servers, as C++ computes it (0 before any rebalance).
+        using R = mpidict::skiplist_rebalance_result;
+        out["entries_ratio_before"] = R::ratio(result.entries_before, result.servers);
+        out["entries_ratio_after"] = R::ratio(result.entries_after, result.servers);
+        out["load_ratio_before"] = R::ratio(result.load_before, result.servers);
+        out["load_ratio_after"] = R::ratio(result.load_after, result.servers);
         return out;
     }
     // Every entry whose key starts with `prefix` (byte-string keys).

@@ -16,14 +16,6 @@ namespace {
 
 using namespace mpidict::c_skiplist;
 
-int check_live(const mpidict_skiplist* list, const char* function) {
-    if (const int code = check_list(list, function))
-        return code;
-    if (list->destroyed)
-        return fail(MPIDICT_ERR_DESTROYED, function, "the list was destroyed by mpidict_skiplist_destroy");
-    return MPIDICT_OK;
-}
-
 void copy_result(const mpidict::skiplist_rebalance_result& from, mpidict_skiplist_rebalance_result* to) {
     if (to == nullptr)
         return;
@@ -36,10 +28,8 @@ void copy_result(const mpidict::skiplist_rebalance_result& from, mpidict_skiplis
     to->servers_added = from.servers_added;
     to->head_moved = from.head_moved ? 1 : 0;
     to->servers = from.servers.size();
-    // A result of nothing (no rebalance yet) has no per-rank loads: ratios 0.
-    const auto ratio = [&](const std::vector<std::uint64_t>& load) {
-        return load.empty() || from.servers.empty() ? 0.0 : result::ratio(load, from.servers);
-    };
+    // (A result of nothing, before any rebalance, has no servers: ratios 0.)
+    const auto ratio = [&](const std::vector<std::uint64_t>& load) { return result::ratio(load, from.servers); };
     to->entries_ratio_before = ratio(from.entries_before);
     to->entries_ratio_after = ratio(from.entries_after);
     to->load_ratio_before = ratio(from.load_before);

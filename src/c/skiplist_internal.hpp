@@ -50,12 +50,19 @@ inline int check_list(const mpidict_skiplist* list, const char* function) {
     return MPIDICT_OK;
 }
 
-// A live list of the given key kind.
-inline int check_use(const mpidict_skiplist* list, int kind, const char* function) {
+// A live list (not destroyed), of either key kind.
+inline int check_live(const mpidict_skiplist* list, const char* function) {
     if (const int code = check_list(list, function))
         return code;
     if (list->destroyed)
         return fail(MPIDICT_ERR_DESTROYED, function, "the list was destroyed by mpidict_skiplist_destroy");
+    return MPIDICT_OK;
+}
+
+// A live list of the given key kind.
+inline int check_use(const mpidict_skiplist* list, int kind, const char* function) {
+    if (const int code = check_live(list, function))
+        return code;
     if (list->kind != kind)
         return fail(MPIDICT_ERR_ARGUMENT, function,
                     std::string("this is a function for ") +
