@@ -116,11 +116,13 @@ skiplist_caller::range_reads skiplist_caller::reads_of(const range_state& state,
     reads.end = state.hi;
     reads.bounded = state.bounded;
     if (state.limit != 0 && count >= state.limit && count > 0) {
-        byte_reader entries = reader_of(result);
-        std::string_view last;
-        for (std::uint32_t index = 0; index < count; ++index) {
-            last = read_string(entries);
-            read_string(entries);
+        std::string_view last = state.last_key;  // a split range's, found in the piece that met the limit
+        if (!state.split || state.last_key.empty()) {
+            byte_reader entries = reader_of(result);
+            for (std::uint32_t index = 0; index < count; ++index) {
+                last = read_string(entries);
+                read_string(entries);
+            }
         }
         std::string end(last);
         end.push_back('\0');  // the smallest key above the last entry
@@ -167,6 +169,7 @@ void skiplist_caller::settle_ranges() {
             if (shared && !m_trust_ranges) {
                 // Run it again, behind every earlier range (all final now).
                 state.collected.clear();
+                state.last_key.clear();
                 state.count = 0;
                 state.last = no_slot;
                 state.source = -1;
@@ -202,11 +205,29 @@ void skiplist_caller::settle_ranges() {
 void skiplist_caller::handle_range_piece(int source, std::string_view record) {
     byte_reader in = reader_of(record);
     const auto header = read_record<wire::range_piece_header>(in);
-    const std::uint32_t slot = header.slot;
-    const bool bounded = header.bounded != 0;
-    const std::string from(read_string(in));
-    const std::string to(read_string(in));
-    const std::string_view data = read_rest(in);
+    const std::string_view from = read_string(in);
+    const std::string_view to = read_string(in);
+    take_piece(source, header.slot, header.bounded, header.entries, from, to, read_rest(in));
+}
+
+// Several pieces of one query in one record (a range_batch's answers).
+void skiplist_caller::handle_range_pieces(int source, std::string_view record) {
+    byte_reader in = reader_of(record);
+    const auto header = read_record<wire::range_pieces_header>(in);
+    for (std::uint32_t index = 0; index < header.pieces; ++index) {
+        const auto piece = read_record<wire::range_batch_piece>(in);
+        const std::string_view from = read_string(in);
+        const std::string_view to = read_string(in);
+        const std::string_view data(reinterpret_cast<const char*>(in.take(piece.data_bytes)), piece.data_bytes);
+        take_piece(source, header.slot, piece.bounded, piece.entries, from, to, data);
+    }
+    if (in.remaining() != 0)
+        throw decode_error("mpidict: skiplist_map range pieces record longer than its pieces");
+}
+
+void skiplist_caller::take_piece(int source, std::uint32_t slot, std::uint8_t bounded_byte, std::uint32_t entries,
+                                 std::string_view from, std::string_view to, std::string_view data) {
+    const bool bounded = bounded_byte != 0;
     auto found = m_ranges.find(slot);
     if (found == m_ranges.end() || !found->second.split)
         throw decode_error("mpidict: skiplist_map range piece for request slot " + std::to_string(slot) +
@@ -214,19 +235,25 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
     range_state& state = found->second;
     if (state.descending) {
         state.source = source;
-        take_descending_piece(slot, state, from, to, bounded, header.entries, data);
+        take_descending_piece(slot, state, std::string(from), std::string(to), bounded, entries, data);
         return;
     }
     // A cut (modes sequential and none, split_ranges.hpp): [to, to), nothing
     // at or above `to` was sent; kept as a piece with no entries that ends there.
-    const bool cut = (header.bounded & split_ranges::piece_cut) != 0;
-    if (from < state.cursor || (bounded && to <= from && !cut) || (cut && (to != from || header.entries != 0)) ||
-        state.pieces.count(from) != 0)
+    const bool cut = (bounded_byte & split_ranges::piece_cut) != 0;
+    if (from < std::string_view(state.cursor) || (bounded && to <= from && !cut) ||
+        (cut && (to != from || entries != 0)) || state.pieces.count(from) != 0)
         throw decode_error("mpidict: skiplist_map range piece that overlaps another");
     state.source = source;
     if (state.direct && !cut)
-        state.direct_got += header.entries;
-    state.pieces.emplace(from, range_state::piece{to, bounded, header.entries, std::string(data)});
+        state.direct_got += entries;
+    if (!cut && from == std::string_view(state.cursor)) {
+        // It continues the chain: taken straight from the record, never stored.
+        if (take_entries(slot, state, to, bounded, entries, data))
+            return;
+    } else {
+        state.pieces.emplace(std::string(from), range_state::piece{std::string(to), bounded, entries, std::string(data)});
+    }
     // Take the pieces that now continue the chain from the cursor, in key order.
     for (auto next = state.pieces.find(state.cursor); next != state.pieces.end();
          next = state.pieces.find(state.cursor)) {
@@ -251,34 +278,63 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
                                      state.remaining);
             return;
         }
-        // Cut to the entries the limit leaves (count, erase_range: no limit, no entries).
-        std::uint32_t kept = state.counting ? taken.entries : 0;
-        byte_reader entries = reader_of(taken.data);
-        while (kept < taken.entries && state.remaining != 0) {
-            read_string(entries);
-            read_string(entries);
-            ++kept;
-            if (state.remaining != skiplist_shared::unlimited)
-                --state.remaining;
-        }
-        taken.data.resize(taken.data.size() - entries.remaining());
-        state.entries += kept;
-        if (kept > 0) {
-            if (state.streaming) {
-                if (!state.abandoned)
-                    state.ready.push_back(std::move(taken.data));
-            } else {
-                state.collected += taken.data;
-            }
-        }
-        state.cursor = taken.to;
-        if (!taken.bounded || (state.bounded && taken.to == state.hi)) {
-            if (!taken.bounded && state.bounded)
-                throw decode_error("mpidict: skiplist_map range piece reaches past the query");
-            finish_split_range(slot, state);
+        if (take_entries(slot, state, taken.to, taken.bounded, taken.entries, taken.data))
             return;
+    }
+}
+
+// The piece at the cursor, up to `to`: its entries, cut to what the limit
+// leaves (count, erase_range: no limit, no entries), go to the result; true
+// when that finished the query (the state is gone then).
+bool skiplist_caller::take_entries(std::uint32_t slot, range_state& state, std::string_view to, bool bounded,
+                                   std::uint32_t entries, std::string_view data) {
+    std::uint32_t kept = entries;
+    std::size_t bytes = data.size();
+    if (state.counting) {
+        bytes = 0;
+    } else if (state.remaining == skiplist_shared::unlimited) {
+    } else if (entries <= state.remaining) {
+        state.remaining -= entries;  // all of them: no entry read here (the request's decoder checks them)
+    } else {
+        byte_reader reader = reader_of(data);
+        for (kept = 0; kept < state.remaining; ++kept) {
+            read_string(reader);
+            read_string(reader);
+        }
+        bytes = data.size() - reader.remaining();
+        state.remaining = 0;
+    }
+    state.entries += kept;
+    if (kept > 0 && bytes > 0 && state.remaining == 0 && state.limit != 0) {
+        // The limit is met in this piece: its last key ends what the range
+        // read (reads_of), found here rather than in the whole result.
+        byte_reader reader = reader_of(data.substr(0, bytes));
+        for (std::uint32_t index = 0; index < kept; ++index) {
+            state.last_key = read_string(reader);
+            read_string(reader);
         }
     }
+    if (kept > 0 && bytes > 0) {
+        if (state.streaming) {
+            if (!state.abandoned)
+                state.ready.emplace_back(data.substr(0, bytes));
+        } else {
+            if (state.collected.empty() && state.remaining != skiplist_shared::unlimited) {
+                // Room for the whole result at this piece's bytes per entry: no regrowth.
+                const std::size_t estimate = bytes / kept * (kept + state.remaining);
+                state.collected.reserve(std::min<std::size_t>(estimate + bytes, std::size_t{1} << 18));
+            }
+            state.collected.append(data.data(), bytes);
+        }
+    }
+    state.cursor.assign(to);
+    if (!bounded || (state.bounded && state.cursor == state.hi)) {
+        if (!bounded && state.bounded)
+            throw decode_error("mpidict: skiplist_map range piece reaches past the query");
+        finish_split_range(slot, state);
+        return true;
+    }
+    return false;
 }
 
 // ---------------------------------------------------------------------------
@@ -289,7 +345,9 @@ void skiplist_caller::handle_range_piece(int source, std::string_view record) {
 // s_i < s_i+1 lies node i's interval (and, when the directory misses nodes or
 // a node split since, the nodes after it up to s_i+1).  From the cursor the
 // caller sends each interval [s_i, s_i+1) (the first from the cursor, the
-// last cut at hi) as a range_split piece straight to node i, all at once:
+// last cut at hi) straight to node i, all at once, the intervals of one rank's
+// nodes in one range_batch record (ranges.cpp, handle_range_batch; each
+// interval is answered as the range_split piece it stands for would be):
 // enough intervals for the limit left at the mean fill seen so far (entries
 // per interval), plus one, and remembers a cut at the last separator.  A node
 // answers its interval as any split piece: what is its own, and what lies
@@ -332,6 +390,18 @@ void skiplist_caller::send_direct_range(std::uint32_t slot, range_state& state) 
     }
     const std::string from_cursor = state.cursor;
     bool ended = false;  // the last piece reaches hi
+    // One range_batch record per destination rank (stop 67; several when
+    // they would not fit one): {route_header} from to per interval.  All are
+    // written before the first is sent: outside a handler a send may serve
+    // incoming records, whose pieces may send another range's batches.
+    struct batch {
+        int rank;
+        std::uint32_t count = 0;
+        std::string bytes;
+    };
+    std::vector<batch> batches;
+    const std::size_t room = m_shared.engine->max_record_bytes() - wire_bytes<wire::range_batch_header>;
+    m_batch_index.resize(static_cast<std::size_t>(m_shared.engine->size()), -1);
     for (std::size_t at = 0; at + 1 < entries.size() && !ended; ++at) {
         const std::string_view from = at == 0 ? std::string_view(from_cursor) : entries[at].separator;
         std::string_view to = entries[at + 1].separator;
@@ -343,21 +413,34 @@ void skiplist_caller::send_direct_range(std::uint32_t slot, range_state& state) 
         const std::uint8_t level_byte = entry_level_byte(node);
         if ((level_byte & wire::route_shortcut) != 0)
             ++m_shared.stats.shortcut_entries;
-        const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::range_split_header> +
-                                  string_bytes(from) + string_bytes(to) + string_bytes(std::string_view());
-        byte_writer out(m_shared.engine->reserve(node.rank, m_shared.handlers.range_split, bytes), bytes);
-        out.record(skiplist_shared::route(node, level_byte & wire::level_mask, level_byte & ~wire::level_mask, 0))
-            .record(wire::range_split_header{m_shared.rank(), slot, wire::range_bounded, left});
+        const std::size_t interval = wire_bytes<wire::route_header> + string_bytes(from) + string_bytes(to);
+        int& index = m_batch_index[static_cast<std::size_t>(node.rank)];
+        if (index < 0 || batches[static_cast<std::size_t>(index)].bytes.size() + interval > room) {
+            index = static_cast<int>(batches.size());
+            batches.push_back(batch{node.rank, 0, {}});
+        }
+        batch& into = batches[static_cast<std::size_t>(index)];
+        const std::size_t offset = into.bytes.size();
+        into.bytes.resize(offset + interval);
+        byte_writer out(reinterpret_cast<std::byte*>(into.bytes.data() + offset), interval);
+        out.record(skiplist_shared::route(node, level_byte & wire::level_mask, level_byte & ~wire::level_mask, 0));
         put_string(out, from);
         put_string(out, to);
-        put_string(out, std::string_view());
         out.finish();
+        ++into.count;
         state.direct_sent += at == 0 || ended ? 0.5 : 1.0;
     }
+    for (const batch& each : batches)
+        m_batch_index[static_cast<std::size_t>(each.rank)] = -1;
     if (!ended) {
         // The cut: nothing at or above the last separator was asked for.
         const std::string end(entries.back().separator);
         state.pieces.emplace(end, range_state::piece{end, true, 0, std::string()});
+    }
+    for (const batch& each : batches) {
+        const std::size_t size = wire_bytes<wire::range_batch_header> + each.bytes.size();
+        byte_writer out(m_shared.engine->reserve(each.rank, m_shared.handlers.range_batch, size), size);
+        out.record(wire::range_batch_header{m_shared.rank(), slot, left, each.count}).put_bytes(each.bytes).finish();
     }
 }
 

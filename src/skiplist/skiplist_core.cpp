@@ -183,6 +183,9 @@ skiplist_core::skiplist_core(std::unique_ptr<runtime::engine> engine, const skip
     h.move_reserved =
         m_shared.add_handler<&skiplist_rebalancer::handle_move_reserved>("skiplist.move_reserved", &m_rebalancer);
     h.load = m_shared.add_handler<&skiplist_rebalancer::handle_load>("skiplist.load", &m_rebalancer);
+    // Appended (issue 42, stop 67: direct ranges batched per rank).
+    h.range_batch = m_shared.add_handler<&skiplist_range_nodes::handle_range_batch>("skiplist.range_batch", &m_ranges);
+    h.range_pieces = m_shared.add_handler<&skiplist_caller::handle_range_pieces>("skiplist.range_pieces", &m_caller);
     auto& engine_ref = *m_shared.engine;
     engine_ref.verify_handlers();
     // Every rank must agree on the tunables that shape the list.

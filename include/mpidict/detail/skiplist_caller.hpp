@@ -82,6 +82,7 @@ public:
     void handle_point_reply(int source, std::string_view record);
     void handle_range_part(int source, std::string_view record);
     void handle_range_piece(int source, std::string_view record);
+    void handle_range_pieces(int source, std::string_view record);
     void handle_found_direct(int source, std::string_view record);
     void handle_found_split(int source, std::string_view record);
 
@@ -181,7 +182,7 @@ private:
             std::string data;
         };
         bool split = false;
-        std::map<std::string, piece> pieces;
+        std::map<std::string, piece, std::less<>> pieces;
         std::string cursor, hi, collected;
         bool bounded = false;
         bool descending = false;
@@ -206,6 +207,8 @@ private:
         // and a last cut at hi count half), direct_got: the entries they returned.
         bool direct = false;
         double direct_sent = 0, direct_got = 0;
+        // A split range whose limit was met: the last key it kept (reads_of).
+        std::string last_key;
     };
     // The keys a finished range read: [lo, end), or [lo, end of list) when not
     // bounded (the limit's last entry ends it early).
@@ -239,6 +242,15 @@ private:
     // limit needs).
     double m_direct_entries = 0, m_direct_intervals = 0;
     void count_direct_batch(range_state& state);
+    // send_direct_range: the batch each rank's intervals go into while it
+    // writes them (-1: none yet; all -1 between calls).
+    std::vector<int> m_batch_index;
+    // A piece of an ascending split range (range_piece, or one of a
+    // range_pieces record): chained by interval coverage from the cursor.
+    void take_piece(int source, std::uint32_t slot, std::uint8_t bounded_byte, std::uint32_t entries,
+                    std::string_view from, std::string_view to, std::string_view data);
+    bool take_entries(std::uint32_t slot, range_state& state, std::string_view to, bool bounded, std::uint32_t entries,
+                      std::string_view data);
     // Streaming: moves the parts that are now in order to `ready`; completes the
     // request when the last one has been handed out (or dropped).
     void advance_stream(std::uint32_t slot, range_state& state);

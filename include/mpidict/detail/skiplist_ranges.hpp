@@ -17,10 +17,16 @@
 //     caller's directory names ("direct ranges", caller_ranges.cpp), each node
 //     splitting on from there; MPIDICT_SKIPLIST_DIRECT_RANGES=0 gives them the
 //     level-0 walk above again (or the budgeted split, split_ranges.hpp).
+//   - range_batch (direct ranges since stop 67): the intervals of one query
+//     on one rank in one record; every node that holds its whole interval
+//     answers at once, all of them in one range_pieces record written straight
+//     from the runs into the outbox; any other interval is handled as the
+//     range_split piece it stands for (handle_range_batch).
 //   - find_split (mode total_order, a find_many chunk): the chunk's sorted keys
 //     split the same way; each node answers the keys left to it (found_split).
 
 #include <string_view>
+#include <vector>
 
 #include "mpidict/detail/skiplist_nodes.hpp"
 #include "mpidict/detail/skiplist_shared.hpp"
@@ -39,6 +45,7 @@ public:
     void handle_range(int source, std::string_view record);
     void handle_range_split(int source, std::string_view record);
     void handle_find_split(int source, std::string_view record);
+    void handle_range_batch(int source, std::string_view record);
 
 private:
     // A descending range at `here` (ranges.cpp: locate the node below hi,
@@ -46,6 +53,15 @@ private:
     void walk_down(node& here, skiplist_node_id id, std::uint8_t level_byte, std::uint8_t hops, std::string_view tail,
                    const wire::range_header& header, std::string_view lo, std::string_view hi,
                    std::string_view pattern_bytes, const key_pattern* pattern);
+
+    // handle_range_batch's answers, reused from batch to batch: the node and
+    // the entries [first, stop) of its run each interval sends.
+    struct batch_answer {
+        const node* here;
+        std::size_t first, stop, data_bytes;
+        std::string_view from, to;
+    };
+    std::vector<batch_answer> m_batch_answers;
 
     skiplist_shared& m_shared;
     skiplist_nodes& m_nodes;

@@ -98,7 +98,8 @@ struct skiplist_shared {
                             alloc_reply = 0, link_up = 0, set_links = 0, expect = 0, marker = 0, clear = 0,
                             point_reply = 0, unlinked = 0, find_direct = 0, found_direct = 0,
                             insert_direct = 0, bulk_reserve = 0, bulk_reserved = 0, bulk_fill = 0,
-                            find_split = 0, found_split = 0, snapshot_fill = 0, snapshot_read = 0;
+                            find_split = 0, found_split = 0, snapshot_fill = 0, snapshot_read = 0,
+                            range_batch = 0, range_pieces = 0;
     } handlers;
 
     // Registers `Member` (void (Class::*)(int source, std::string_view record))

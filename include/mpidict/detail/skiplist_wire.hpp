@@ -132,6 +132,39 @@ struct skiplist_wire {
             return std::tuple{&range_piece_header::slot, &range_piece_header::bounded, &range_piece_header::entries};
         }
     };
+    // range_batch (not routed; modes sequential and none, direct ranges,
+    // caller_ranges.cpp): {range_batch_header} then `intervals` × ({route_header}
+    // from to), the directory intervals of one query whose nodes are on the
+    // destination rank.  Each interval is the range_split piece
+    // {route_header} {range_split_header{caller, slot, range_bounded, limit}}
+    // from to "" would be (ranges.cpp, handle_range_batch); the answers of the
+    // nodes that hold their whole interval travel together in range_pieces.
+    struct range_batch_header {
+        std::int32_t caller;
+        std::uint32_t slot;
+        std::uint64_t limit;
+        std::uint32_t intervals;
+        static constexpr auto fields() {
+            return std::tuple{&range_batch_header::caller, &range_batch_header::slot, &range_batch_header::limit,
+                              &range_batch_header::intervals};
+        }
+    };
+    // range_pieces: {range_pieces_header} then `pieces` × ({range_batch_piece}
+    // from to, then data_bytes of entries): range_piece records' contents, as
+    // many as fit one record, of one query.
+    struct range_pieces_header {
+        std::uint32_t slot;
+        std::uint32_t pieces;
+        static constexpr auto fields() { return std::tuple{&range_pieces_header::slot, &range_pieces_header::pieces}; }
+    };
+    struct range_batch_piece {
+        std::uint8_t bounded;
+        std::uint32_t entries;
+        std::uint32_t data_bytes;
+        static constexpr auto fields() {
+            return std::tuple{&range_batch_piece::bounded, &range_batch_piece::entries, &range_batch_piece::data_bytes};
+        }
+    };
     // find_split (tail, mode total_order; a find_many chunk): {find_split_header},
     // keys × ({u32 batch index} key), keys in ascending order (a repeated key
     // stays next to itself).  It enters at the head and splits over the towers
