@@ -62,6 +62,12 @@ private:
         std::string_view from, to;
     };
     std::vector<batch_answer> m_batch_answers;
+    struct batch_interval {
+        std::uint32_t slot, generation;
+        std::size_t at;  // where its route_header starts in the record
+        std::string_view from, to;
+    };
+    std::vector<batch_interval> m_batch_intervals;
 
     skiplist_shared& m_shared;
     skiplist_nodes& m_nodes;
