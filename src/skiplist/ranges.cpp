@@ -870,9 +870,16 @@ void skiplist_range_nodes::handle_range_batch(int source, std::string_view recor
             std::size_t stop = first == size || run.key(size - 1) < to ? size : run.lower_bound(to, first);
             if (limit != skiplist_shared::unlimited && stop - first > limit)
                 stop = first + static_cast<std::size_t>(limit);
-            std::size_t data_bytes = 0;
-            for (std::size_t entry = first; entry != stop; ++entry)
-                data_bytes += 8 + run.key(entry).size() + run.value(entry).size();
+            // A run holds its entries back to back in key order, each as
+            // {u32, u32, key, value}: as many bytes as the wire's {u32 key
+            // bytes, key, u32 value bytes, value}, so [first, stop) sends
+            // the bytes between their starts (no pass over the entries; the
+            // writing checks every entry against it).
+            auto start = [&](std::size_t entry) { return run.key(entry).data() - sorted_run::entry_header_bytes; };
+            const std::size_t data_bytes =
+                first == stop ? 0
+                              : static_cast<std::size_t>(
+                                    (stop == size ? start(0) + run.packed_bytes() : start(stop)) - start(first));
             if (data_bytes <= piece_room) {
                 answers.push_back(batch_answer{here, first, stop, data_bytes, from, to});
                 continue;
@@ -926,13 +933,17 @@ void skiplist_range_nodes::handle_range_batch(int source, std::string_view recor
             put_u32(answer.to.size());
             put(answer.to.data(), answer.to.size());
             const sorted_run& run = answer.here->run;
+            std::byte* const piece_end = cursor + answer.data_bytes;
             for (std::size_t entry = answer.first; entry != answer.stop; ++entry) {
                 const std::string_view key = run.key(entry), value = run.value(entry);
+                MPIDICT_ASSERT(key.size() + value.size() + 8 <= static_cast<std::size_t>(piece_end - cursor),
+                               "a range piece's entries exceed the bytes counted for them");
                 put_u32(key.size());
                 put(key.data(), key.size());
                 put_u32(value.size());
                 put(value.data(), value.size());
             }
+            MPIDICT_ASSERT(cursor == piece_end, "a range piece's entries fill fewer bytes than counted for them");
             ++stats.handled;
             ++stats.range_parts;
         }
