@@ -105,6 +105,18 @@ std::byte* engine::reserve_record(int destination, handler_id handler, std::size
     return append(destination, group_kind::plain, 0, handler, bytes, false);
 }
 
+std::byte* engine::reserve_many(int destination, handler_id handler, std::size_t bytes, std::uint32_t wanted,
+                                std::uint32_t& granted) {
+    MPIDICT_ASSERT(destination >= 0 && destination < m_size, "destination rank out of range");
+    MPIDICT_ASSERT(wanted >= 1, "reserve_many wants at least one record");
+    granted = 1;
+    if (wanted == 1 || next_hop(destination) != destination) [[unlikely]]
+        return reserve_record(destination, handler, bytes);
+    if (bytes > max_record_bytes()) [[unlikely]]
+        return reserve_record(destination, handler, bytes);  // throws the size error
+    return append(destination, group_kind::plain, 0, handler, bytes, false, wanted, &granted);
+}
+
 std::byte* engine::append(int to, group_kind kind, std::uint32_t label, handler_id handler, std::size_t bytes,
                           bool deferred, std::uint32_t wanted, std::uint32_t* granted) {
     MPIDICT_ASSERT(wanted == 1 || kind != group_kind::routed, "routed records are appended one at a time");

@@ -2,7 +2,9 @@
 // not exist (their callback gets an empty span), with and without a limit.  Every
 // index is answered exactly once with the values in insertion order.  find_many is
 // local: ranks call it different numbers of times.  A rank's own keys are looked
-// up in place, in the smallest buffer too (in_place_small_buffer).
+// up in place, in the smallest buffer too (in_place_small_buffer).  An owner
+// writes runs of single values with one reservation each, cut where a key has
+// another count and where a small buffer fills (long_answer_runs).
 
 #include <cstdint>
 #include <string>
@@ -199,6 +201,44 @@ void in_place_small_buffer(int rank, int size) {
     map.destroy();
 }
 
+// Thousands of single-valued keys with a missing or three-valued key every 97th
+// (and runs of them back to back), in messages of 256 and of 4,096 bytes: an
+// owner's runs of single values (up to 128 per reservation) are cut by the other
+// answers and by full buffers, and every answer still reaches its key.
+void long_answer_runs(int rank, int size) {
+    for (const std::size_t buffer : {std::size_t{256}, std::size_t{4096}}) {
+        mpidict::hash_map_config config;
+        config.runtime.buffer_bytes = buffer;
+        mpidict::hash_map<std::uint64_t, std::uint64_t> map(MPI_COMM_WORLD, config);
+        constexpr std::uint64_t count = 3000;
+        const auto values_count = [](std::uint64_t key) -> std::uint64_t {
+            const std::uint64_t index = key % 100000;
+            if (index % 97 == 0 || (index >= 1500 && index < 1504))
+                return 0;
+            return index % 97 == 50 || (index >= 2000 && index < 2003) ? 3 : 1;
+        };
+        const std::uint64_t base = 10000000 + static_cast<std::uint64_t>(rank) * 100000;
+        for (std::uint64_t index = 0; index < count; ++index)
+            for (std::uint64_t j = 0; j < values_count(base + index); ++j)
+                map.async_insert(base + index, (base + index) * 7 + j);
+        map.flush();
+        std::vector<std::uint64_t> keys;
+        for (std::uint64_t index = 0; index < count; ++index)
+            for (int origin = 0; origin < size; ++origin)
+                keys.push_back(10000000 + static_cast<std::uint64_t>((origin + rank) % size) * 100000 + index);
+        auto expected = [&](std::uint64_t key) {
+            std::vector<std::uint64_t> values;
+            for (std::uint64_t j = 0; j < values_count(key); ++j)
+                values.push_back(key * 7 + j);
+            return values;
+        };
+        look_up_all(map, keys, map.unlimited, expected);
+        look_up_all(map, keys, 2, expected);
+        map.flush();
+        map.destroy();
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,5 +247,6 @@ int main(int argc, char** argv) {
         integer_values(rank, size);
         string_values(rank, size);
         in_place_small_buffer(rank, size);
+        long_answer_runs(rank, size);
     });
 }

@@ -226,6 +226,16 @@ public:
         }
         return reserve_record(destination, handler, bytes);
     }
+    // Appends up to `wanted` (>= 1) consecutive records of `bytes` each for
+    // `handler` at `destination`, as many as fit in its outbox (at least one,
+    // shipping a full buffer first if need be), and returns where the first
+    // goes; *granted says how many, `bytes` apart.  One call for a run of
+    // fixed-size records instead of one reserve() each (hash_map's find_many
+    // answers).  Under grid routing a record for a rank this one does not send
+    // to directly travels alone: granted is 1.  Same validity and size check
+    // as reserve().
+    std::byte* reserve_many(int destination, handler_id handler, std::size_t bytes, std::uint32_t wanted,
+                            std::uint32_t& granted);
     // Changes whenever `destination`'s outbox is shipped: a pointer reserve()
     // returned may be written again (e.g. to combine a later update into a
     // record still waiting) while the generation is the one read after the
