@@ -135,6 +135,17 @@ public:
     read_request read(const std::string& key) { return m_map.find(key); }
     static std::optional<std::string> read_value(read_request& done) { return done.get(); }
     write_request write(const std::string& key, const std::string& record) { return m_map.insert(key, record); }
+    // The load's loader: fire-and-forget, refusals counted in load_rejected().
+    void load_one(const std::string& key, const std::string& record) { m_map.async_insert(key, record); }
+    insert_many_result load_many(std::span<const std::string> keys, std::span<const std::string> records) {
+        return m_map.insert_many(keys, records);
+    }
+    std::uint64_t load_rejected() const { return m_map.async_rejected(); }
+    // on_found(index, const std::optional<std::string>&) for every key (untimed checks).
+    template <class Function>
+    void read_many(std::span<const std::string> keys, Function&& on_found) {
+        m_map.find_many(keys, [&](std::size_t index, const std::optional<std::string>& value) { on_found(index, value); });
+    }
     static write_outcome written(write_request& done) {
         const replace_result result = done.get();
         return !result.stored ? write_outcome::refused
@@ -266,6 +277,22 @@ public:
         return std::move(values.front());
     }
     write_request write(const std::string& key, const std::string& record) { return m_map.visit(key, m_put, record); }
+    // The load's loader, as the other containers': fire-and-forget (a fresh key's
+    // only value), refusals counted in load_rejected().
+    void load_one(const std::string& key, const std::string& record) { m_map.async_insert(key, record); }
+    insert_many_result load_many(std::span<const std::string> keys, std::span<const std::string> records) {
+        return m_map.insert_many(keys, records);
+    }
+    std::uint64_t load_rejected() const { return m_map.async_rejected(); }
+    // A key with two values (stored twice) is reported as missing its one record.
+    template <class Function>
+    void read_many(std::span<const std::string> keys, Function&& on_found) {
+        m_map.find_many(keys, 2, [&](std::size_t index, const auto& values) {
+            const std::optional<std::string> value =
+                values.size() == 1 ? std::optional<std::string>(*values.begin()) : std::nullopt;
+            on_found(index, value);
+        });
+    }
     write_request update_field(const std::string& key, std::int64_t field, const std::string& bytes) {
         std::string argument;
         argument += static_cast<char>(field & 0xff);
@@ -373,14 +400,93 @@ public:
     client(Adapter& db, run_context& context, key_chooser& chooser)
         : m_db(db), m_context(context), m_spec(context.spec), m_chooser(chooser), m_backoff(context.oversubscribed) {}
 
-    // Inserts records [first, first + count).
+    // Inserts records [first, first + count): --load async (the default) as a
+    // loader would, every record an async_insert (the containers' streaming
+    // form: skiplist_map sends them as sorted batches, hash_map aggregates
+    // them per rank), answered by the flush that ends the phase; --load
+    // requests as YCSB's client does, one insert request per record, W in
+    // flight, each answer checked (a new key) and timed.
     void load(std::int64_t first, std::int64_t count, phase_result& phase) {
         m_phase = &phase;
+        m_load_first = first;
+        m_load_count = count;
+        m_load_sequence = m_sequence;
+        if (m_context.options.load == "async") {
+            const std::size_t kind = static_cast<std::size_t>(operation::insert);
+            for (std::int64_t keynum = first; keynum < first + count; ++keynum) {
+                const std::string key = key_name(keynum, m_spec);
+                m_db.load_one(key, record_for(key, ++m_sequence));
+                ++m_phase->by_kind[kind];
+                ++m_phase->operations;
+                if (m_context.meter != nullptr)
+                    m_context.meter->tick();
+            }
+            return;
+        }
+        if (m_context.options.load == "many") {
+            const std::size_t kind = static_cast<std::size_t>(operation::insert);
+            const std::int64_t chunk = static_cast<std::int64_t>(m_context.options.load_chunk);
+            std::vector<std::string> keys, records;
+            for (std::int64_t start = first; start < first + count; start += chunk) {
+                const std::int64_t size = std::min(chunk, first + count - start);
+                keys.clear();
+                records.clear();
+                for (std::int64_t keynum = start; keynum < start + size; ++keynum) {
+                    keys.push_back(key_name(keynum, m_spec));
+                    records.push_back(record_for(keys.back(), ++m_sequence));
+                }
+                const insert_many_result stored = m_db.load_many(keys, records);
+                if (stored.stored != static_cast<std::uint64_t>(size) || stored.replaced != 0)
+                    fail("load: insert_many of records " + std::to_string(start) + ".." +
+                         std::to_string(start + size - 1) + " stored " + std::to_string(stored.stored) + " (" +
+                         std::to_string(stored.replaced) + " replaced, " + std::to_string(stored.refused) +
+                         " refused)");
+                m_phase->by_kind[kind] += static_cast<std::uint64_t>(size);
+                m_phase->operations += static_cast<std::uint64_t>(size);
+            }
+            return;
+        }
         std::int64_t next = first;
         drive(count, [&](pending& op) {
             op.kind = operation::insert;
             op.keynum = next++;
         });
+    }
+
+    // After the load's flush, untimed, in both load modes: no insert refused,
+    // and every loaded record of this rank found once, holding exactly what
+    // the load wrote (every field tagged with its insert's write).  Failures
+    // count in the load phase.
+    void verify_load() {
+        if (const std::uint64_t refused = m_db.load_rejected(); refused != 0)
+            fail("load: " + std::to_string(refused) + " inserts refused (capacity)");
+        constexpr std::int64_t chunk = 4096;
+        std::vector<std::string> keys;
+        std::vector<field_view> fields;
+        for (std::int64_t start = 0; start < m_load_count; start += chunk) {
+            const std::int64_t size = std::min(chunk, m_load_count - start);
+            keys.clear();
+            for (std::int64_t i = 0; i < size; ++i)
+                keys.push_back(key_name(m_load_first + start + i, m_spec));
+            m_db.read_many(std::span<const std::string>(keys), [&](std::size_t index, const std::optional<std::string>& value) {
+                const std::string& key = keys[index];
+                if (!value) {
+                    fail("load: record " + key + " not found (once) after the load");
+                    return;
+                }
+                if (const std::string problem = check_record(*value, key, m_spec, fields); !problem.empty()) {
+                    fail("load: record " + key + ": " + problem);
+                    return;
+                }
+                const std::uint64_t tag =
+                    make_tag(m_context.rank, m_load_sequence + static_cast<std::uint64_t>(start) + index + 1);
+                for (const field_view& field : fields)
+                    if (field.tag != tag) {
+                        fail("load: record " + key + " holds a field of another write than its insert");
+                        return;
+                    }
+            });
+        }
     }
 
     void run(std::int64_t count, phase_result& phase) {
@@ -714,6 +820,8 @@ private:
     std::uint64_t m_sequence = 0;
     std::uint64_t m_acknowledged_inserts = 0;
     std::uint64_t m_generated = 0;
+    std::int64_t m_load_first = 0, m_load_count = 0;
+    std::uint64_t m_load_sequence = 0;  // m_sequence before the load
     std::unordered_set<std::int64_t> m_writing;                                   // keys with a write in flight
     std::unordered_map<std::int64_t, std::vector<std::uint64_t>> m_own_writes;  // run phase: acknowledged, per field
 };
@@ -769,6 +877,8 @@ void run_with(Adapter& db, run_context& context, ycsb_result& result) {
     double seconds = std::chrono::duration<double>(clock_type::now() - began).count();
     if (context.meter != nullptr)
         context.meter->finish();
+    worker.verify_load();  // (untimed; answering the other ranks' reads until every rank is done)
+    db.flush();
     reduce_phase(context.comm, context.rank, load, seconds);
     constexpr bool elastic = requires { db.rebalance(false); };
     if constexpr (elastic)
@@ -992,6 +1102,7 @@ support::json_object run_fields(const ycsb_result& result, const ycsb_options& o
         .add("container", container_name(options.container))
         .add("consistency", options.container == container_kind::skiplist ? options.consistency : std::string("n/a"))
         .add("window", static_cast<std::uint64_t>(options.window))
+        .add("load", options.load)
         .add("recordcount", static_cast<std::uint64_t>(result.spec.recordcount))
         .add("operationcount", static_cast<std::uint64_t>(result.spec.operationcount))
         .add("fieldcount", static_cast<std::uint64_t>(result.spec.fieldcount))
@@ -1139,6 +1250,10 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
         .add_choice("consistency", &options.consistency, {"total_order", "sequential", "none"},
                     "skiplist_map's consistency mode")
         .add_count("window", &options.window, "operations in flight per rank (W)", 1, 1u << 16)
+        .add_count("load-chunk", &options.load_chunk, "records per insert_many call of --load many", 1, 1u << 24)
+        .add_choice("load", &options.load, {"async", "many", "requests"},
+                    "the load phase: every record an async_insert, answered by the phase's flush (async), or one "
+                    "insert request per record, W in flight, as YCSB's client (requests); both checked afterwards")
         .add_count("seed", &options.seed, "seed of the random choices (rank r uses its own stream)")
         .add_choice("counter-window", &options.counter_window, {"auto", "rma"},
                     "the shared insert counter: shared memory when every rank is on one node (auto), or MPI RMA")

@@ -3,8 +3,10 @@
 // mpidict's containers, every rank a client.  docs/ycsb.md describes the
 // workload, what is faithful to YCSB and what differs, and the results.
 //
-// Phases.  load: every rank inserts its share of the records (workload.hpp),
-// W requests in flight.  run: every rank executes its share of
+// Phases.  load: every rank inserts its share of the records (workload.hpp):
+// --load async (default) as async_inserts ended by a flush, --load many as
+// insert_many calls, --load requests as insert requests with W in flight;
+// then, untimed, reads every record of its share back.  run: every rank executes its share of
 // operationcount operations chosen by the workload's proportions and key
 // distribution, W in flight, then a flush.  Each phase is timed from a barrier
 // to the end of its flush; throughput is the phase's operations over that time.
@@ -87,6 +89,8 @@ struct ycsb_options {
     container_kind container = container_kind::skiplist;
     std::string consistency = "sequential";     // skiplist_map: total_order | sequential | none
     std::size_t window = 16;                    // W: operations in flight per rank
+    std::string load = "async";                 // the load phase: async (async_insert, then flush) | many | requests
+    std::size_t load_chunk = 8192;              // records per insert_many call (--load many)
     std::uint64_t seed = 1;
     bool json = false;
     bool quiet = false;
