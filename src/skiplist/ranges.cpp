@@ -938,6 +938,16 @@ void skiplist_range_nodes::handle_range_batch(int source, std::string_view recor
                 const std::string_view key = run.key(entry), value = run.value(entry);
                 MPIDICT_ASSERT(key.size() + value.size() + 8 <= static_cast<std::size_t>(piece_end - cursor),
                                "a range piece's entries exceed the bytes counted for them");
+                if (key.size() == 8 && value.size() == 8) {
+                    // 8-byte keys and values (integers): copies of fixed size, no library call.
+                    const std::uint32_t eight = 8;
+                    std::memcpy(cursor, &eight, 4);
+                    std::memcpy(cursor + 4, key.data(), 8);
+                    std::memcpy(cursor + 12, &eight, 4);
+                    std::memcpy(cursor + 16, value.data(), 8);
+                    cursor += 24;
+                    continue;
+                }
                 put_u32(key.size());
                 put(key.data(), key.size());
                 put_u32(value.size());
