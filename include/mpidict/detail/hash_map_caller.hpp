@@ -164,17 +164,25 @@ public:
         const bool in_place = !take;
         if (in_place)
             m_engine.deliver_loopback();
-        std::uint32_t local[local_run];
+        // This rank's keys, by index; looked up after every other key has left
+        // (a find's own keys never travel, so its own peer's order is free;
+        // take_many sends them and uses it as every owner's).
+        std::vector<std::uint32_t>& local = m_peers[static_cast<std::size_t>(self)].order;
+        local.clear();
+        if (in_place)
+            local.reserve(keys.size());  // 4 bytes a key, touched only as far as used: no regrowth copies
+        std::size_t local_first = 0;
         std::uint32_t local_count = 0;
         const auto look_up_local = [&] {
+            const std::uint32_t* run_of = local.data() + local_first;
             find_local(
-                local_count, [&](std::uint32_t i) -> const K& { return keys[local[i]]; }, clamped,
+                local_count, [&](std::uint32_t i) -> const K& { return keys[run_of[i]]; }, clamped,
                 [&](std::uint32_t i, const auto& found, std::size_t n) {
                     --m_pending;
                     if constexpr (codec<V>::fixed_size) {
                         if (n == 1) {
                             const V value = found[0];
-                            on_result(std::size_t{local[i]}, std::span<const V>(&value, 1));
+                            on_result(std::size_t{run_of[i]}, std::span<const V>(&value, 1));
                             return;
                         }
                     }
@@ -182,23 +190,20 @@ public:
                     std::vector<V> values;
                     values.reserve(n);
                     found.copy_to(std::back_inserter(values), n);
-                    on_result(std::size_t{local[i]}, std::span<const V>(values));
+                    on_result(std::size_t{run_of[i]}, std::span<const V>(values));
                 },
                 [&](std::uint32_t, const std::string& message) {
                     --m_pending;
                     if (m_error.empty())
                         m_error = message;
                 });
-            local_count = 0;
         };
         for (std::size_t index = 0; index < keys.size(); ++index) {
             const K& key = keys[index];
             const int to = destination(key);
             before_key(key);
             if (in_place && to == self) {
-                local[local_count++] = static_cast<std::uint32_t>(index);
-                if (local_count == local_run)
-                    look_up_local();
+                local.push_back(static_cast<std::uint32_t>(index));
                 continue;
             }
             peer& owner = m_peers[static_cast<std::size_t>(to)];
@@ -217,8 +222,17 @@ public:
                 byte_writer(m_engine.reserve(to, keys_handler, bytes), bytes).encode(key).finish();
             }
         }
-        if (local_count != 0)
-            look_up_local();
+        if (in_place && !local.empty()) {
+            // The other ranks' keys leave now, and their owners answer while
+            // this rank looks its own keys up, serving between runs (their
+            // answers, their keys) so that nobody waits for it at the end.
+            m_engine.ship_all();
+            for (local_first = 0; local_first < local.size(); local_first += local_count) {
+                local_count = static_cast<std::uint32_t>(std::min<std::size_t>(local_run, local.size() - local_first));
+                look_up_local();
+                m_engine.progress();
+            }
+        }
         auto& kind = m_engine.stats()[kind_id];
         kind.operations += keys.size();
         kind.initiation_seconds += runtime::now_seconds() - start;
