@@ -121,11 +121,34 @@ std::size_t key_bytes_bound(const workload& spec) {
 
 // ---- the containers, behind one small interface ---------------------------------
 
+// What every adapter holds: its map, and the load's loader calls every container
+// answers alike (fire-and-forget inserts, refusals counted in load_rejected(); or
+// insert_many batches).
+template <class Map>
+class loading_adapter {
+public:
+    void load_one(const std::string& key, const std::string& record) { m_map.async_insert(key, record); }
+    insert_many_result load_many(std::span<const std::string> keys, std::span<const std::string> records) {
+        return m_map.insert_many(keys, records);
+    }
+    std::uint64_t load_rejected() const { return m_map.async_rejected(); }
+    void flush() { m_map.flush(); }
+
+protected:
+    template <class... Args>
+    explicit loading_adapter(Args&&... args) : m_map(std::forward<Args>(args)...) {}
+
+    Map m_map;
+};
+
 // skiplist_map and linear_hash_map: insert stores or replaces one value, find
 // answers it.  Neither updates a field at the owner: the client reads, changes
 // and writes back.
 template <class Map>
-class replacing_adapter {
+class replacing_adapter : public loading_adapter<Map> {
+protected:
+    using loading_adapter<Map>::m_map;
+
 public:
     using map_type = Map;
     using read_request = request<std::optional<std::string>>;
@@ -135,12 +158,6 @@ public:
     read_request read(const std::string& key) { return m_map.find(key); }
     static std::optional<std::string> read_value(read_request& done) { return done.get(); }
     write_request write(const std::string& key, const std::string& record) { return m_map.insert(key, record); }
-    // The load's loader: fire-and-forget, refusals counted in load_rejected().
-    void load_one(const std::string& key, const std::string& record) { m_map.async_insert(key, record); }
-    insert_many_result load_many(std::span<const std::string> keys, std::span<const std::string> records) {
-        return m_map.insert_many(keys, records);
-    }
-    std::uint64_t load_rejected() const { return m_map.async_rejected(); }
     // on_found(index, const std::optional<std::string>&) for every key (untimed checks).
     template <class Function>
     void read_many(std::span<const std::string> keys, Function&& on_found) {
@@ -151,13 +168,10 @@ public:
         return !result.stored ? write_outcome::refused
                               : result.replaced ? write_outcome::replaced : write_outcome::stored_new;
     }
-    void flush() { m_map.flush(); }
 
 protected:
     template <class Config>
-    replacing_adapter(MPI_Comm comm, const Config& config) : m_map(comm, config) {}
-
-    Map m_map;
+    replacing_adapter(MPI_Comm comm, const Config& config) : loading_adapter<Map>(comm, config) {}
 };
 
 class skiplist_adapter : public replacing_adapter<skiplist_map<std::string, std::string>> {
@@ -231,7 +245,7 @@ private:
     MPI_Comm m_comm;
 };
 
-class hash_adapter {
+class hash_adapter : public loading_adapter<hash_map<std::string, std::string>> {
 public:
     using map_type = hash_map<std::string, std::string>;
     using read_request = request<std::vector<std::string>>;
@@ -241,7 +255,7 @@ public:
     static constexpr bool can_scan = false;
 
     hash_adapter(MPI_Comm comm, const workload&, const ycsb_options&)
-        : m_map(comm),
+        : loading_adapter(comm),
           m_put(m_map.register_visitor("ycsb.put", &put)),
           m_patch(m_map.register_visitor("ycsb.update_field", &patch)) {}
 
@@ -277,13 +291,6 @@ public:
         return std::move(values.front());
     }
     write_request write(const std::string& key, const std::string& record) { return m_map.visit(key, m_put, record); }
-    // The load's loader, as the other containers': fire-and-forget (a fresh key's
-    // only value), refusals counted in load_rejected().
-    void load_one(const std::string& key, const std::string& record) { m_map.async_insert(key, record); }
-    insert_many_result load_many(std::span<const std::string> keys, std::span<const std::string> records) {
-        return m_map.insert_many(keys, records);
-    }
-    std::uint64_t load_rejected() const { return m_map.async_rejected(); }
     // A key with two values (stored twice) is reported as missing its one record.
     template <class Function>
     void read_many(std::span<const std::string> keys, Function&& on_found) {
@@ -304,11 +311,9 @@ public:
     static write_outcome written(write_request& done) {
         return done.get() ? write_outcome::replaced : write_outcome::stored_new;
     }
-    void flush() { m_map.flush(); }
     std::uint64_t global_size() { return m_map.global_size(); }
 
 private:
-    map_type m_map;
     map_type::visitor<std::string, bool> m_put;
     map_type::visitor<std::string, bool> m_patch;
 };
