@@ -81,8 +81,9 @@ public:
     // 2M keys per rank); 32, 3% more lookups, within the noise.
     static constexpr std::uint32_t prefetch_lookahead = 16;
     // Single-value find_many answers gathered before one reserve_many writes
-    // them (on_many_keys): 128 values, 1 KiB on the handler's stack.
-    static constexpr std::uint32_t answer_run = 128;
+    // them (on_many_keys): 1 KiB on the handler's stack (128 8-byte values),
+    // or one value when V is larger.
+    static constexpr std::size_t answer_run_bytes = 1024;
     // A streamed find_many/take_many batch of one caller (on_many_begin).
     struct batch_state {
         std::uint32_t limit = 0;
@@ -641,14 +642,16 @@ public:
                     // reserve_many (consecutive many_value records); a key with
                     // another count first ends the run before it, so the
                     // answers stay in key order.
-                    V run[answer_run];
+                    constexpr std::uint32_t run_values =
+                        static_cast<std::uint32_t>(std::max<std::size_t>(1, answer_run_bytes / sizeof(V)));
+                    alignas(V) std::byte run[std::size_t{run_values} * sizeof(V)];
                     std::uint32_t held = 0;
                     const auto write_run = [&] {
                         for (std::uint32_t done = 0; done < held;) {
                             std::uint32_t granted = 0;
                             std::byte* out =
                                 m_engine.reserve_many(source, m_handlers.many_value, sizeof(V), held - done, granted);
-                            std::memcpy(out, run + done, std::size_t{granted} * sizeof(V));
+                            std::memcpy(out, run + std::size_t{done} * sizeof(V), std::size_t{granted} * sizeof(V));
                             done += granted;
                         }
                         held = 0;
@@ -657,8 +660,8 @@ public:
                                                                         std::uint64_t hash) {
                         const values_view found = m_table.find_hashed(key, hash);
                         if (found.size() == 1) {
-                            run[held++] = found[0];
-                            if (held == answer_run)
+                            std::memcpy(run + std::size_t{held++} * sizeof(V), &found[0], sizeof(V));
+                            if (held == run_values)
                                 write_run();
                         } else {
                             write_run();
