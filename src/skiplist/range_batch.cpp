@@ -107,16 +107,10 @@ void skiplist_range_nodes::handle_range_batch(int source, std::string_view recor
             std::size_t stop = first == size || run.key(size - 1) < to ? size : run.lower_bound(to, first);
             if (limit != skiplist_shared::unlimited && stop - first > limit)
                 stop = first + static_cast<std::size_t>(limit);
-            // A run holds its entries back to back in key order, each as
-            // {u32, u32, key, value}: as many bytes as the wire's {u32 key
-            // bytes, key, u32 value bytes, value}, so [first, stop) sends
-            // the bytes between their starts (no pass over the entries; the
-            // writing checks every entry against it).
-            auto start = [&](std::size_t entry) { return run.key(entry).data() - sorted_run::entry_header_bytes; };
-            const std::size_t data_bytes =
-                first == stop ? 0
-                              : static_cast<std::size_t>(
-                                    (stop == size ? start(0) + run.packed_bytes() : start(stop)) - start(first));
+            // The wire's {u32 key bytes, key, u32 value bytes, value} per
+            // entry: packed_bytes counts them without a pass over the
+            // entries (the writing checks every entry against it).
+            const std::size_t data_bytes = run.packed_bytes(first, stop);
             if (data_bytes <= piece_room) {
                 answers.push_back(batch_answer{here, first, stop, data_bytes, from, to});
                 continue;
@@ -171,6 +165,37 @@ void skiplist_range_nodes::handle_range_batch(int source, std::string_view recor
             put(answer.to.data(), answer.to.size());
             const sorted_run& run = answer.here->run;
             std::byte* const piece_end = cursor + answer.data_bytes;
+            if (run.fixed_width()) {
+                // Every entry of the run has the same widths (sorted_run's
+                // fixed-width layout): the headers are two constants, the
+                // entries [key][value] at a fixed stride.
+                const std::size_t key_width = run.key_width(), value_width = run.value_width();
+                const std::size_t count = answer.stop - answer.first;
+                MPIDICT_ASSERT(count * (8 + key_width + value_width) == answer.data_bytes,
+                               "a range piece's entries differ from the bytes counted for them");
+                const char* in = run.fixed_entry(answer.first);
+                if (key_width == 8 && value_width == 8) {
+                    // 8-byte keys and values (integers): copies of fixed size, no library call.
+                    const std::uint32_t eight = 8;
+                    for (std::size_t entry = 0; entry != count; ++entry, in += 16, cursor += 24) {
+                        std::memcpy(cursor, &eight, 4);
+                        std::memcpy(cursor + 4, in, 8);
+                        std::memcpy(cursor + 12, &eight, 4);
+                        std::memcpy(cursor + 16, in + 8, 8);
+                    }
+                } else {
+                    for (std::size_t entry = 0; entry != count; ++entry, in += key_width + value_width) {
+                        put_u32(key_width);
+                        put(in, key_width);
+                        put_u32(value_width);
+                        put(in + key_width, value_width);
+                    }
+                }
+                MPIDICT_ASSERT(cursor == piece_end, "a range piece's entries fill fewer bytes than counted for them");
+                ++stats.handled;
+                ++stats.range_parts;
+                continue;
+            }
             for (std::size_t entry = answer.first; entry != answer.stop; ++entry) {
                 const std::string_view key = run.key(entry), value = run.value(entry);
                 MPIDICT_ASSERT(key.size() + value.size() + 8 <= static_cast<std::size_t>(piece_end - cursor),
