@@ -1257,8 +1257,9 @@ int ycsb_main(int argc, char** argv, MPI_Comm comm) {
         .add_count("window", &options.window, "operations in flight per rank (W)", 1, 1u << 16)
         .add_count("load-chunk", &options.load_chunk, "records per insert_many call of --load many", 1, 1u << 24)
         .add_choice("load", &options.load, {"async", "many", "requests"},
-                    "the load phase: every record an async_insert, answered by the phase's flush (async), or one "
-                    "insert request per record, W in flight, as YCSB's client (requests); both checked afterwards")
+                    "the load phase: every record an async_insert, answered by the phase's flush (async), "
+                    "insert_many calls of --load-chunk records (many), or one insert request per record, W in "
+                    "flight, as YCSB's client (requests); every way checked afterwards")
         .add_count("seed", &options.seed, "seed of the random choices (rank r uses its own stream)")
         .add_choice("counter-window", &options.counter_window, {"auto", "rma"},
                     "the shared insert counter: shared memory when every rank is on one node (auto), or MPI RMA")
