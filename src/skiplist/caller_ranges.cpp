@@ -290,6 +290,8 @@ bool skiplist_caller::take_entries(std::uint32_t slot, range_state& state, std::
                                    std::uint32_t entries, std::string_view data) {
     std::uint32_t kept = entries;
     std::size_t bytes = data.size();
+    bool cut = false;           // the limit ends inside this piece: its entries were read
+    std::string_view last_kept;  // then the last key kept
     if (state.counting) {
         bytes = 0;
     } else if (state.remaining == skiplist_shared::unlimited) {
@@ -298,20 +300,26 @@ bool skiplist_caller::take_entries(std::uint32_t slot, range_state& state, std::
     } else {
         byte_reader reader = reader_of(data);
         for (kept = 0; kept < state.remaining; ++kept) {
-            read_string(reader);
+            last_kept = read_string(reader);
             read_string(reader);
         }
         bytes = data.size() - reader.remaining();
         state.remaining = 0;
+        cut = true;
     }
     state.entries += kept;
     if (kept > 0 && bytes > 0 && state.remaining == 0 && state.limit != 0) {
         // The limit is met in this piece: its last key ends what the range
-        // read (reads_of), found here rather than in the whole result.
-        byte_reader reader = reader_of(data.substr(0, bytes));
-        for (std::uint32_t index = 0; index < kept; ++index) {
-            state.last_key = read_string(reader);
-            read_string(reader);
+        // read (reads_of), found here rather than in the whole result (read
+        // once: a cut piece's entries were read above).
+        if (cut) {
+            state.last_key = last_kept;
+        } else {
+            byte_reader reader = reader_of(data.substr(0, bytes));
+            for (std::uint32_t index = 0; index < kept; ++index) {
+                state.last_key = read_string(reader);
+                read_string(reader);
+            }
         }
     }
     if (kept > 0 && bytes > 0) {
