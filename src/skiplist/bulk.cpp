@@ -742,6 +742,40 @@ bool skiplist_structure::trim_bulk_split(node& here, skiplist_node_id id) {
     return true;
 }
 
+// The pieces' links (issue 43; design B of stop 68 for the levels above the prefix).
+// On the levels this node is linked on (the prefix), each level's pieces link
+// one another, the first from this node, the last the old successor (a marker
+// holds it, as in a single split).  On each level L above the prefix, the pieces
+// taller than L link one another too, in the fill, and the last ends the level
+// (a null link, set): every piece's tower is whole when it is filled.  One
+// link_up per level then links the level's first piece after its predecessor
+// P, found by the walk, and P's old successor S goes to the level's last piece
+// (set_links, linked = 2).  Before, every piece taller than the prefix sent its
+// own link_up per level, and near the tail those walks queued at node after
+// node holding for the ordering of a link it had just got (stop 64: 1.06M
+// held link_up records for 1M ascending keys).
+//
+// Why the order of requests holds:
+// - A piece handles nothing before its fill (reserved, it holds), so none of
+//   the links the fill gives it replaces a way it sent anything: no marker.
+// - P's new link to the first piece is a link change as any other
+//   (order_new_link: the first piece holds for a marker along the old way and
+//   one through S).  The old way from P to any key at or after the first
+//   piece's separator passes through it if it is on every level below L from
+//   the nodes before it: the levels are linked bottom up, the link_up of level
+//   L + 1 sent by P_L only once it linked level L (the plan the record
+//   carries), and below the prefix the fill links it; a piece before it is
+//   never taller than L, so no chain link skips it.
+// - The last piece ends the level until S reaches it; meanwhile what it
+//   forwards goes down a level (a route, only longer).  Taking S is a new link
+//   (order_new_link, as set_links always did).  If a node was linked after the
+//   last piece meanwhile, the record walks on along the level to the node that
+//   still ends it before S; one at or after S is left as it is (S is then
+//   passed over on that level: every link still leads forward).
+// - A walk that gives up leaves the level's chain unreachable from before it
+//   and the levels above unlinked from outside; every tower stays set, so an
+//   emptied piece is still unlinked at a flush.
+// total_order keeps single splits (no bulk path), so its stamps are untouched.
 void skiplist_structure::finish_bulk_split(node& here, skiplist_node_id id) {
     const auto& config = m_shared.config;
     auto& stats = m_shared.stats;
@@ -763,10 +797,19 @@ void skiplist_structure::finish_bulk_split(node& here, skiplist_node_id id) {
     // Links from the last piece back: `upcoming[l]` is what the next member
     // of level l (going backwards) links to; it starts as this node's old link.
     std::vector<link> upcoming(here.tower.begin(), here.tower.begin() + static_cast<std::ptrdiff_t>(prefix));
+    // The levels above the prefix (design B, issue 43 stop 68): `upper[l - prefix]`
+    // is what the next member of level l (going backwards) links to, null
+    // after the last; `last[l - prefix]` is that last member.
+    unsigned top = static_cast<unsigned>(prefix);
+    for (std::size_t piece = 1; piece < pieces; ++piece)
+        top = std::max(top, height[piece]);
+    std::vector<link> upper(top - prefix, link{std::string(), skiplist_node_id{}, true});
+    std::vector<std::size_t> last(top - prefix, 0);
     std::vector<std::vector<link>> links(pieces);
     std::vector<std::uint32_t> holds(pieces, 0);
     for (std::size_t piece = pieces - 1; piece >= 1 && piece < pieces; --piece) {
         links[piece].assign(upcoming.begin(), upcoming.begin() + direct[piece]);
+        const link member{std::string(here.run.key(bulk.cuts[piece])), ids[piece], true};
         for (unsigned level = 0; level < direct[piece]; ++level) {
             // The last member of the level links the old successor: requests
             // this node sent it directly must come first (a marker).
@@ -775,7 +818,13 @@ void skiplist_structure::finish_bulk_split(node& here, skiplist_node_id id) {
                 ++holds[piece];
                 send_marker(upcoming[level].to.rank, ids[piece]);
             }
-            upcoming[level] = link{std::string(here.run.key(bulk.cuts[piece])), ids[piece], true};
+            upcoming[level] = member;
+        }
+        for (unsigned level = static_cast<unsigned>(prefix); level < height[piece]; ++level) {
+            if (upper[level - prefix].to.null())
+                last[level - prefix] = piece;
+            links[piece].push_back(upper[level - prefix]);
+            upper[level - prefix] = member;
         }
     }
     for (std::size_t piece = 1; piece < pieces; ++piece) {
@@ -788,9 +837,9 @@ void skiplist_structure::finish_bulk_split(node& here, skiplist_node_id id) {
         const skiplist_node_id to = ids[piece];
         byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.bulk_fill, bytes), bytes);
         out.record(wire::bulk_fill{to.slot, to.generation, holds[piece], static_cast<std::uint8_t>(height[piece]),
-                                   static_cast<std::uint8_t>(direct[piece])});
+                                   static_cast<std::uint8_t>(links[piece].size())});
         put_string(out, separator);
-        for (unsigned level = 0; level < direct[piece]; ++level) {
+        for (unsigned level = 0; level < links[piece].size(); ++level) {
             out.put(static_cast<std::uint8_t>(level));
             put_node_id(out, links[piece][level].to);
             put_string(out, links[piece][level].separator);
@@ -806,9 +855,14 @@ void skiplist_structure::finish_bulk_split(node& here, skiplist_node_id id) {
     // This node links the first member of each level and keeps the first piece.
     for (std::size_t level = 0; level < prefix; ++level)
         here.tower[level] = upcoming[level];
-    for (std::size_t piece = 1; piece < pieces; ++piece)
-        if (height[piece] > direct[piece])
-            send_link_up(ids[piece], here.run.key(bulk.cuts[piece]), direct[piece]);
+    // One link_up per level above the prefix, for the level's first member;
+    // the predecessor it finds hands its old successor to the level's last.
+    if (top > prefix) {
+        bulk_plan plan;
+        for (unsigned level = static_cast<unsigned>(prefix) + 1; level < top; ++level)
+            plan.levels.push_back({upper[level - prefix].to, upper[level - prefix].separator, ids[last[level - prefix]]});
+        send_link_up(upper[0].to, upper[0].separator, static_cast<unsigned>(prefix), ids[last[0]], plan.bytes());
+    }
     for (std::size_t index = bulk.cuts[1]; index < here.run.size(); ++index) {
         stats.payload_bytes -= here.run.key(index).size() + here.run.value(index).size();
         --stats.entries;

@@ -226,9 +226,10 @@ void skiplist_structure::handle_alloc_reply(int, std::string_view record) {
 // Linking the upper levels of a taller node (the SPLIT of Figure 6(c))
 // ---------------------------------------------------------------------------
 
-void skiplist_structure::send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level) {
+void skiplist_structure::send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level,
+                                      skiplist_node_id last, std::string_view plan) {
     const std::size_t bytes = wire_bytes<wire::route_header> + wire_bytes<wire::link_up_header> +
-                              string_bytes(separator) + 1;
+                              string_bytes(separator) + 1 + (last.null() ? 0 : wire::node_id_bytes + plan.size());
     // The walk to the predecessor on `level` starts at the head, or (outside
     // total_order) at a node hosted here that is already on that level and
     // lies below the separator: the head would walk levels whose links lag
@@ -251,7 +252,40 @@ void skiplist_structure::send_link_up(skiplist_node_id fresh, std::string_view s
     byte_writer out(m_shared.engine->reserve(start.rank, m_shared.handlers.link_up, bytes), bytes);
     out.record(skiplist_shared::route(start, start_level, 0, 0))
         .record(wire::link_up_header{fresh.rank, fresh.slot, fresh.generation});
-    put_string(out, separator).put(static_cast<std::uint8_t>(level)).finish();
+    put_string(out, separator).put(static_cast<std::uint8_t>(level));
+    if (!last.null())
+        put_node_id(out, last).put_bytes(plan);
+    out.finish();
+}
+
+std::string bulk_plan::bytes() const {
+    std::size_t size = 1;
+    for (const level& next : levels)
+        size += 2 * skiplist_wire::node_id_bytes + string_bytes(next.separator);
+    std::string out(size, '\0');
+    byte_writer writer(reinterpret_cast<std::byte*>(out.data()), size);
+    writer.put(static_cast<std::uint8_t>(levels.size()));
+    for (const level& next : levels)
+        put_node_id(put_string(put_node_id(writer, next.first), next.separator), next.last);
+    writer.finish();
+    return out;
+}
+
+bulk_plan bulk_plan::read(byte_reader& in, const skiplist_shared& shared) {
+    bulk_plan plan;
+    const unsigned count = in.read<std::uint8_t>();
+    if (count >= shared.config.max_height)
+        throw decode_error("mpidict: skiplist_map link_up record plans more levels than a tower has");
+    for (unsigned index = 0; index < count; ++index) {
+        level next;
+        next.first = read_node_id(in);
+        next.separator = std::string(read_string(in));
+        next.last = read_node_id(in);
+        if (!shared.valid_rank(next.first.rank) || !shared.valid_rank(next.last.rank) || next.separator.empty())
+            throw decode_error("mpidict: skiplist_map link_up record plans a bad node");
+        plan.levels.push_back(std::move(next));
+    }
+    return plan;
 }
 
 void skiplist_structure::handle_link_up(int source, std::string_view record) {
@@ -268,8 +302,12 @@ void skiplist_structure::handle_link_up(int source, std::string_view record) {
     const skiplist_node_id fresh{header.fresh_rank, header.fresh_slot, header.fresh_generation};
     const std::string separator(read_string(in));
     const unsigned target_level = in.read<std::uint8_t>();
+    // A bulk split's chain (bulk.cpp): the level's last member, which takes
+    // the predecessor's old successor.
+    const skiplist_node_id last = in.empty() ? skiplist_node_id{} : read_node_id(in);
+    const bulk_plan plan = last.null() ? bulk_plan{} : bulk_plan::read(in, m_shared);
     if (!m_shared.valid_rank(fresh.rank) || target_level >= here.tower.size() ||
-        target_level >= m_shared.config.max_height)
+        target_level >= m_shared.config.max_height || !in.empty() || (!last.null() && !m_shared.valid_rank(last.rank)))
         throw decode_error("mpidict: skiplist_map link_up record names a bad node or level");
     // Travel towards the new node's separator (strictly before it) down to the
     // level being linked; the node where that stops precedes it on that level.
@@ -303,12 +341,34 @@ void skiplist_structure::handle_link_up(int source, std::string_view record) {
         next = link{separator, fresh, true};
         order_new_link(here, static_cast<int>(target_level), fresh, separator, old);
     }
+    if (!last.null()) {
+        // A bulk split's chain is linked on every level already, its last
+        // member ending the level (null).  Unlinked here, or at the level's end,
+        // nothing more is needed; else the last member takes the old successor.
+        if (!old.null())
+            send_set_links(last, target_level, 2, old, old_separator);
+        // Bottom up: the next level's first member is linked on this one now
+        // (by this node or a piece before it), so it is on every path into its
+        // range below the next level, which that level's ordering markers need.
+        if (linked && !plan.levels.empty()) {
+            bulk_plan rest;
+            rest.levels.assign(plan.levels.begin() + 1, plan.levels.end());
+            const auto& next_level = plan.levels.front();
+            send_link_up(next_level.first, next_level.separator, target_level + 1, next_level.last, rest.bytes());
+        }
+        return;
+    }
     // Not linked here yet: the new node stays lower (linked = 0).
-    const std::size_t bytes = wire_bytes<wire::set_links_header> + string_bytes(old_separator);
-    byte_writer out(m_shared.engine->reserve(fresh.rank, m_shared.handlers.set_links, bytes), bytes);
-    out.record(wire::set_links_header{fresh.slot, fresh.generation, 0, static_cast<std::uint8_t>(target_level),
-                                      static_cast<std::uint8_t>(linked), old.rank, old.slot, old.generation});
-    put_string(out, old_separator).finish();
+    send_set_links(fresh, target_level, linked ? 1 : 0, old, old_separator);
+}
+
+void skiplist_structure::send_set_links(skiplist_node_id to, unsigned level, std::uint8_t linked,
+                                        skiplist_node_id next, std::string_view next_separator) {
+    const std::size_t bytes = wire_bytes<wire::set_links_header> + string_bytes(next_separator);
+    byte_writer out(m_shared.engine->reserve(to.rank, m_shared.handlers.set_links, bytes), bytes);
+    out.record(wire::set_links_header{to.slot, to.generation, 0, static_cast<std::uint8_t>(level), linked, next.rank,
+                                      next.slot, next.generation});
+    put_string(out, next_separator).finish();
 }
 
 void skiplist_structure::handle_set_links(int source, std::string_view record) {
@@ -331,6 +391,29 @@ void skiplist_structure::handle_set_links(int source, std::string_view record) {
     const unsigned level = header.level;
     const skiplist_node_id to{header.to_rank, header.to_slot, header.to_generation};
     const std::string separator(read_string(in));
+    if (header.linked == 2) {
+        // A bulk split's chain ended the level at this node (null) and its
+        // first member was spliced in before `to` (handle_link_up): this node
+        // links `to` if it still ends the level; if a node was linked after it
+        // meanwhile and lies before `to`, the record walks on to it; if what it
+        // links is at or after `to`, `to` is passed over on this level (every
+        // link still leads forward, so routes stay right).
+        if (to.null() || !m_shared.valid_rank(to.rank) || level >= m_shared.config.max_height)
+            throw decode_error("mpidict: skiplist_map set_links record hands a bad successor to a chain's end");
+        // A node the walk reached that is not on the level yet (its own
+        // set_links still to come) or lies at or after `to`: passed over.
+        if (level >= here.tower.size() || !here.tower[level].set ||
+            !(std::string_view(here.separator) < std::string_view(separator)))
+            return;
+        link& next = here.tower[level];
+        if (next.to.null()) {
+            next = link{separator, to, true};
+            order_new_link(here, static_cast<int>(level), to, separator, skiplist_node_id{});
+        } else if (std::string_view(next.separator) < std::string_view(separator)) {
+            send_set_links(next.to, level, 2, to, separator);
+        }
+        return;
+    }
     if (level >= here.tower.size() || (level > 0 && !here.tower[level - 1].set) || here.tower[level].set)
         throw decode_error("mpidict: skiplist_map set_links record for a level that is not the next to link");
     if (header.linked == 0) {

@@ -349,6 +349,110 @@ void run_unlink(int rank, int size) {
     MPIDICT_CHECK(unlinked > 0);
 }
 
+// Bulk splits whose pieces are taller than the splitting node (issue 43, stop
+// 68: the pieces link one another on those levels, the last of each level ends
+// it, and one link_up per level splices the first in and hands the
+// predecessor's old successor to the last).  Tall towers (p = 0.7, height 8)
+// and G = 4, so a batch of 300 keys cuts a node into dozens of pieces, many
+// taller than it: ascending batches (every split at the tail, every rank's
+// keys interleaved) and batches into the gaps between them (splits in the
+// middle, where the old successors are real nodes).  After each batch every
+// key is found with its value and a range reads all of them in order; the
+// links lead forward; erasing most keys then leaves only nodes that hold a key
+// (a tower with a level never set would not be unlinked), and the kept keys
+// and a last ascending batch over the unlinked part are read back.
+void run_bulk_towers(int rank, int size) {
+    mpidict::skiplist_map_config config;
+    config.granularity = 4;
+    config.max_height = 8;
+    config.tower_probability = 0.7;
+    config.max_key_bytes = 8;
+    config.max_value_bytes = 8;
+    map_type map(MPI_COMM_WORLD, config);
+    std::map<key_type, std::uint64_t> mine, everything;
+    auto key_at = [&](int round, int owner, key_type i) {
+        const key_type gap = round % 2 == 0 ? 0 : 1 + i % 7;
+        return static_cast<key_type>(round / 2) * 1'000'000 + (i * 8 + gap) * size + owner;
+    };
+    auto check_all = [&](const char* when) {
+        std::vector<key_type> wanted;
+        for (const auto& entry : everything)
+            wanted.push_back(entry.first);
+        std::size_t seen = 0;
+        map.find_many(std::span<const key_type>(wanted), [&](std::size_t index, const std::optional<std::uint64_t>& value) {
+            ++seen;
+            MPIDICT_CHECK_MSG(value && *value == everything[wanted[index]],
+                              std::string(when) + ": key " + std::to_string(wanted[index]) + " not found with its value");
+        });
+        MPIDICT_CHECK(seen == wanted.size());
+        const auto all = map.range(std::numeric_limits<key_type>::min(), std::numeric_limits<key_type>::max()).get();
+        MPIDICT_CHECK_MSG(all.size() == everything.size(), std::string(when) + ": a range read " +
+                                                               std::to_string(all.size()) + " entries of " +
+                                                               std::to_string(everything.size()));
+        MPIDICT_CHECK(std::equal(all.begin(), all.end(), everything.begin(), everything.end(), same_entry));
+        map.flush();
+        MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+        // No rank's next batch (its splits reserve nodes here) before every rank checked.
+        (void)global_sum(0);
+    };
+    for (int round = 0; round < 4; ++round) {
+        std::vector<key_type> keys;
+        std::vector<std::uint64_t> values;
+        for (key_type i = 0; i < 300; ++i) {
+            keys.push_back(key_at(round, rank, i));
+            values.push_back(value_for(keys.back(), round));
+            mine[keys.back()] = values.back();
+            for (int owner = 0; owner < size; ++owner)
+                everything[key_at(round, owner, i)] = value_for(key_at(round, owner, i), round);
+        }
+        const auto result = map.insert_many(std::span<const key_type>(keys), std::span<const std::uint64_t>(values));
+        MPIDICT_CHECK(result.added() == keys.size() && result.refused == 0);
+        map.flush();  // every rank's batch in
+        check_all(round == 0 ? "after batch 0" : round == 1 ? "after batch 1" : round == 2 ? "after batch 2" : "after batch 3");
+    }
+    MPIDICT_CHECK(global_sum(static_cast<std::int64_t>(map.local_statistics().splits)) > 0);
+    // Erase all but every 16th key of this rank's.
+    std::size_t index = 0;
+    for (const auto& [key, value] : mine)
+        if (index++ % 16 != 0)
+            MPIDICT_CHECK(map.erase(key).get());
+    map.flush();
+    std::map<key_type, std::uint64_t> kept;
+    index = 0;
+    for (const auto& entry : mine)
+        if (index++ % 16 == 0)
+            kept.insert(entry);
+    const std::int64_t nodes_after = global_sum(static_cast<std::int64_t>(map.local_statistics().nodes));
+    const std::int64_t kept_total = global_sum(static_cast<std::int64_t>(kept.size()));
+    MPIDICT_CHECK_MSG(nodes_after <= kept_total + 1, std::to_string(nodes_after) + " nodes hold " +
+                                                         std::to_string(kept_total) + " keys after unlinking");
+    MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+    for (const auto& [key, value] : kept) {
+        const auto found = map.find(key).get();
+        MPIDICT_CHECK_MSG(found && *found == value, "kept key " + std::to_string(key) + " lost after unlinking");
+    }
+    map.flush();
+    const auto all = map.range(std::numeric_limits<key_type>::min(), std::numeric_limits<key_type>::max()).get();
+    MPIDICT_CHECK(static_cast<std::int64_t>(all.size()) == kept_total);
+    for (std::size_t i = 1; i < all.size(); ++i)
+        MPIDICT_CHECK(all[i - 1].first < all[i].first);
+    map.flush();
+    // One more ascending batch through the unlinked part and past it.
+    std::vector<key_type> keys;
+    std::vector<std::uint64_t> values;
+    for (key_type i = 0; i < 300; ++i) {
+        keys.push_back(static_cast<key_type>(i * 4 * size + rank) * 3000 + 3);
+        values.push_back(value_for(keys.back(), 9));
+    }
+    MPIDICT_CHECK(map.insert_many(std::span<const key_type>(keys), std::span<const std::uint64_t>(values)).refused == 0);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const auto found = map.find(keys[i]).get();
+        MPIDICT_CHECK_MSG(found && *found == values[i], "key " + std::to_string(keys[i]) + " of the last batch lost");
+    }
+    map.flush();
+    MPIDICT_CHECK_MSG(map.check_local_invariants().empty(), map.check_local_invariants());
+}
+
 // Paging with a resume key: the whole list read in pages of 7 ascending
 // (range_from the last key with after_lo) and of 5 descending (range up to the
 // smallest key with before_hi) equals one whole range, at G = 4.
@@ -651,6 +755,7 @@ int main(int argc, char** argv) {
         run_list_full(rank, size);
         run_batches(rank, size);
         run_unlink(rank, size);
+        run_bulk_towers(rank, size);
         run_paging(rank, size);
         run_direct_finds(rank, size);
         run_direct_finds_split(rank, size);

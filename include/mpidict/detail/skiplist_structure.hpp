@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +19,19 @@
 #include "mpidict/detail/skiplist_shared.hpp"
 
 namespace mpidict::detail {
+
+// The levels a bulk split's link_up still has to link after the one it
+// carries, bottom up: per level its first and last piece (bulk.cpp).
+struct bulk_plan {
+    struct level {
+        skiplist_node_id first;
+        std::string separator;  // the first piece's
+        skiplist_node_id last;
+    };
+    std::vector<level> levels;
+    std::string bytes() const;  // u8 count, then per level first, separator, last
+    static bulk_plan read(byte_reader& in, const skiplist_shared& shared);
+};
 
 class skiplist_structure {
 public:
@@ -82,8 +96,17 @@ private:
     void replenish_stock();
     std::size_t fill_budget() const;
     // Starts linking `fresh` on `level` (its levels below are linked): travels from the head.
-    void send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level);
+    // `last` (not null): fresh is the first of a bulk split's pieces linked among
+    // themselves on the level, `last` the last of them (bulk.cpp, finish_bulk_split):
+    // the predecessor's old successor goes to `last` (set_links, linked = 2), and
+    // `plan` (a bulk_plan's bytes) names the levels above, linked one after another.
+    void send_link_up(skiplist_node_id fresh, std::string_view separator, unsigned level,
+                      skiplist_node_id last = {}, std::string_view plan = {});
     void send_clear(skiplist_node_id target);
+    // A set_links record to `to` for `level` (linked: 0 not linked, 1 linked,
+    // 2 a bulk chain's end takes `next` if it still ends the level).
+    void send_set_links(skiplist_node_id to, unsigned level, std::uint8_t linked, skiplist_node_id next,
+                        std::string_view next_separator);
     void send_marker(int destination, skiplist_node_id target);
     // Ordering (skiplist_map.hpp, "Non-overtaking"): `from` now links `target`
     // directly on `level`; requests that took the old way must reach `target`
