@@ -696,13 +696,14 @@ TEST(MultiTableMemory, SeventeenBytesPerSlotForU64) {
     EXPECT_LE(per_key, 17.0 / default_load + 1.0);  // at the default load
     EXPECT_LE(per_key, 32.0);  // the budget for an 8+8-byte pair
 
-    // Extra values cost their own size plus a side-table entry (key, vector)
-    // per such key, at most half the entries used: 1,000 keys take 2,048.
+    // Extra values cost their own size plus a side-table entry (key, value
+    // queue: a vector and its head) per such key, at most half the entries
+    // used: 1,000 keys take 2,048.
     for (u64 key = 0; key < 1000; ++key)
         for (int extra = 0; extra < 4; ++extra)
             table.append(key, key);
     const std::size_t fixed = slots_and_tags();
-    const std::size_t entry = sizeof(u64) + sizeof(std::vector<u64>);
+    const std::size_t entry = sizeof(u64) + sizeof(mpidict::local::value_queue<u64>);
     EXPECT_EQ(table.memory_bytes(), fixed + 4000 * sizeof(u64) + 2048 * entry);
     // Back to one value each: the side table shrinks to its smallest (16 entries).
     for (u64 key = 0; key < 1000; ++key)

@@ -24,8 +24,10 @@
 // set; values of a key keep insertion order.
 //
 // Costs.  find/insert/take: one hash and a short probe (and one side-table
-// probe, with the same hash, for a key with several values); growth doubles
-// and rehashes (O(size)), so pass the expected key count when known.
+// probe, with the same hash, for a key with several values); a take of some of
+// a key's values costs O(1) amortised per value taken (the side table keeps them
+// as a queue); growth doubles and rehashes (O(size)), so pass the expected key
+// count when known.
 
 #include <algorithm>
 #include <bit>
@@ -115,9 +117,9 @@ public:
 
     private:
         friend class multi_table;
-        values_view(const V* first, const std::vector<V>* rest) : m_first(first), m_rest(rest) {}
+        values_view(const V* first, const value_queue<V>* rest) : m_first(first), m_rest(rest) {}
         const V* m_first = nullptr;
-        const std::vector<V>* m_rest = nullptr;  // null: one value
+        const value_queue<V>* m_rest = nullptr;  // null: one value
     };
 
     // One key's values, changeable in place (not added or removed: append and
@@ -130,9 +132,9 @@ public:
 
     private:
         friend class multi_table;
-        mutable_values(V* first, std::vector<V>* rest) : m_first(first), m_rest(rest) {}
+        mutable_values(V* first, value_queue<V>* rest) : m_first(first), m_rest(rest) {}
         V* m_first = nullptr;
-        std::vector<V>* m_rest = nullptr;
+        value_queue<V>* m_rest = nullptr;
     };
 
     explicit multi_table(std::size_t expected_keys = 0, double max_load = table_default_max_load)
@@ -230,7 +232,7 @@ public:
         const std::size_t index = add(key, h, *first);
         if (++first == last)
             return stored;
-        std::vector<V>& rest = spill(index, h, *first);
+        value_queue<V>& rest = spill(index, h, *first);
         for (++first, ++stored; first != last; ++first, ++stored) {
             rest.push_back(*first);  // counted one by one: a throwing copy leaves the counts exact
             ++m_value_count;
@@ -312,7 +314,7 @@ public:
             fold(s.first, value);
             return 1;
         }
-        const std::vector<V>& rest = *m_rest.find(s.key, hash);
+        const value_queue<V>& rest = *m_rest.find(s.key, hash);
         const std::size_t before = 1 + rest.size();
         V accumulated = s.first;
         for (const V& spilled : rest)
@@ -350,7 +352,7 @@ public:
             remove_slot(index);
             return 1;
         }
-        std::vector<V>& rest = *m_rest.find(s.key, h);
+        value_queue<V>& rest = *m_rest.find(s.key, h);
         const std::size_t n = std::min<std::size_t>(limit, 1 + rest.size());
         out(std::move(s.first));
         for (std::size_t i = 0; i + 1 < n; ++i)
@@ -359,8 +361,9 @@ public:
             remove_slot(index);
             return n;
         }
-        // Partial: the new first value is rest[n-1]; the tail moves to the front.
-        // (An emptied side entry would read as free: the entry goes first.)
+        // Partial: the new first value is rest[n-1]; the queue drops its n
+        // oldest (O(n) amortised, whatever is left behind them).  (An emptied
+        // side entry would read as free: the entry goes first.)
         s.first = std::move(rest[n - 1]);
         m_value_count -= n;
         m_spilled_values -= n;
@@ -368,7 +371,7 @@ public:
             m_rest.erase(s.key, h);
             set_tag(index, static_cast<std::uint8_t>(m_tags[index] & ~multi_bit));
         } else {
-            rest.erase(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n));
+            rest.drop_front(n);
         }
         return n;
     }
@@ -536,11 +539,11 @@ private:
 
     // The side-table values of the key in slot `index`, whose hash is `h`
     // (null: it has one value).
-    const std::vector<V>* rest_at(std::size_t index, std::uint64_t h) const {
+    const value_queue<V>* rest_at(std::size_t index, std::uint64_t h) const {
         return is_multi(m_tags[index]) ? m_rest.find(m_slots[index].key, h) : nullptr;
     }
-    std::vector<V>* rest_at(std::size_t index, std::uint64_t h) {
-        return const_cast<std::vector<V>*>(std::as_const(*this).rest_at(index, h));
+    value_queue<V>* rest_at(std::size_t index, std::uint64_t h) {
+        return const_cast<value_queue<V>*>(std::as_const(*this).rest_at(index, h));
     }
 
     void grow_if_needed() {
@@ -574,8 +577,8 @@ private:
     // Appends `value` to the side-table values of the key in slot `index`
     // (hash h), making its entry if it had one value; returns those values.
     // If the append throws, the key keeps its values.
-    std::vector<V>& spill(std::size_t index, std::uint64_t h, const V& value) {
-        std::vector<V>* rest = nullptr;
+    value_queue<V>& spill(std::size_t index, std::uint64_t h, const V& value) {
+        value_queue<V>* rest = nullptr;
         if (is_multi(m_tags[index])) {
             rest = m_rest.find(m_slots[index].key, h);
             rest->push_back(value);

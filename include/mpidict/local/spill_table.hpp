@@ -29,12 +29,47 @@
 
 namespace mpidict::local {
 
+// The values 2..n of one key, oldest first: m_values[m_head..].  take() removes
+// from the front by moving the head; the vector is compacted once the taken
+// part reaches half of it, so taking a key's values a few at a time costs O(1)
+// amortised per value (erasing the front of a vector each time made taking them
+// one by one quadratic).  Empty storage marks a free side-table entry, so a
+// queue is never left empty of live values while its entry exists.
+template <class V>
+class value_queue {
+public:
+    std::size_t size() const { return m_values.size() - m_head; }
+    bool empty() const { return m_values.empty(); }
+    const V& operator[](std::size_t index) const { return m_values[m_head + index]; }
+    V& operator[](std::size_t index) { return m_values[m_head + index]; }
+    auto begin() const { return m_values.begin() + static_cast<std::ptrdiff_t>(m_head); }
+    auto end() const { return m_values.end(); }
+    void push_back(const V& value) { m_values.push_back(value); }
+    // Removes the `n` oldest values; n < size() (a key's last values leave with its entry).
+    void drop_front(std::size_t n) {
+        m_head += n;
+        if (m_head * 2 >= m_values.size()) {
+            m_values.erase(m_values.begin(), m_values.begin() + static_cast<std::ptrdiff_t>(m_head));
+            m_head = 0;
+        }
+    }
+    void swap(value_queue& other) noexcept {
+        m_values.swap(other.m_values);
+        std::swap(m_head, other.m_head);
+    }
+
+private:
+    std::vector<V> m_values;
+    std::size_t m_head = 0;
+};
+
 template <class K, class V, class Hash, class Equal>
 class spill_table {
 public:
+    using values_type = value_queue<V>;
     struct entry {
         K key{};
-        std::vector<V> values;  // empty: a free entry
+        values_type values;  // empty: a free entry
     };
 
     std::size_t size() const { return m_size; }
@@ -43,7 +78,7 @@ public:
     std::size_t memory_bytes() const { return m_entries.capacity() * sizeof(entry); }
 
     // The values of `key` (hash: the table's hash of it); null if it has none here.
-    std::vector<V>* find(const K& key, std::uint64_t hash) {
+    values_type* find(const K& key, std::uint64_t hash) {
         if (m_size == 0)
             return nullptr;
         for (std::size_t index = home(hash);; index = next(index)) {
@@ -54,23 +89,23 @@ public:
                 return &e.values;
         }
     }
-    const std::vector<V>* find(const K& key, std::uint64_t hash) const {
+    const values_type* find(const K& key, std::uint64_t hash) const {
         return const_cast<spill_table*>(this)->find(key, hash);
     }
 
     // Makes key's entry (it must have none) holding `first`; returns its values.
     // If anything throws, the table is as it was.
-    std::vector<V>& create(const K& key, std::uint64_t hash, const V& first) {
+    values_type& create(const K& key, std::uint64_t hash, const V& first) {
         if ((m_size + 1) * 2 > m_entries.size())
             rehash(m_entries.empty() ? min_capacity : m_entries.size() * 2);
         std::size_t index = home(hash);
         while (!m_entries[index].values.empty())
             index = next(index);
-        std::vector<V> values;
+        values_type values;
         values.push_back(first);
         entry& e = m_entries[index];
         e.key = key;
-        e.values = std::move(values);
+        e.values.swap(values);
         ++m_size;
         return e.values;
     }
@@ -80,7 +115,7 @@ public:
         std::size_t hole = home(hash);
         while (!m_equal(m_entries[hole].key, key) || m_entries[hole].values.empty())
             hole = next(hole);
-        std::vector<V>().swap(m_entries[hole].values);
+        values_type().swap(m_entries[hole].values);
         --m_size;
         // Backward shift: pull later members of the run into the hole while doing
         // so keeps each between its home and its position.
@@ -122,7 +157,7 @@ private:
             while (!m_entries[index].values.empty())
                 index = next(index);
             m_entries[index].key = std::move(e.key);
-            m_entries[index].values = std::move(e.values);
+            m_entries[index].values.swap(e.values);
         }
     }
 
