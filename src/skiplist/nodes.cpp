@@ -515,11 +515,12 @@ void skiplist_nodes::answer_point(node& here, skiplist_node_id id, const skiplis
             here.earliest_expiry = expires;
         if (here.run.size() > m_shared.config.granularity && !here.allocating) {  // allocating: only the broken mode none
             // Answered when the split is decided (list_full takes the key back out).
-            here.pending_source = caller;
-            here.pending_slot = slot;
-            here.pending_ticket = ticket;
-            here.pending_key = std::string(key);
-            here.pending_hops = hops;
+            here.split = std::make_unique<skiplist_point_split>();
+            here.split->source = caller;
+            here.split->slot = slot;
+            here.split->ticket = ticket;
+            here.split->key = std::string(key);
+            here.split->hops = hops;
             m_structure->start_split(here, id);
             return;
         }

@@ -56,7 +56,7 @@ skiplist_rebalancer::skiplist_rebalancer(skiplist_shared& shared, skiplist_nodes
 }
 
 bool skiplist_rebalancer::movable(const skiplist_node& node, bool with_head) const {
-    if (!node.live || node.reserved || node.busy() || node.stub() || node.bulk || node.pending_source >= 0 ||
+    if (!node.live || node.reserved || node.busy() || node.stub() || node.bulk || node.split ||
         (node.separator.empty() && !with_head))
         return false;
     for (const skiplist_link& level : node.tower)

@@ -53,21 +53,22 @@ void skiplist_structure::start_split(node& here, skiplist_node_id id) {
     // splitting node's height until issue 42 found the link_up escape, fixed in
     // skiplist_nodes::hold_if_busy).
     const unsigned height = draw_height();
-    here.split_separator = std::string(here.run.key(middle));
-    here.split_height = height;
-    here.split_direct = 0;
+    skiplist_point_split& split = *here.split;  // (made by the insert that overflowed the node)
+    split.separator = std::string(here.run.key(middle));
+    split.height = height;
+    split.direct = 0;
     here.allocating = true;
 
     // The levels linked directly after this node: a prefix of its tower.
     std::uint32_t holds = 0;
     std::uint8_t links = 0;
-    std::size_t bytes = wire_bytes<wire::alloc_header> + string_bytes(here.split_separator) +
+    std::size_t bytes = wire_bytes<wire::alloc_header> + string_bytes(split.separator) +
                         wire_bytes<wire::alloc_shape> + 4;
     for (unsigned level = 0; level < height && level < here.tower.size(); ++level) {
         const link& next = here.tower[level];
         if (!next.set)
             break;
-        here.split_direct |= 1u << level;
+        split.direct |= 1u << level;
         ++links;
         if (!next.to.null() && !config.unordered_for_testing)
             ++holds;  // one marker per replaced link (order_new_link)
@@ -83,7 +84,7 @@ void skiplist_structure::start_split(node& here, skiplist_node_id id) {
     const int target = m_shared.servers[(start + m_placement_counter++) % servers];
     byte_writer out(m_shared.engine->reserve(target, m_shared.handlers.alloc, bytes), bytes);
     out.record(wire::alloc_header{id.rank, id.slot, id.generation, 0});
-    put_string(out, here.split_separator);
+    put_string(out, split.separator);
     out.record(wire::alloc_shape{static_cast<std::uint8_t>(height), holds, links});
     for (unsigned level = 0; level < links; ++level) {
         out.put(static_cast<std::uint8_t>(level));
@@ -171,16 +172,19 @@ void skiplist_structure::handle_alloc_reply(int, std::string_view record) {
     node& here = m_nodes.addressed(id, "allocation reply");
     if (!here.allocating)
         throw decode_error("mpidict: skiplist_map allocation reply for a node that is not splitting");
+    if (!here.split)
+        throw decode_error("mpidict: skiplist_map allocation reply for a node without a split in progress");
     here.allocating = false;
-    const int caller = here.pending_source;
-    const std::uint32_t slot = here.pending_slot;
-    const std::uint32_t ticket = here.pending_ticket;
+    const std::unique_ptr<skiplist_point_split> split = std::move(here.split);
+    const int caller = split->source;
+    const std::uint32_t slot = split->slot;
+    const std::uint32_t ticket = split->ticket;
     auto& stats = m_shared.stats;
     const auto& config = m_shared.config;
     if (reply.ok != 0) {
         // The upper half now lives in the new node: drop it here and link the new
         // node directly after this one on every level it shares with this tower.
-        const std::size_t first_moved = here.run.lower_bound(here.split_separator);
+        const std::size_t first_moved = here.run.lower_bound(split->separator);
         for (std::size_t index = first_moved; index < here.run.size(); ++index) {
             stats.payload_bytes -= here.run.key(index).size() + here.run.value(index).size();
             --stats.entries;
@@ -188,25 +192,25 @@ void skiplist_structure::handle_alloc_reply(int, std::string_view record) {
         here.run.erase(first_moved, here.run.size());
         here.run.shrink_to_fit();
         unsigned linked = 0;  // the direct levels form a prefix (see start_split)
-        for (unsigned level = 0; level < here.split_height; ++level) {
-            if ((here.split_direct & (1u << level)) == 0)
+        for (unsigned level = 0; level < split->height; ++level) {
+            if ((split->direct & (1u << level)) == 0)
                 break;
             ++linked;
             const skiplist_node_id old = here.tower[level].to;
-            here.tower[level] = link{here.split_separator, fresh, true};
+            here.tower[level] = link{split->separator, fresh, true};
             // Requests this node sent to `old` before must reach it before
             // those the new node will send it: a marker behind them.
             if (!old.null() && !config.unordered_for_testing)
                 send_marker(old.rank, fresh);
         }
-        if (linked < here.split_height)
-            send_link_up(fresh, here.split_separator, linked);
-        m_nodes.reply_point(here, id, caller, slot, ticket, skiplist_status::stored, {}, here.pending_hops);
+        if (linked < split->height)
+            send_link_up(fresh, split->separator, linked);
+        m_nodes.reply_point(here, id, caller, slot, ticket, skiplist_status::stored, {}, split->hops);
     } else {
         // list_full: take the key that made the node overflow back out.
         ++stats.list_full;
-        const std::size_t position = here.run.lower_bound(here.pending_key);
-        if (here.run.holds_at(position, here.pending_key)) {
+        const std::size_t position = here.run.lower_bound(split->key);
+        if (here.run.holds_at(position, split->key)) {
             stats.payload_bytes -= here.run.key(position).size() + here.run.value(position).size();
             --stats.entries;
             here.run.erase(position, position + 1);
@@ -214,11 +218,6 @@ void skiplist_structure::handle_alloc_reply(int, std::string_view record) {
         m_nodes.reply_point(here, id, caller, slot, ticket, skiplist_status::full,
                             m_shared.list_full_message());
     }
-    here.pending_source = -1;
-    here.pending_slot = wire::no_slot;
-    here.pending_ticket = wire::no_slot;
-    here.pending_key.clear();
-    here.split_separator.clear();
     m_nodes.release_held(id);
 }
 

@@ -67,6 +67,22 @@ struct skiplist_bulk_split {
     std::vector<std::uint32_t> key_ends;
 };
 
+// A node's split for one point insert in progress (src/skiplist/structure.cpp):
+// the insert that made the node overflow, answered once the split is decided,
+// and the new node's separator, height and the levels linked directly after
+// this node (bit l).  Held out of line (skiplist_node::split): only a
+// splitting node has one, and inline it was 88 of every node's bytes.
+struct skiplist_point_split {
+    int source = -1;
+    std::uint32_t slot = skiplist_wire::no_slot;
+    std::uint32_t ticket = skiplist_wire::no_slot;
+    std::string key;
+    std::uint8_t hops = 0;
+    std::string separator;
+    unsigned height = 0;
+    std::uint32_t direct = 0;
+};
+
 struct skiplist_node {
     std::uint32_t generation = 0;
     bool live = false;
@@ -105,17 +121,8 @@ struct skiplist_node {
     std::unique_ptr<std::deque<held_record>> held;
     bool holding_records() const { return held && !held->empty(); }
     bool busy() const { return holds != 0 || allocating || holding_records(); }
-    // The insert that made the node split, answered once the split is decided.
-    int pending_source = -1;
-    std::uint32_t pending_slot = skiplist_wire::no_slot;
-    std::uint32_t pending_ticket = skiplist_wire::no_slot;
-    std::string pending_key;
-    std::uint8_t pending_hops = 0;
-    // The split in progress: the new node's separator, height and the levels
-    // linked directly after this node (bit l).
-    std::string split_separator;
-    unsigned split_height = 0;
-    std::uint32_t split_direct = 0;
+    // The point insert's split in progress (null: none).
+    std::unique_ptr<skiplist_point_split> split;
 };
 
 // A point operation as it travels (the point record's tail, decoded).
