@@ -85,7 +85,8 @@ public:
           m_size(other.m_size),
           m_key_width(other.m_key_width),
           m_value_width(other.m_value_width),
-          m_reserve(other.m_reserve) {}
+          m_reserve(other.m_reserve),
+          m_reserve_bytes(other.m_reserve_bytes) {}
     sorted_run(sorted_run&&) noexcept = default;
     sorted_run& operator=(const sorted_run& other) {
         if (this != &other)
@@ -198,7 +199,6 @@ public:
                 m_value_width = static_cast<std::uint32_t>(value_bytes.size());
                 if (m_reserve > 1)
                     m_bytes.reserve(std::size_t{m_reserve} * stride());
-                m_reserve = 0;
             } else if (key_bytes.size() != m_key_width || value_bytes.size() != m_value_width) {
                 to_variable();
             }
@@ -229,6 +229,8 @@ public:
                 offsets[later] += static_cast<std::uint32_t>(bytes);
         }
         ++m_size;
+        if (m_size >= m_reserve)  // (the hint is used up: no stale room for a later conversion)
+            m_reserve = m_reserve_bytes = 0;
         if (expiry != 0 && m_expires.empty())
             m_expires.assign(m_size - 1, 0.0);  // (still empty for the first entry)
         if (expiry != 0 || !m_expires.empty())
@@ -301,7 +303,7 @@ public:
         for (std::size_t index = 0; index < size(); ++index)
             if (keep(index))
                 kept.push_back(key(index), value(index), expires(index));
-        kept.m_reserve = 0;  // (nothing kept: no hint left for a later first entry)
+        kept.m_reserve = kept.m_reserve_bytes = 0;  // (fewer kept: no hint left for later entries)
         *this = std::move(kept);
     }
     // Gives back spare capacity (after a split moved half the entries away).
@@ -317,7 +319,7 @@ public:
         std::string().swap(m_bytes);
         std::vector<double>().swap(m_expires);
         m_variable.reset();
-        m_size = m_key_width = m_value_width = m_reserve = 0;
+        m_size = m_key_width = m_value_width = m_reserve = m_reserve_bytes = 0;
     }
     // Room for `entries` entries of `bytes` bytes in the variable layout
     // (packed_bytes()'s measure); a fixed-width run takes entries × its width.
@@ -326,10 +328,13 @@ public:
             m_variable->offsets.reserve(entries);
             m_variable->prefixes.reserve(entries);
             m_bytes.reserve(bytes);
-        } else if (m_size == 0) {
-            m_reserve = static_cast<std::uint32_t>(std::min<std::size_t>(entries, 1u << 30));
         } else {
-            m_bytes.reserve(entries * stride());
+            // Kept for a conversion to the variable layout while the run fills
+            // (to_variable), which would otherwise grow its arrays by doubling.
+            m_reserve = static_cast<std::uint32_t>(std::min<std::size_t>(entries, 1u << 30));
+            m_reserve_bytes = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, 0xffffffffu));
+            if (m_size != 0)
+                m_bytes.reserve(entries * stride());
         }
     }
     // Bytes of the entries [first, last) as the variable layout holds them,
@@ -379,11 +384,14 @@ private:
     }
     // The variable layout from the fixed one (an entry of another width came).
     void to_variable() {
+        // The room reserve() asked for, if the run is still filling up to it
+        // (a merge of batch inserts reserves the whole merged run).
         auto index = std::make_unique<variable_index>();
-        index->offsets.reserve(m_size + std::size_t{1});
-        index->prefixes.reserve(m_size + std::size_t{1});
+        index->offsets.reserve(std::max<std::size_t>(m_size + std::size_t{1}, m_reserve));
+        index->prefixes.reserve(std::max<std::size_t>(m_size + std::size_t{1}, m_reserve));
         std::string bytes;
-        bytes.reserve(packed_bytes());
+        bytes.reserve(std::max<std::size_t>(packed_bytes(), m_reserve_bytes));
+        m_reserve = m_reserve_bytes = 0;
         for (std::size_t entry = 0; entry < m_size; ++entry) {
             const std::string_view key_bytes = key(entry), value_bytes = value(entry);
             index->offsets.push_back(static_cast<std::uint32_t>(bytes.size()));
@@ -431,7 +439,8 @@ private:
     std::unique_ptr<variable_index> m_variable;  // null: the fixed-width layout
     std::uint32_t m_size = 0;
     std::uint32_t m_key_width = 0, m_value_width = 0;  // fixed width: every entry's
-    std::uint32_t m_reserve = 0;                        // entries reserve() asked for before the first
+    std::uint32_t m_reserve = 0;        // entries reserve() asked for, until the run holds them
+    std::uint32_t m_reserve_bytes = 0;  // and their bytes in the variable layout (to_variable)
 };
 
 // Orders (prefix, index) pairs by the `digits` most significant bytes in
